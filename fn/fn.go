@@ -1,0 +1,87 @@
+package fn
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+
+	"sigs.k8s.io/kustomize/kyaml/fn/framework"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/internal/inject"
+)
+
+// Processor is the KRM function as a framework processor. Base holds options
+// from the command line; a functionConfig overrides them field by field.
+type Processor struct {
+	Base inject.Options
+}
+
+var _ framework.ResourceListProcessor = Processor{}
+
+// Process loads the functionConfig, runs the filter and adds its findings to
+// the results.
+func (p Processor) Process(rl *framework.ResourceList) error {
+	opts, err := LoadConfig(rl.FunctionConfig)
+	if err != nil {
+		return err
+	}
+	opts = merge(p.Base, opts)
+	var report inject.Report
+	if err := rl.Filter(inject.Filter{Options: opts, Report: &report}); err != nil {
+		return err
+	}
+	for _, f := range report.Findings {
+		rl.Results = append(rl.Results, result(f))
+	}
+	return nil
+}
+
+// Run executes the function on a ResourceList read from in. The output
+// ResourceList goes to out only when the function succeeds; otherwise the
+// error is returned and nothing is written.
+func Run(p Processor, in io.Reader, out io.Writer) (framework.Results, error) {
+	var buf bytes.Buffer
+	var results framework.Results
+	rw := &kio.ByteReadWriter{Reader: in, Writer: &buf, KeepReaderAnnotations: true, PreserveSeqIndent: true}
+	err := framework.Execute(framework.ResourceListProcessorFunc(func(rl *framework.ResourceList) error {
+		err := p.Process(rl)
+		results = rl.Results
+		return err
+	}), rw)
+	if err != nil {
+		return results, err
+	}
+	if results.ExitCode() != 0 {
+		return results, fmt.Errorf("%s", results.Error())
+	}
+	_, err = out.Write(buf.Bytes())
+	return results, err
+}
+
+func merge(base, over inject.Options) inject.Options {
+	if over.Prefix != "" {
+		base.Prefix = over.Prefix
+	}
+	if over.DefaultNamespace != "" {
+		base.DefaultNamespace = over.DefaultNamespace
+	}
+	base.Workloads = append(append([]inject.WorkloadKind(nil), over.Workloads...), base.Workloads...)
+	return base
+}
+
+func result(f inject.Finding) *framework.Result {
+	r := &framework.Result{
+		Message:  f.Message,
+		Severity: framework.Severity(f.Severity),
+		ResourceRef: &yaml.ResourceIdentifier{
+			TypeMeta: yaml.TypeMeta{APIVersion: f.Object.APIVersion, Kind: f.Object.Kind},
+			NameMeta: yaml.NameMeta{Name: f.Object.Name, Namespace: f.Object.Namespace},
+		},
+	}
+	if f.Object.Path != "" {
+		r.File = &framework.File{Path: f.Object.Path, Index: f.Object.Index}
+	}
+	return r
+}

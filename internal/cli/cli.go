@@ -1,0 +1,188 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/confighash/confighash/fn"
+	"github.com/confighash/confighash/internal/inject"
+)
+
+// Version is set at build time with -ldflags -X.
+var Version = "dev"
+
+// IO bundles the streams a command uses, so tests can run it in-process.
+type IO struct {
+	In       io.Reader
+	Out, Err io.Writer
+	// Getenv reads the environment; os.Getenv when nil.
+	Getenv func(string) string
+}
+
+const usage = `confighash rolls workloads when the ConfigMaps and Secrets they consume change.
+
+Usage:
+  confighash [flags] < input            hash a KRM ResourceList or a plain YAML stream
+  confighash explain [flags] < input    show what each workload consumes and its hash
+  confighash version                    print the version
+
+On standard input, a ResourceList (kind: ResourceList) runs the KRM function
+(kustomize, kpt); anything else is read as a multi-document YAML stream and
+written back with hashes (helm --post-renderer, pipelines).
+
+Flags:
+`
+
+// Run executes confighash with args (without the program name) and returns
+// the process exit code.
+func Run(args []string, stdio IO) int {
+	if stdio.Getenv == nil {
+		stdio.Getenv = os.Getenv
+	}
+	if len(args) > 0 {
+		switch args[0] {
+		case "version":
+			fmt.Fprintln(stdio.Out, "confighash", Version)
+			return 0
+		case "help":
+			args = []string{"--help"}
+		}
+	}
+	o, err := parseFlags(args, stdio)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err == nil {
+		err = run(o, stdio)
+	}
+	if err != nil {
+		fmt.Fprintf(stdio.Err, "confighash: error: %s\n", err)
+		return 1
+	}
+	return 0
+}
+
+type options struct {
+	inject.Options
+	quiet bool
+}
+
+type workloadFlag struct{ list *[]inject.WorkloadKind }
+
+func (w workloadFlag) String() string { return "" }
+
+func (w workloadFlag) Set(s string) error {
+	k, err := fn.ParseWorkload(s)
+	if err != nil {
+		return err
+	}
+	*w.list = append(*w.list, k)
+	return nil
+}
+
+func parseFlags(args []string, stdio IO) (options, error) {
+	var o options
+	var keyFile string
+	fs := flag.NewFlagSet("confighash", flag.ContinueOnError)
+	fs.SetOutput(stdio.Err)
+	fs.Usage = func() {
+		fmt.Fprint(stdio.Err, usage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.Prefix, "prefix", inject.DefaultPrefix, "annotation prefix")
+	fs.StringVar(&o.DefaultNamespace, "namespace", "", "namespace of objects that name none (Helm's release namespace)")
+	fs.Var(workloadFlag{&o.Workloads}, "workload", "pod template of another kind, as Kind.group=path (repeatable), e.g. CloneSet.apps.kruise.io=spec/template")
+	fs.StringVar(&keyFile, "key-file", "", "file holding an HMAC key: hash with HMAC-SHA256 (also $CONFIGHASH_KEY_FILE)")
+	fs.BoolVar(&o.quiet, "quiet", false, "do not print warnings to standard error")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+	if keyFile == "" {
+		keyFile = stdio.Getenv("CONFIGHASH_KEY_FILE")
+	}
+	if keyFile != "" {
+		key, err := os.ReadFile(keyFile)
+		if err != nil {
+			return o, fmt.Errorf("reading the HMAC key: %w", err)
+		}
+		if o.Key = bytes.TrimSpace(key); len(o.Key) == 0 {
+			return o, fmt.Errorf("the HMAC key file %s is empty", keyFile)
+		}
+	}
+	return o, o.Validate()
+}
+
+func run(o options, stdio IO) error {
+	input, err := io.ReadAll(stdio.In)
+	if err != nil {
+		return fmt.Errorf("reading standard input: %w", err)
+	}
+	if isResourceList(input) {
+		results, err := fn.Run(fn.Processor{Base: o.Options}, bytes.NewReader(input), stdio.Out)
+		if !o.quiet {
+			for _, r := range results {
+				if r.Severity != "info" {
+					fmt.Fprintf(stdio.Err, "confighash: %s\n", r)
+				}
+			}
+		}
+		return err
+	}
+	return runStream(o, input, stdio)
+}
+
+// isResourceList reports whether the first document of input is a KRM
+// ResourceList, in YAML or JSON.
+func isResourceList(input []byte) bool {
+	first := firstDocument(input)
+	trimmed := bytes.TrimSpace(first)
+	if bytes.HasPrefix(trimmed, []byte("{")) {
+		var head struct {
+			Kind string `json:"kind"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		return dec.Decode(&head) == nil && head.Kind == "ResourceList"
+	}
+	for _, line := range strings.Split(string(first), "\n") {
+		if rest, ok := strings.CutPrefix(line, "kind:"); ok {
+			v := strings.Trim(strings.TrimSpace(stripComment(rest)), `"'`)
+			return v == "ResourceList"
+		}
+	}
+	return false
+}
+
+// firstDocument returns the input up to its second document separator.
+func firstDocument(input []byte) []byte {
+	rest := input
+	for started := false; ; {
+		line, after, found := bytes.Cut(rest, []byte("\n"))
+		isSep := bytes.Equal(bytes.TrimRight(line, " \r"), []byte("---")) || bytes.HasPrefix(line, []byte("--- "))
+		if isSep && started {
+			return input[:len(input)-len(rest)]
+		}
+		if !isSep && len(bytes.TrimSpace(line)) > 0 && !bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
+			started = true
+		}
+		if !found {
+			return input
+		}
+		rest = after
+	}
+}
+
+func stripComment(s string) string {
+	if i := strings.Index(s, " #"); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,217 @@
+package inject
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/hashing"
+)
+
+// Workload is what the filter found for one workload of the stream.
+type Workload struct {
+	Object
+	// Node is the workload document, Template its pod template.
+	Node     *yaml.RNode `json:"-"`
+	Template *yaml.RNode `json:"-"`
+	// OptedOut is true when the workload carries enabled: "false".
+	OptedOut bool
+	// InStream are the uses whose object is in the stream; External the rest.
+	InStream []hashing.Use
+	External []hashing.Use
+	// Hash is the value for the pod template; empty when nothing is consumed
+	// from the stream.
+	Hash string
+}
+
+// ExternalValue renders the external uses for the workload annotation.
+func (w Workload) ExternalValue() string {
+	refs := make([]string, len(w.External))
+	for i, u := range w.External {
+		refs[i] = u.Ref()
+	}
+	return strings.Join(refs, ",")
+}
+
+// Report is the outcome of analysing a stream.
+type Report struct {
+	Workloads []Workload
+	// Configs counts the ConfigMaps and Secrets found.
+	Configs  int
+	Findings []Finding
+}
+
+// Analyze reads a stream without changing it: it indexes its ConfigMaps and
+// Secrets, then computes every workload's uses and hash. An error names the
+// document it is about.
+func Analyze(nodes []*yaml.RNode, opts Options) (*Report, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	objects := make([]Object, len(nodes))
+	configs := configIndex{}
+	for i, node := range nodes {
+		if node.YNode().Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("document %d is not an object", i)
+		}
+		o, err := identify(node, i, opts.DefaultNamespace)
+		if err != nil {
+			return nil, err
+		}
+		objects[i] = o
+		if o.isConfig() {
+			if err := configs.add(node, o); err != nil {
+				return nil, err
+			}
+		}
+	}
+	r := &Report{Configs: len(configs)}
+	for i, node := range nodes {
+		w, ok, err := analyzeWorkload(node, objects[i], configs, opts)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			r.Workloads = append(r.Workloads, w)
+			r.Findings = append(r.Findings, externalFindings(w)...)
+		}
+	}
+	return r, nil
+}
+
+func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Options) (Workload, bool, error) {
+	path, ok := opts.templatePath(o.group(), o.Kind)
+	if !ok {
+		return Workload{}, false, nil
+	}
+	w := Workload{Object: o, Node: node}
+	w.OptedOut = node.GetAnnotations()[opts.Annotation(EnabledName)] == "false"
+	template, err := node.Pipe(yaml.Lookup(path...))
+	if err != nil {
+		return w, false, fmt.Errorf("%s: %s: %w", o, strings.Join(path, "."), err)
+	}
+	if template == nil || w.OptedOut {
+		return w, template != nil, nil
+	}
+	if template.YNode().Kind != yaml.MappingNode {
+		return w, false, fmt.Errorf("%s: %s is not an object", o, strings.Join(path, "."))
+	}
+	w.Template = template
+	spec, err := podSpec(template)
+	if err != nil {
+		return w, false, fmt.Errorf("%s: %s.spec: %w", o, strings.Join(path, "."), err)
+	}
+	for _, u := range hashing.Discover(spec) {
+		if _, found := configs.lookup(o.Namespace)(u.Kind, u.Name); found {
+			w.InStream = append(w.InStream, u)
+		} else {
+			w.External = append(w.External, u)
+		}
+	}
+	if len(w.InStream) > 0 {
+		w.Hash = hashing.Compute(o.Namespace, w.InStream, configs.lookup(o.Namespace), hashing.Options{Key: opts.Key})
+	}
+	return w, true, nil
+}
+
+func podSpec(template *yaml.RNode) (*corev1.PodSpec, error) {
+	specNode := template.Field("spec")
+	if specNode == nil || specNode.Value == nil {
+		return &corev1.PodSpec{}, nil
+	}
+	return decode[corev1.PodSpec](specNode.Value)
+}
+
+// decode reads a node into a Kubernetes API type through its JSON form, the
+// way the API server would read it.
+func decode[T any](node *yaml.RNode) (*T, error) {
+	raw, err := node.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, cleanJSONError(err)
+	}
+	return &v, nil
+}
+
+// cleanJSONError keeps the field and type of a decoding error and drops
+// anything that could quote a value.
+func cleanJSONError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	if ok := asTypeError(err, &typeErr); ok {
+		return fmt.Errorf("field %s: expected %s, found a %s", typeErr.Field, typeErr.Type, typeErr.Value)
+	}
+	return err
+}
+
+// configIndex holds the content of the stream's ConfigMaps and Secrets by
+// namespace, kind and name.
+type configIndex map[configKey]hashing.Content
+
+type configKey struct {
+	namespace string
+	kind      hashing.Kind
+	name      string
+}
+
+func (c configIndex) add(node *yaml.RNode, o Object) error {
+	key := configKey{o.Namespace, hashing.Kind(o.Kind), o.Name}
+	if _, dup := c[key]; dup {
+		return fmt.Errorf("%s: the stream holds this %s twice", o, o.Kind)
+	}
+	content, err := readContent(node, o)
+	if err != nil {
+		return fmt.Errorf("%s: %w", o, err)
+	}
+	c[key] = content
+	return nil
+}
+
+func (c configIndex) lookup(namespace string) hashing.Lookup {
+	return func(kind hashing.Kind, name string) (hashing.Content, bool) {
+		content, ok := c[configKey{namespace, kind, name}]
+		return content, ok
+	}
+}
+
+func readContent(node *yaml.RNode, o Object) (hashing.Content, error) {
+	var content hashing.Content
+	if o.Kind == string(hashing.KindSecret) {
+		s, err := decode[corev1.Secret](node)
+		if err != nil {
+			return content, err
+		}
+		content = hashing.SecretContent(s)
+	} else {
+		cm, err := decode[corev1.ConfigMap](node)
+		if err != nil {
+			return content, err
+		}
+		if content, err = hashing.ConfigMapContent(cm); err != nil {
+			return content, err
+		}
+	}
+	content.Namespace = o.Namespace
+	return content, nil
+}
+
+func externalFindings(w Workload) []Finding {
+	var out []Finding
+	for _, u := range w.External {
+		f := Finding{Object: w.Object, Severity: SeverityWarning}
+		if u.Optional {
+			f.Severity = SeverityInfo
+		}
+		f.Message = fmt.Sprintf("consumes %s %s, which is not in the stream: left out of the hash, recorded as external for the controller",
+			u.Kind, hashing.ObjectName(w.Namespace, u.Name))
+		out = append(out, f)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Severity < out[j].Severity })
+	return out
+}

@@ -1,0 +1,30 @@
+package inject
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// Severity of a finding, as in the KRM functions results.
+type Severity string
+
+// Severities, most severe first.
+const (
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+	SeverityInfo    Severity = "info"
+)
+
+// Finding is something the filter reports about one object.
+type Finding struct {
+	Severity Severity
+	Message  string
+	Object   Object
+}
+
+// String renders the finding for a terminal or a log.
+func (f Finding) String() string {
+	return string(f.Severity) + ": " + f.Object.String() + ": " + f.Message
+}
+
+func asTypeError(err error, target **json.UnmarshalTypeError) bool { return errors.As(err, target) }

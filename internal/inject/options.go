@@ -1,0 +1,111 @@
+package inject
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// DefaultPrefix is the annotation prefix confighash uses unless told otherwise.
+const DefaultPrefix = "confighash.dev"
+
+// Annotation names under the prefix.
+const (
+	// HashName, on a pod template, holds the render-time hash.
+	HashName = "hash"
+	// ExternalName, on a workload, lists what it consumes from outside the
+	// stream, as Kind/name separated by commas, for the controller to watch.
+	ExternalName = "external"
+	// EnabledName, on a workload, set to "false" opts it out; set to "true"
+	// it opts in to the controller.
+	EnabledName = "enabled"
+)
+
+// Options configure the filter. The zero value uses the defaults.
+type Options struct {
+	// Prefix of the annotations; DefaultPrefix when empty.
+	Prefix string
+	// Key switches the hash to HMAC-SHA256 under this key.
+	Key []byte
+	// DefaultNamespace is the namespace of objects that name none (Helm's
+	// release namespace, kubectl's -n); empty leaves them in "".
+	DefaultNamespace string
+	// Workloads adds pod template locations for other kinds.
+	Workloads []WorkloadKind
+}
+
+var prefixPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// Validate checks the options a user can set.
+func (o Options) Validate() error {
+	if o.Prefix != "" && (len(o.Prefix) > 253 || !prefixPattern.MatchString(o.Prefix)) {
+		return fmt.Errorf("prefix %q is not a DNS subdomain (like confighash.dev)", o.Prefix)
+	}
+	for i, w := range o.Workloads {
+		if err := w.validate(); err != nil {
+			return fmt.Errorf("workloads[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// Annotation returns the full annotation key for name under the prefix.
+func (o Options) Annotation(name string) string {
+	p := o.Prefix
+	if p == "" {
+		p = DefaultPrefix
+	}
+	return p + "/" + name
+}
+
+// WorkloadKind tells the filter where the pod template of a kind lives.
+type WorkloadKind struct {
+	// Group is the API group ("" for core); Kind the resource kind.
+	Group string `json:"group" yaml:"group"`
+	Kind  string `json:"kind" yaml:"kind"`
+	// Path is the slash-separated field path to the pod template, like
+	// spec/template or spec/jobTemplate/spec/template.
+	Path string `json:"path" yaml:"path"`
+}
+
+func (w WorkloadKind) validate() error {
+	switch {
+	case w.Kind == "":
+		return fmt.Errorf("kind is required")
+	case w.Path == "":
+		return fmt.Errorf("path is required for kind %s", w.Kind)
+	case strings.Contains(w.Path, "//") || strings.HasPrefix(w.Path, "/") || strings.HasSuffix(w.Path, "/"):
+		return fmt.Errorf("path %q for kind %s: use field names separated by single slashes", w.Path, w.Kind)
+	}
+	return nil
+}
+
+func (w WorkloadKind) fields() []string { return strings.Split(w.Path, "/") }
+
+// builtinWorkloads are the kinds confighash knows without configuration.
+var builtinWorkloads = []WorkloadKind{
+	{Group: "apps", Kind: "Deployment", Path: "spec/template"},
+	{Group: "apps", Kind: "StatefulSet", Path: "spec/template"},
+	{Group: "apps", Kind: "DaemonSet", Path: "spec/template"},
+	{Group: "apps", Kind: "ReplicaSet", Path: "spec/template"},
+	{Group: "extensions", Kind: "Deployment", Path: "spec/template"},
+	{Group: "extensions", Kind: "DaemonSet", Path: "spec/template"},
+	{Group: "batch", Kind: "Job", Path: "spec/template"},
+	{Group: "batch", Kind: "CronJob", Path: "spec/jobTemplate/spec/template"},
+	{Group: "argoproj.io", Kind: "Rollout", Path: "spec/template"},
+	{Group: "apps.openshift.io", Kind: "DeploymentConfig", Path: "spec/template"},
+	{Group: "", Kind: "ReplicationController", Path: "spec/template"},
+}
+
+// templatePath returns the pod template path for a group and kind, user
+// configuration first.
+func (o Options) templatePath(group, kind string) ([]string, bool) {
+	for _, list := range [][]WorkloadKind{o.Workloads, builtinWorkloads} {
+		for _, w := range list {
+			if w.Group == group && w.Kind == kind {
+				return w.fields(), true
+			}
+		}
+	}
+	return nil, false
+}
