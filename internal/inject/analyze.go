@@ -2,11 +2,14 @@ package inject
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/hashing"
@@ -45,33 +48,57 @@ type Report struct {
 	Findings []Finding
 }
 
+// Doc is a parsed document with where it came from.
+type Doc struct {
+	Node *yaml.RNode
+	// Index is the document's position in the stream; Path its source file
+	// (a kustomize path annotation or a Helm "# Source:" comment), if known.
+	Index int
+	Path  string
+}
+
 // Analyze reads a stream without changing it: it indexes its ConfigMaps and
-// Secrets, then computes every workload's uses and hash. An error names the
-// document it is about.
+// Secrets, then computes every workload's uses and hash. Document positions
+// and paths come from the kio reader's annotations when present.
 func Analyze(nodes []*yaml.RNode, opts Options) (*Report, error) {
+	docs := make([]Doc, len(nodes))
+	for i, node := range nodes {
+		docs[i] = Doc{Node: node, Index: i}
+		path, index, err := kioutil.GetFileAnnotations(node)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: reading its annotations: %w", i, err)
+		}
+		docs[i].Path = path
+		if n, err := strconv.Atoi(index); err == nil {
+			docs[i].Index = n
+		}
+	}
+	return AnalyzeDocs(docs, opts)
+}
+
+// AnalyzeDocs is Analyze for documents whose position and source the caller
+// knows. An error names the document it is about.
+func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	objects := make([]Object, len(nodes))
+	objects := make([]Object, len(docs))
 	configs := configIndex{}
-	for i, node := range nodes {
-		if node.YNode().Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("document %d is not an object", i)
-		}
-		o, err := identify(node, i, opts.DefaultNamespace)
+	for i, d := range docs {
+		o, err := identify(d, opts.DefaultNamespace)
 		if err != nil {
 			return nil, err
 		}
 		objects[i] = o
 		if o.isConfig() {
-			if err := configs.add(node, o); err != nil {
+			if err := configs.add(d.Node, o); err != nil {
 				return nil, err
 			}
 		}
 	}
 	r := &Report{Configs: len(configs)}
-	for i, node := range nodes {
-		w, ok, err := analyzeWorkload(node, objects[i], configs, opts)
+	for i, d := range docs {
+		w, ok, err := analyzeWorkload(d.Node, objects[i], configs, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +171,7 @@ func decode[T any](node *yaml.RNode) (*T, error) {
 // anything that could quote a value.
 func cleanJSONError(err error) error {
 	var typeErr *json.UnmarshalTypeError
-	if ok := asTypeError(err, &typeErr); ok {
+	if errors.As(err, &typeErr) {
 		return fmt.Errorf("field %s: expected %s, found a %s", typeErr.Field, typeErr.Type, typeErr.Value)
 	}
 	return err
@@ -178,27 +205,6 @@ func (c configIndex) lookup(namespace string) hashing.Lookup {
 		content, ok := c[configKey{namespace, kind, name}]
 		return content, ok
 	}
-}
-
-func readContent(node *yaml.RNode, o Object) (hashing.Content, error) {
-	var content hashing.Content
-	if o.Kind == string(hashing.KindSecret) {
-		s, err := decode[corev1.Secret](node)
-		if err != nil {
-			return content, err
-		}
-		content = hashing.SecretContent(s)
-	} else {
-		cm, err := decode[corev1.ConfigMap](node)
-		if err != nil {
-			return content, err
-		}
-		if content, err = hashing.ConfigMapContent(cm); err != nil {
-			return content, err
-		}
-	}
-	content.Namespace = o.Namespace
-	return content, nil
 }
 
 func externalFindings(w Workload) []Finding {

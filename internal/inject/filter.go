@@ -25,7 +25,7 @@ func (f Filter) Filter(nodes []*yaml.RNode) ([]*yaml.RNode, error) {
 		return nil, err
 	}
 	for _, w := range r.Workloads {
-		if err := f.apply(w); err != nil {
+		if err := Apply(w, f.Options); err != nil {
 			return nil, err
 		}
 	}
@@ -35,14 +35,15 @@ func (f Filter) Filter(nodes []*yaml.RNode) ([]*yaml.RNode, error) {
 	return nodes, nil
 }
 
-func (f Filter) apply(w Workload) error {
+// Apply writes one workload's annotations on its nodes.
+func Apply(w Workload, opts Options) error {
 	if w.OptedOut || w.Template == nil {
 		return nil
 	}
-	if err := setOrClear(w.Template, f.Annotation(HashName), w.Hash); err != nil {
+	if err := setOrClear(w.Template, opts.Annotation(HashName), w.Hash); err != nil {
 		return err
 	}
-	return setOrClear(w.Node, f.Annotation(ExternalName), w.ExternalValue())
+	return setOrClear(w.Node, opts.Annotation(ExternalName), w.ExternalValue())
 }
 
 // setOrClear sets an annotation to value, or removes it when value is empty,

@@ -1,10 +1,5 @@
 package inject
 
-import (
-	"encoding/json"
-	"errors"
-)
-
 // Severity of a finding, as in the KRM functions results.
 type Severity string
 
@@ -26,5 +21,3 @@ type Finding struct {
 func (f Finding) String() string {
 	return string(f.Severity) + ": " + f.Object.String() + ": " + f.Message
 }
-
-func asTypeError(err error, target **json.UnmarshalTypeError) bool { return errors.As(err, target) }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/hashing"
@@ -25,28 +24,27 @@ type Object struct {
 // String names the object the way errors and warnings show it, for example
 // `Deployment shop/web (document 3, deploy.yaml)`.
 func (o Object) String() string {
-	where := "document " + strconv.Itoa(o.Index)
-	if o.Path != "" {
-		where += ", " + o.Path
-	}
-	return fmt.Sprintf("%s %s (%s)", o.Kind, hashing.ObjectName(o.Namespace, o.Name), where)
+	return fmt.Sprintf("%s %s (%s)", o.Kind, hashing.ObjectName(o.Namespace, o.Name), o.where())
 }
 
-// identify reads a document's identity; position is its place in the slice,
-// used when the reader left no index annotation.
-func identify(node *yaml.RNode, position int, defaultNamespace string) (Object, error) {
-	o := Object{Index: position}
-	path, index, err := kioutil.GetFileAnnotations(node)
-	if err != nil {
-		return o, fmt.Errorf("document %d: reading its annotations: %w", position, err)
+// where names the document: "document 3" or "document 3, deploy.yaml".
+func (o Object) where() string {
+	w := "document " + strconv.Itoa(o.Index)
+	if o.Path != "" {
+		w += ", " + o.Path
 	}
-	o.Path = path
-	if n, err := strconv.Atoi(index); err == nil && index != "" {
-		o.Index = n
+	return w
+}
+
+// identify reads a document's identity. Only mappings are objects.
+func identify(d Doc, defaultNamespace string) (Object, error) {
+	o := Object{Index: d.Index, Path: d.Path}
+	if d.Node.YNode().Kind != yaml.MappingNode {
+		return o, fmt.Errorf("%s is not an object", o.where())
 	}
-	meta, err := node.GetMeta()
+	meta, err := d.Node.GetMeta()
 	if err != nil {
-		return o, fmt.Errorf("document %d: %w", position, err)
+		return o, fmt.Errorf("%s: %w", o.where(), err)
 	}
 	o.APIVersion, o.Kind, o.Name, o.Namespace = meta.APIVersion, meta.Kind, meta.Name, meta.Namespace
 	if o.Namespace == "" {

@@ -1,0 +1,255 @@
+package stream
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// editor collects byte edits to one document. Each edit method either
+// records its edits and returns true, or returns false when the layout is one
+// it does not edit in place (flow style, values spanning lines); the caller
+// then re-encodes that one document instead.
+type editor struct {
+	text    []byte
+	lines   []int // byte offset of each line's start; lines[0] is line 1
+	newline string
+	edits   []edit
+}
+
+type edit struct {
+	start, end int
+	text       string
+}
+
+func newEditor(text []byte) *editor {
+	e := &editor{text: text, lines: []int{0}, newline: "\n"}
+	for i, b := range text {
+		if b == '\n' {
+			e.lines = append(e.lines, i+1)
+		}
+	}
+	if bytes.Contains(text, []byte("\r\n")) {
+		e.newline = "\r\n"
+	}
+	return e
+}
+
+// lineStart returns the offset of a 1-based line.
+func (e *editor) lineStart(line int) int {
+	if line-1 < len(e.lines) {
+		return e.lines[line-1]
+	}
+	return len(e.text)
+}
+
+// keyStart returns the offset of a node that begins its line after
+// indentation only, or false.
+func (e *editor) keyStart(n *yaml.Node) (int, bool) {
+	start := e.lineStart(n.Line)
+	at := start + n.Column - 1
+	if at > len(e.text) {
+		return 0, false
+	}
+	for _, b := range e.text[start:at] {
+		if b != ' ' {
+			return 0, false
+		}
+	}
+	return at, true
+}
+
+// set makes annotation key equal value in the metadata of mapping m.
+func (e *editor) set(m *yaml.Node, key, value string) bool {
+	entry := key + ": " + value
+	meta, ok := blockChild(m, "metadata")
+	if !ok {
+		return false
+	}
+	if meta == nil {
+		return e.insertBefore(m, "metadata:", "  annotations:", "    "+entry)
+	}
+	ann, ok := blockChild(meta, "annotations")
+	if !ok {
+		return false
+	}
+	if ann == nil {
+		return e.insertBefore(meta, "annotations:", "  "+entry)
+	}
+	k, v := child(ann, key)
+	if k == nil {
+		return e.insertBefore(ann, entry)
+	}
+	return e.replaceScalar(k, v, value)
+}
+
+// clear removes annotation key from the metadata of mapping m.
+func (e *editor) clear(m *yaml.Node, key string) bool {
+	meta, ok := blockChild(m, "metadata")
+	if !ok || meta == nil {
+		return ok
+	}
+	ann, ok := blockChild(meta, "annotations")
+	if !ok || ann == nil {
+		return ok
+	}
+	k, v := child(ann, key)
+	if k == nil {
+		return true
+	}
+	if len(ann.Content) == 2 {
+		// The only annotation: remove the annotations key with it, unless
+		// that would leave metadata empty.
+		annKey, _ := child(meta, "annotations")
+		return len(meta.Content) > 2 && ann.Content[0].Line > annKey.Line &&
+			e.deleteLine(annKey, nil) && e.deleteLine(k, v)
+	}
+	return e.deleteLine(k, v)
+}
+
+// insertBefore inserts lines, indented like m's first key, before that key.
+func (e *editor) insertBefore(m *yaml.Node, lines ...string) bool {
+	first := m.Content[0]
+	if _, ok := e.keyStart(first); !ok {
+		return false
+	}
+	indent := strings.Repeat(" ", first.Column-1)
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(indent + l + e.newline)
+	}
+	start := e.lineStart(first.Line)
+	e.edits = append(e.edits, edit{start: start, end: start, text: b.String()})
+	return true
+}
+
+// replaceScalar replaces the single-line scalar v of key k with value.
+func (e *editor) replaceScalar(k, v *yaml.Node, value string) bool {
+	start, end, ok := e.scalarSpan(k, v)
+	if !ok {
+		return false
+	}
+	if string(e.text[start:end]) != value {
+		e.edits = append(e.edits, edit{start: start, end: end, text: value})
+	}
+	return true
+}
+
+// deleteLine removes the line of key k, which must hold k and its
+// single-line scalar v (or, with v nil, only k).
+func (e *editor) deleteLine(k, v *yaml.Node) bool {
+	if _, ok := e.keyStart(k); !ok {
+		return false
+	}
+	if v != nil {
+		if _, _, ok := e.scalarSpan(k, v); !ok {
+			return false
+		}
+	} else if k.Line+1 > len(e.lines) {
+		return false
+	}
+	e.edits = append(e.edits, edit{start: e.lineStart(k.Line), end: e.lineStart(k.Line + 1)})
+	return true
+}
+
+// scalarSpan finds the bytes of a plain or quoted scalar that sits on its
+// key's line, and checks they read back as the node's value.
+func (e *editor) scalarSpan(k, v *yaml.Node) (int, int, bool) {
+	if v.Kind != yaml.ScalarNode || v.Line != k.Line || v.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		return 0, 0, false
+	}
+	if _, ok := e.keyStart(k); !ok || !isASCII(k.Value) {
+		return 0, 0, false
+	}
+	start := e.lineStart(v.Line) + v.Column - 1
+	lineEnd := e.lineStart(v.Line + 1)
+	if start >= lineEnd || start > len(e.text) {
+		return 0, 0, false
+	}
+	rest := e.text[start:lineEnd]
+	var n int
+	switch v.Style {
+	case yaml.DoubleQuotedStyle:
+		n = quotedEnd(rest, '"')
+	case yaml.SingleQuotedStyle:
+		n = quotedEnd(rest, '\'')
+	default:
+		n = plainEnd(rest)
+		if string(rest[:n]) != v.Value {
+			return 0, 0, false
+		}
+	}
+	return start, start + n, n > 0
+}
+
+func plainEnd(rest []byte) int {
+	n := len(rest)
+	if i := bytes.Index(rest, []byte(" #")); i >= 0 {
+		n = i
+	}
+	return len(bytes.TrimRight(rest[:n], " \t\r\n"))
+}
+
+func quotedEnd(rest []byte, q byte) int {
+	for i := 1; i < len(rest); i++ {
+		switch {
+		case q == '"' && rest[i] == '\\':
+			i++
+		case rest[i] == q && q == '\'' && i+1 < len(rest) && rest[i+1] == '\'':
+			i++
+		case rest[i] == q:
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// apply returns the text with the edits made.
+func (e *editor) apply() []byte {
+	sort.SliceStable(e.edits, func(i, j int) bool { return e.edits[i].start < e.edits[j].start })
+	out := make([]byte, 0, len(e.text)+128)
+	pos := 0
+	for _, ed := range e.edits {
+		out = append(out, e.text[pos:ed.start]...)
+		out = append(out, ed.text...)
+		pos = ed.end
+	}
+	return append(out, e.text[pos:]...)
+}
+
+// blockChild returns the value of key in block mapping m when it is itself a
+// non-empty block mapping; nil when the key is absent; false when the layout
+// is not one to edit in place.
+func blockChild(m *yaml.Node, key string) (*yaml.Node, bool) {
+	if m.Kind != yaml.MappingNode || m.Style&yaml.FlowStyle != 0 || len(m.Content) == 0 {
+		return nil, false
+	}
+	k, v := child(m, key)
+	if k == nil {
+		return nil, true
+	}
+	if v.Kind != yaml.MappingNode || v.Style&yaml.FlowStyle != 0 || len(v.Content) == 0 {
+		return nil, false
+	}
+	return v, true
+}
+
+func child(m *yaml.Node, key string) (*yaml.Node, *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i], m.Content[i+1]
+		}
+	}
+	return nil, nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}

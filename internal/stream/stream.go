@@ -1,0 +1,128 @@
+package stream
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/internal/inject"
+)
+
+// Process hashes a multi-document YAML stream. The output equals the input
+// byte for byte but for the annotation lines confighash adds, changes or
+// removes; a document laid out in a way it does not edit in place (flow-style
+// metadata, say) is re-encoded on its own. On error there is no output.
+func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) {
+	chunks := split(input)
+	docs := make([]inject.Doc, 0, len(chunks))
+	chunkOf := make([]int, 0, len(chunks))
+	for i, c := range chunks {
+		if !hasContent(c.text) {
+			continue
+		}
+		d := inject.Doc{Index: len(docs), Path: sourceComment(c.text)}
+		node, err := yaml.Parse(string(c.text))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", where(d), err)
+		}
+		d.Node = node
+		docs = append(docs, d)
+		chunkOf = append(chunkOf, i)
+	}
+	report, err := inject.AnalyzeDocs(docs, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([][]byte, len(chunks))
+	for i, c := range chunks {
+		out[i] = c.text
+	}
+	for _, w := range report.Workloads {
+		i := chunkOf[w.Index]
+		text, err := rewrite(chunks[i].text, w, opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", w.Object, err)
+		}
+		out[i] = text
+	}
+	return bytes.Join(out, nil), report, nil
+}
+
+// rewrite edits one workload document in place, or re-encodes it when its
+// layout cannot be edited in place.
+func rewrite(text []byte, w inject.Workload, opts inject.Options) ([]byte, error) {
+	if w.OptedOut || w.Template == nil {
+		return text, nil
+	}
+	e := newEditor(text)
+	if e.annotate(w.Template.YNode(), opts.Annotation(inject.HashName), w.Hash) &&
+		e.annotate(w.Node.YNode(), opts.Annotation(inject.ExternalName), w.ExternalValue()) {
+		return e.apply(), nil
+	}
+	return reencode(text, w, opts)
+}
+
+// annotate sets or clears one annotation, doing nothing when it already
+// says so.
+func (e *editor) annotate(m *yaml.Node, key, value string) bool {
+	current, has := annotation(m, key)
+	switch {
+	case value == "" && has:
+		return e.clear(m, key)
+	case value != "" && (!has || current != value):
+		return e.set(m, key, value)
+	}
+	return true
+}
+
+func annotation(m *yaml.Node, key string) (string, bool) {
+	_, meta := child(m, "metadata")
+	if meta == nil {
+		return "", false
+	}
+	_, ann := child(meta, "annotations")
+	if ann == nil {
+		return "", false
+	}
+	_, v := child(ann, key)
+	if v == nil {
+		return "", false
+	}
+	return v.Value, true
+}
+
+// reencode applies the annotations on the parsed node and writes the
+// document anew, keeping its separator line.
+func reencode(text []byte, w inject.Workload, opts inject.Options) ([]byte, error) {
+	if err := inject.Apply(w, opts); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if bytes.HasPrefix(text, []byte("---")) {
+		b.WriteString("---\n")
+	}
+	if err := (kio.ByteWriter{Writer: &b}).Write([]*yaml.RNode{w.Node}); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// sourceComment returns the template path of Helm's "# Source: path" line.
+func sourceComment(text []byte) string {
+	for _, line := range strings.SplitN(string(text[:min(len(text), 4096)]), "\n", 8) {
+		if p, ok := strings.CutPrefix(line, "# Source: "); ok {
+			return strings.TrimSpace(p)
+		}
+	}
+	return ""
+}
+
+func where(d inject.Doc) string {
+	if d.Path != "" {
+		return fmt.Sprintf("document %d, %s", d.Index, d.Path)
+	}
+	return fmt.Sprintf("document %d", d.Index)
+}

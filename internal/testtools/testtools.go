@@ -1,0 +1,100 @@
+// Package testtools finds the real tools the tests run (bin/confighash,
+// kustomize, helm v3 and v4) and the shared corpus. A missing tool skips the
+// test with a message on a developer's machine and fails it in CI, where
+// CONFIGHASH_REQUIRE_TOOLS is set.
+package testtools
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// RepoRoot returns the module root, found by walking up to go.mod.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// BinDir is $CONFIGHASH_BIN, or the repository's bin/.
+func BinDir(t testing.TB) string {
+	t.Helper()
+	if d := os.Getenv("CONFIGHASH_BIN"); d != "" {
+		return d
+	}
+	return filepath.Join(RepoRoot(t), "bin")
+}
+
+// Tool returns the path of bin/<name>, or skips (fails in CI) when absent.
+// `make build tools` installs them.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	p := filepath.Join(BinDir(t), name)
+	if _, err := os.Stat(p); err != nil {
+		missing(t, "bin/"+name+" is not installed: run `make build tools`")
+	}
+	return p
+}
+
+// Corpus returns $CONFIGHASH_CORPUS (../shared/corpus), or skips when unset;
+// .ci/run sets it, and fails when the folder is missing.
+func Corpus(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("CONFIGHASH_CORPUS")
+	if dir == "" {
+		missing(t, "CONFIGHASH_CORPUS is not set: point it at ../shared/corpus to run the corpus tests")
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("CONFIGHASH_CORPUS=%s: %v", dir, err)
+	}
+	return dir
+}
+
+func missing(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("CONFIGHASH_REQUIRE_TOOLS") != "" {
+		t.Fatal(msg + " (CONFIGHASH_REQUIRE_TOOLS is set)")
+	}
+	t.Skip(msg)
+}
+
+// Result is what a command printed and how it exited.
+type Result struct {
+	Stdout, Stderr string
+	ExitCode       int
+}
+
+// Run runs a command with stdin and returns its output; it fails the test
+// only when the command cannot start.
+func Run(t testing.TB, dir string, env []string, stdin []byte, name string, args ...string) Result {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	res := Result{Stdout: out.String(), Stderr: errb.String()}
+	if exitErr, ok := err.(*exec.ExitError); ok {
+		res.ExitCode = exitErr.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return res
+}
