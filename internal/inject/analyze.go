@@ -43,9 +43,11 @@ func (w Workload) ExternalValue() string {
 // Report is the outcome of analysing a stream.
 type Report struct {
 	Workloads []Workload
-	// Configs counts the ConfigMaps and Secrets found.
-	Configs  int
-	Findings []Finding
+	// Documents counts the documents read; Configs the ConfigMaps and
+	// Secrets among them (List items included).
+	Documents int
+	Configs   int
+	Findings  []Finding
 }
 
 // Doc is a parsed document with where it came from.
@@ -90,13 +92,11 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 			return nil, err
 		}
 		objects[i] = o
-		if o.isConfig() {
-			if err := configs.add(d.Node, o); err != nil {
-				return nil, err
-			}
+		if err := configs.addDoc(d, o, opts.DefaultNamespace); err != nil {
+			return nil, err
 		}
 	}
-	r := &Report{Configs: len(configs)}
+	r := &Report{Documents: len(docs), Configs: len(configs)}
 	for i, d := range docs {
 		w, ok, err := analyzeWorkload(d.Node, objects[i], configs, opts)
 		if err != nil {
@@ -126,6 +126,9 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 	}
 	if template.YNode().Kind != yaml.MappingNode {
 		return w, false, fmt.Errorf("%s: %s is not an object", o, strings.Join(path, "."))
+	}
+	if err := checkMetadata(template); err != nil {
+		return w, false, fmt.Errorf("%s: %s.%w", o, strings.Join(path, "."), err)
 	}
 	w.Template = template
 	spec, err := podSpec(template)
@@ -185,6 +188,34 @@ type configKey struct {
 	namespace string
 	kind      hashing.Kind
 	name      string
+}
+
+// addDoc indexes a ConfigMap or Secret document, or those among the items
+// of a v1 List, ConfigMapList or SecretList (kubectl applies the items).
+func (c configIndex) addDoc(d Doc, o Object, defaultNamespace string) error {
+	if o.isConfig() {
+		return c.add(d.Node, o)
+	}
+	if o.APIVersion != "v1" || (o.Kind != "List" && o.Kind != "ConfigMapList" && o.Kind != "SecretList") {
+		return nil
+	}
+	items := d.Node.Field("items")
+	if items == nil || items.Value.YNode().Kind != yaml.SequenceNode {
+		return nil
+	}
+	for i, item := range items.Value.YNode().Content {
+		sub := Doc{Node: yaml.NewRNode(item), Index: d.Index, Path: d.Path}
+		io, err := identify(sub, defaultNamespace)
+		if err != nil {
+			return fmt.Errorf("%s: items[%d]: %w", o, i, err)
+		}
+		if io.isConfig() {
+			if err := c.add(sub.Node, io); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (c configIndex) add(node *yaml.RNode, o Object) error {

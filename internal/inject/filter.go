@@ -52,8 +52,14 @@ func setOrClear(node *yaml.RNode, key, value string) error {
 	current, has := node.GetAnnotations()[key]
 	switch {
 	case value == "" && has:
-		_, err := node.Pipe(yaml.ClearAnnotation(key))
-		return err
+		if _, err := node.Pipe(yaml.ClearAnnotation(key)); err != nil {
+			return err
+		}
+		if len(node.GetAnnotations()) == 0 {
+			// Leave no empty "annotations: {}" behind.
+			_, err := node.Pipe(yaml.Lookup("metadata"), yaml.FieldClearer{Name: "annotations"})
+			return err
+		}
 	case value != "" && (!has || current != value):
 		return node.PipeE(yaml.SetAnnotation(key, value))
 	}

@@ -42,6 +42,9 @@ func identify(d Doc, defaultNamespace string) (Object, error) {
 	if d.Node.YNode().Kind != yaml.MappingNode {
 		return o, fmt.Errorf("%s is not an object", o.where())
 	}
+	if err := checkMetadata(d.Node); err != nil {
+		return o, fmt.Errorf("%s: %w", o.where(), err)
+	}
 	meta, err := d.Node.GetMeta()
 	if err != nil {
 		return o, fmt.Errorf("%s: %w", o.where(), err)
@@ -66,4 +69,23 @@ func (o Object) group() string {
 // isConfig reports whether the object is a core ConfigMap or Secret.
 func (o Object) isConfig() bool {
 	return o.APIVersion == "v1" && (o.Kind == string(hashing.KindConfigMap) || o.Kind == string(hashing.KindSecret))
+}
+
+// checkMetadata makes sure metadata, and its annotations and labels, are
+// maps when present, so that reading or writing annotations is safe.
+func checkMetadata(node *yaml.RNode) error {
+	meta := node.Field("metadata")
+	if meta == nil || meta.Value.IsNil() {
+		return nil
+	}
+	if meta.Value.YNode().Kind != yaml.MappingNode {
+		return fmt.Errorf("metadata is not an object")
+	}
+	for _, name := range []string{"annotations", "labels"} {
+		f := meta.Value.Field(name)
+		if f != nil && !f.Value.IsNil() && f.Value.YNode().Kind != yaml.MappingNode {
+			return fmt.Errorf("metadata.%s is not a map", name)
+		}
+	}
+	return nil
 }

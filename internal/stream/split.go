@@ -54,8 +54,11 @@ func hasContent(chunk []byte) bool {
 		} else {
 			chunk = nil
 		}
+		if isMarker(line, "---") || isMarker(line, "...") {
+			line = line[3:] // "--- {a: b}" starts a document on the marker line
+		}
 		t := bytes.TrimSpace(line)
-		if len(t) == 0 || t[0] == '#' || isMarker(line, "---") || isMarker(line, "...") {
+		if len(t) == 0 || t[0] == '#' {
 			continue
 		}
 		return true

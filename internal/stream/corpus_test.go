@@ -1,0 +1,176 @@
+package stream_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/stream"
+	"github.com/confighash/confighash/internal/testtools"
+)
+
+// corpusStreams returns the corpus as streams a user would pipe: each Argo CD
+// file, and kube-prometheus's files concatenated (one install).
+func corpusStreams(t *testing.T) map[string][]byte {
+	dir := testtools.Corpus(t)
+	out := map[string][]byte{}
+	argo, err := filepath.Glob(filepath.Join(dir, "argo-cd", "*.yaml"))
+	require.NoError(t, err)
+	for _, f := range argo {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		out["argo-cd/"+filepath.Base(f)] = b
+	}
+	kp, err := filepath.Glob(filepath.Join(dir, "kube-prometheus", "*.yaml"))
+	require.NoError(t, err)
+	var all bytes.Buffer
+	for _, f := range kp {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		all.WriteString("---\n")
+		all.Write(b)
+	}
+	out["kube-prometheus"] = all.Bytes()
+	require.Len(t, out, 3)
+	return out
+}
+
+var (
+	added   = regexp.MustCompile(`^\s*(confighash\.dev/(hash|external): \S+|annotations:|metadata:)\r?$`)
+	changed = regexp.MustCompile(`^\s*confighash\.dev/(hash|external): \S+\r?$`)
+)
+
+// TestCorpusByteExact checks, on real manifests, that only confighash's
+// annotation lines differ, every document survives, every workload that
+// consumes an in-stream config is hashed, the hashes equal the KRM path's,
+// and a second run is byte-identical.
+func TestCorpusByteExact(t *testing.T) {
+	for name, input := range corpusStreams(t) {
+		t.Run(name, func(t *testing.T) {
+			out, report, err := stream.Process(input, inject.Options{})
+			require.NoError(t, err)
+			assertOnlyAnnotationLines(t, string(input), string(out))
+
+			inNodes, outNodes := readAll(t, input), readAll(t, out)
+			require.Len(t, outNodes, len(inNodes))
+			for i := range inNodes {
+				assert.Equal(t, id(inNodes[i]), id(outNodes[i]), "document %d", i)
+			}
+			hashed := assertConsumersHashed(t, outNodes)
+			assert.Positive(t, hashed, "the corpus has workloads consuming in-stream configs")
+
+			krm, err := inject.Filter{}.Filter(readAll(t, input))
+			require.NoError(t, err)
+			for i := range krm {
+				assert.Equal(t, podTemplateHash(krm[i]), podTemplateHash(outNodes[i]), "document %d: stream and KRM paths agree", i)
+			}
+			again, _, err := stream.Process(out, inject.Options{})
+			require.NoError(t, err)
+			assert.Equal(t, string(out), string(again), "second run")
+			t.Logf("%s: %d documents, %d workloads, %d hashed", name, len(inNodes), len(report.Workloads), hashed)
+		})
+	}
+}
+
+// assertOnlyAnnotationLines walks both texts line by line: lines only in the
+// output must be confighash annotation lines (or the metadata/annotations
+// keys holding them), lines only in the input must be confighash lines.
+func assertOnlyAnnotationLines(t *testing.T, in, out string) {
+	t.Helper()
+	a, b := strings.Split(in, "\n"), strings.Split(out, "\n")
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case i < len(a) && j < len(b) && a[i] == b[j]:
+			i, j = i+1, j+1
+		case j < len(b) && added.MatchString(b[j]):
+			if i < len(a) && changed.MatchString(a[i]) {
+				i++ // a changed value
+			}
+			j++
+		case i < len(a) && changed.MatchString(a[i]):
+			i++ // a removed stale annotation
+		default:
+			t.Fatalf("unexpected difference at input line %d / output line %d:\n< %q\n> %q", i+1, j+1, at(a, i), at(b, j))
+		}
+	}
+}
+
+func at(lines []string, i int) string {
+	if i < len(lines) {
+		return lines[i]
+	}
+	return "<end>"
+}
+
+func readAll(t *testing.T, b []byte) []*yaml.RNode {
+	t.Helper()
+	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(b), OmitReaderAnnotations: true}).Read()
+	require.NoError(t, err)
+	return nodes
+}
+
+func id(n *yaml.RNode) string {
+	return n.GetApiVersion() + " " + n.GetKind() + " " + n.GetNamespace() + "/" + n.GetName()
+}
+
+func podTemplateHash(n *yaml.RNode) string {
+	for _, path := range [][]string{{"spec", "template"}, {"spec", "jobTemplate", "spec", "template"}} {
+		if tpl, _ := n.Pipe(yaml.Lookup(path...)); tpl != nil {
+			return tpl.GetAnnotations()[inject.DefaultPrefix+"/"+inject.HashName]
+		}
+	}
+	return ""
+}
+
+// assertConsumersHashed checks that every workload referring to a ConfigMap
+// or Secret present in the stream carries a hash, and returns how many do.
+func assertConsumersHashed(t *testing.T, nodes []*yaml.RNode) int {
+	t.Helper()
+	present := map[string]bool{}
+	var add func(n *yaml.RNode)
+	add = func(n *yaml.RNode) {
+		switch n.GetKind() {
+		case "ConfigMap", "Secret":
+			present[n.GetNamespace()+"/"+n.GetKind()+"/"+n.GetName()] = true
+		case "List", "ConfigMapList", "SecretList":
+			items, err := n.Pipe(yaml.Lookup("items"))
+			require.NoError(t, err)
+			elements, err := items.Elements()
+			require.NoError(t, err)
+			for _, item := range elements {
+				add(item)
+			}
+		}
+	}
+	for _, n := range nodes {
+		add(n)
+	}
+	hashed := 0
+	for _, n := range nodes {
+		spec := podSpecOf(t, n)
+		if spec == nil {
+			continue
+		}
+		consumes := false
+		for _, u := range hashing.Discover(spec) {
+			consumes = consumes || present[n.GetNamespace()+"/"+u.Ref()]
+		}
+		h := podTemplateHash(n)
+		assert.Equal(t, consumes, h != "", "%s: consumes in-stream config %v, hash %q", id(n), consumes, h)
+		if h != "" {
+			hashed++
+		}
+	}
+	return hashed
+}
