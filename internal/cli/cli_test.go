@@ -1,0 +1,147 @@
+package cli_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/confighash/confighash/internal/cli"
+)
+
+func run(t *testing.T, input string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := cli.Run(args, cli.IO{In: strings.NewReader(input), Out: &out, Err: &errb, Getenv: func(string) string { return "" }})
+	return code, out.String(), errb.String()
+}
+
+const deployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  template:
+    spec:
+      containers:
+      - name: web
+        envFrom:
+        - configMapRef:
+            name: cfg
+`
+
+const configMap = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cfg
+data:
+  k: v
+`
+
+func resourceList(items, fnConfig string) string {
+	rl := "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+	for _, doc := range strings.Split(items, "---\n") {
+		rl += "- " + strings.ReplaceAll(strings.TrimRight(doc, "\n"), "\n", "\n  ") + "\n"
+	}
+	if fnConfig != "" {
+		rl += "functionConfig:\n  " + strings.ReplaceAll(strings.TrimRight(fnConfig, "\n"), "\n", "\n  ") + "\n"
+	}
+	return rl
+}
+
+// TestBadInput: every kind of bad input exits non-zero, writes nothing to
+// standard output, and names the document or field at fault.
+func TestBadInput(t *testing.T) {
+	// A billion laughs in a pod spec, the part confighash decodes.
+	aliasBomb := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: bomb}\nspec:\n  template:\n    spec:\n      x:\n"
+	for i, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"} {
+		if i == 0 {
+			aliasBomb += "        a: &a [x,x,x,x,x,x,x,x,x,x]\n"
+			continue
+		}
+		prev := "*" + string(rune('a'+i-1))
+		aliasBomb += "        " + name + ": &" + name + " [" + strings.Repeat(prev+",", 9) + prev + "]\n"
+	}
+	aliasBomb += "      containers:\n      - name: c\n        args: *i\n"
+	tests := []struct {
+		name, input string
+		args        []string
+		want        []string
+	}{
+		{name: "malformed YAML", input: configMap + "---\n" + "apiVersion: v1\nkind: [unclosed\n", want: []string{"document 1"}},
+		{name: "not an object", input: configMap + "---\n- a\n- b\n", want: []string{"document 1", "not an object"}},
+		{name: "alias bomb", input: aliasBomb, want: []string{"Deployment bomb (document 0)", "aliasing"}},
+		{name: "invalid base64 in a Secret", input: "# Source: chart/templates/secret.yaml\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {password: 'not base64!'}\n",
+			want: []string{"Secret s (document 0, chart/templates/secret.yaml)", "data.password", "base64"}},
+		{name: "number in ConfigMap data", input: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {port: 8080}\n", want: []string{"ConfigMap c", "data.port", "number"}},
+		{name: "metadata not a map", input: "apiVersion: apps/v1\nkind: Deployment\nmetadata: [x]\n", want: []string{"document 0", "metadata is not an object"}},
+		{name: "bad prefix flag", input: deployment, args: []string{"--prefix", "Not A Prefix"}, want: []string{"prefix"}},
+		{name: "typed functionConfig with an unknown field", input: resourceList(configMap+"---\n"+deployment, "apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata: {name: x}\nprefx: typo\n"), want: []string{"functionConfig x", "prefx"}},
+		{name: "ConfigMap functionConfig with an unknown key", input: resourceList(configMap, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fc}\ndata: {annotationPrefx: a.b}\n"), want: []string{"functionConfig fc", "annotationPrefx"}},
+		{name: "functionConfig of another kind", input: resourceList(configMap, "apiVersion: example.com/v1\nkind: Other\nmetadata: {name: o}\n"), want: []string{"not supported"}},
+		{name: "bad workload path in functionConfig", input: resourceList(configMap, "apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata: {name: x}\nworkloads: [{kind: CloneSet, path: /spec}]\n"), want: []string{"workloads[0]"}},
+		{name: "duplicate ConfigMap", input: configMap + "---\n" + configMap, want: []string{"ConfigMap cfg (document 1)", "twice"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(t, tt.input, tt.args...)
+			assert.Equal(t, 1, code)
+			assert.Empty(t, out, "nothing on stdout")
+			for _, w := range tt.want {
+				assert.Contains(t, errOut, w)
+			}
+			assert.NotContains(t, errOut, "s3cr3t")
+		})
+	}
+}
+
+func TestSecretValuesNeverPrinted(t *testing.T) {
+	input := "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {password: s3cr3t-value}\ndata: {other: '!!!s3cr3t'}\n"
+	code, out, errOut := run(t, input)
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.NotContains(t, errOut, "s3cr3t")
+}
+
+func TestFunctionConfigForms(t *testing.T) {
+	items := configMap + "---\n" + deployment
+	for name, fc := range map[string]string{
+		"none":      "",
+		"ConfigMap": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fc}\ndata: {annotationPrefix: example.com}\n",
+		"typed":     "apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata: {name: fc}\nannotationPrefix: example.com\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := run(t, resourceList(items, fc))
+			require.Equal(t, 0, code, errOut)
+			prefix := "confighash.dev"
+			if fc != "" {
+				prefix = "example.com"
+			}
+			assert.Contains(t, out, prefix+"/hash:")
+			assert.Contains(t, out, "kind: ResourceList")
+		})
+	}
+}
+
+func TestExternalIsReported(t *testing.T) {
+	code, out, errOut := run(t, deployment)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "confighash.dev/external: ConfigMap/cfg")
+	assert.Contains(t, errOut, "warning: Deployment web (document 0): consumes ConfigMap cfg, which is not in the stream")
+
+	code, out, errOut = run(t, resourceList(deployment, ""))
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "results:")
+	assert.Contains(t, out, "severity: warning")
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	code, out, _ := run(t, "", "version")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "confighash ")
+	code, _, errOut := run(t, "", "--help")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, errOut, "Usage:")
+}
