@@ -96,8 +96,8 @@ func TestDemoRollsOnContentOnly(t *testing.T) {
 }
 
 // TestGeneratorNames checks generated ConfigMaps and Secrets: kustomize adds
-// the name suffix after the function, references still resolve, and only a
-// consumed key changes the hash.
+// the name suffix after the function, references still resolve, and the
+// hash names the suffixed objects the cluster will hold.
 func TestGeneratorNames(t *testing.T) {
 	dir := copyDir(t, "generator")
 	out := kustomizeBuild(t, dir)
@@ -105,7 +105,22 @@ func TestGeneratorNames(t *testing.T) {
 	require.Len(t, before, 1, out)
 	assert.Regexp(t, `name: app-config-[a-z0-9]{10}\n`, out, "kustomize suffixed the generated name")
 	assert.NotContains(t, out, "confighash.dev/external", "generated configs are in the stream")
+	verify := testtools.Run(t, dir, nil, []byte(out), testtools.Tool(t, "confighash"), "verify")
+	assert.Zero(t, verify.ExitCode, verify.Stderr)
 
+	// With suffixes, any content change renames the object, so even an
+	// unconsumed key rolls the workload: that is kustomize's doing.
+	edit(t, filepath.Join(dir, "kustomization.yaml"), "UNUSED=not-consumed", "UNUSED=changed")
+	assert.NotEqual(t, before, hashes(t, kustomizeBuild(t, dir)), "suffix changed with content")
+}
+
+// TestGeneratorWithoutSuffix: with disableNameSuffixHash, confighash alone
+// decides, key-precisely, and no orphaned suffixed objects pile up.
+func TestGeneratorWithoutSuffix(t *testing.T) {
+	dir := copyDir(t, "generator")
+	edit(t, filepath.Join(dir, "kustomization.yaml"), "configMapGenerator:", "generatorOptions:\n  disableNameSuffixHash: true\nconfigMapGenerator:")
+	before := hashes(t, kustomizeBuild(t, dir))
+	require.Len(t, before, 1)
 	edit(t, filepath.Join(dir, "kustomization.yaml"), "UNUSED=not-consumed", "UNUSED=changed")
 	assert.Equal(t, before, hashes(t, kustomizeBuild(t, dir)), "unconsumed key")
 	edit(t, filepath.Join(dir, "kustomization.yaml"), "LOG_LEVEL=info", "LOG_LEVEL=debug")
@@ -168,4 +183,23 @@ func indent(s, prefix string) string {
 		lines[i] = prefix + l
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// TestVerifyCatchesSkippedFunction: kustomize with --enable-alpha-plugins but
+// without --enable-exec exits 0 and silently skips the exec function;
+// `confighash verify` is the guard that notices.
+func TestVerifyCatchesSkippedFunction(t *testing.T) {
+	dir := copyDir(t, "demo")
+	res := testtools.Run(t, dir, nil, nil, testtools.Tool(t, "kustomize"), "build", "--enable-alpha-plugins", ".")
+	require.Zero(t, res.ExitCode, "kustomize skips the exec function without failing")
+	assert.Empty(t, hashes(t, res.Stdout))
+	verify := testtools.Run(t, dir, nil, []byte(res.Stdout), testtools.Tool(t, "confighash"), "verify")
+	assert.Equal(t, 1, verify.ExitCode)
+	assert.Contains(t, verify.Stderr, "Deployment demo/web")
+	assert.Empty(t, verify.Stdout)
+
+	explain := testtools.Run(t, dir, nil, []byte(kustomizeBuild(t, dir)), testtools.Tool(t, "confighash"), "explain", "--json")
+	require.Zero(t, explain.ExitCode, explain.Stderr)
+	assert.Contains(t, explain.Stdout, `"workload": "Deployment demo/web"`)
+	assert.Contains(t, explain.Stdout, `"name": "site"`)
 }

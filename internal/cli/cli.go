@@ -29,7 +29,8 @@ const usage = `confighash rolls workloads when the ConfigMaps and Secrets they c
 
 Usage:
   confighash [flags] < input            hash a KRM ResourceList or a plain YAML stream
-  confighash explain [flags] < input    show what each workload consumes and its hash
+  confighash explain [--json] < input   show what each workload consumes and its hash
+  confighash verify [flags] < input     exit 1 when a workload lacks its current hash (CI guard)
   confighash version                    print the version
 
 On standard input, a ResourceList (kind: ResourceList) runs the KRM function
@@ -52,14 +53,22 @@ func Run(args []string, stdio IO) int {
 			return 0
 		case "help":
 			args = []string{"--help"}
+		case "explain":
+			return exit(runExplain(args[1:], stdio), stdio)
+		case "verify":
+			return exit(runVerify(args[1:], stdio), stdio)
 		}
 	}
-	o, err := parseFlags(args, stdio)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
+	o, err := parseFlagSet(flag.NewFlagSet("confighash", flag.ContinueOnError), args, stdio)
 	if err == nil {
 		err = run(o, stdio)
+	}
+	return exit(err, stdio)
+}
+
+func exit(err error, stdio IO) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
 	}
 	if err != nil {
 		fmt.Fprintf(stdio.Err, "confighash: error: %s\n", err)
@@ -86,10 +95,9 @@ func (w workloadFlag) Set(s string) error {
 	return nil
 }
 
-func parseFlags(args []string, stdio IO) (options, error) {
+func parseFlagSet(fs *flag.FlagSet, args []string, stdio IO) (options, error) {
 	var o options
 	var keyFile string
-	fs := flag.NewFlagSet("confighash", flag.ContinueOnError)
 	fs.SetOutput(stdio.Err)
 	fs.Usage = func() {
 		fmt.Fprint(stdio.Err, usage)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/kustomize/api/hasher"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
@@ -136,7 +137,8 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 		return w, false, fmt.Errorf("%s: %s.spec: %w", o, strings.Join(path, "."), err)
 	}
 	for _, u := range hashing.Discover(spec) {
-		if _, found := configs.lookup(o.Namespace)(u.Kind, u.Name); found {
+		if c, found := configs.lookup(o.Namespace)(u.Kind, u.Name); found {
+			u.Name = c.Name // the name the cluster will see (kustomize's hash suffix)
 			w.InStream = append(w.InStream, u)
 		} else {
 			w.External = append(w.External, u)
@@ -227,7 +229,13 @@ func (c configIndex) add(node *yaml.RNode, o Object) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", o, err)
 	}
+	if content.Name, err = finalName(node, o.Name); err != nil {
+		return fmt.Errorf("%s: %w", o, err)
+	}
 	c[key] = content
+	if content.Name != o.Name {
+		c[configKey{o.Namespace, key.kind, content.Name}] = content
+	}
 	return nil
 }
 
@@ -236,6 +244,24 @@ func (c configIndex) lookup(namespace string) hashing.Lookup {
 		content, ok := c[configKey{namespace, kind, name}]
 		return content, ok
 	}
+}
+
+// needsHashSuffix is how kustomize marks a generated ConfigMap or Secret
+// whose name gets a content-hash suffix after the functions have run.
+const needsHashSuffix = "internal.config.kubernetes.io/needsHashSuffix"
+
+// finalName returns the name the object will have once kustomize has added
+// its hash suffix, computed with kustomize's own hasher, so that the hash
+// names the objects the cluster will hold.
+func finalName(node *yaml.RNode, name string) (string, error) {
+	if node.GetAnnotations()[needsHashSuffix] != "enabled" {
+		return name, nil
+	}
+	suffix, err := (&hasher.Hasher{}).Hash(node)
+	if err != nil {
+		return "", fmt.Errorf("computing kustomize's name suffix: %w", err)
+	}
+	return name + "-" + suffix, nil
 }
 
 func externalFindings(w Workload) []Finding {
