@@ -72,7 +72,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{name: "malformed YAML", input: configMap + "---\n" + "apiVersion: v1\nkind: [unclosed\n", want: []string{"document 1"}},
 		{name: "not an object", input: configMap + "---\n- a\n- b\n", want: []string{"document 1", "not an object"}},
-		{name: "alias bomb", input: aliasBomb, want: []string{"Deployment bomb (document 0)", "aliasing"}},
+		{name: "alias bomb", input: aliasBomb, want: []string{"document 0", "excessive aliasing"}},
 		{name: "invalid base64 in a Secret", input: "# Source: chart/templates/secret.yaml\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {password: 'not base64!'}\n",
 			want: []string{"Secret s (document 0, chart/templates/secret.yaml)", "data.password", "base64"}},
 		{name: "number in ConfigMap data", input: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {port: 8080}\n", want: []string{"ConfigMap c", "data.port", "number"}},

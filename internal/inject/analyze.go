@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kustomize/api/hasher"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -148,28 +147,6 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 		w.Hash = hashing.Compute(o.Namespace, w.InStream, configs.lookup(o.Namespace), hashing.Options{Key: opts.Key})
 	}
 	return w, true, nil
-}
-
-func podSpec(template *yaml.RNode) (*corev1.PodSpec, error) {
-	specNode := template.Field("spec")
-	if specNode == nil || specNode.Value == nil {
-		return &corev1.PodSpec{}, nil
-	}
-	return decode[corev1.PodSpec](specNode.Value)
-}
-
-// decode reads a node into a Kubernetes API type through its JSON form, the
-// way the API server would read it.
-func decode[T any](node *yaml.RNode) (*T, error) {
-	raw, err := node.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	var v T
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, cleanJSONError(err)
-	}
-	return &v, nil
 }
 
 // cleanJSONError keeps the field and type of a decoding error and drops

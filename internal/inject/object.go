@@ -42,6 +42,9 @@ func identify(d Doc, defaultNamespace string) (Object, error) {
 	if d.Node.YNode().Kind != yaml.MappingNode {
 		return o, fmt.Errorf("%s is not an object", o.where())
 	}
+	if err := checkAliases(d.Node.YNode()); err != nil {
+		return o, fmt.Errorf("%s: %w", o.where(), err)
+	}
 	if err := checkMetadata(d.Node); err != nil {
 		return o, fmt.Errorf("%s: %w", o.where(), err)
 	}
@@ -88,4 +91,63 @@ func checkMetadata(node *yaml.RNode) error {
 		}
 	}
 	return nil
+}
+
+// checkAliases refuses a document whose aliases would expand it beyond
+// maxNodes nodes (an alias bomb) or that refers to itself. Documents
+// without aliases cost one walk.
+func checkAliases(n *yaml.Node) error {
+	if !hasAlias(n) {
+		return nil
+	}
+	size, err := expandedSize(n, map[*yaml.Node]int{})
+	if err != nil {
+		return err
+	}
+	if size > maxNodes {
+		return fmt.Errorf("yaml: document contains excessive aliasing (expands to more than %d nodes)", maxNodes)
+	}
+	return nil
+}
+
+func hasAlias(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode {
+		return true
+	}
+	for _, c := range n.Content {
+		if hasAlias(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// inProgress marks a node being sized, to catch an alias inside its own
+// anchor.
+const inProgress = -1
+
+func expandedSize(n *yaml.Node, memo map[*yaml.Node]int) (int, error) {
+	if n.Kind == yaml.AliasNode {
+		if n.Alias == nil {
+			return 0, fmt.Errorf("yaml: unknown anchor %q", n.Value)
+		}
+		n = n.Alias
+	}
+	switch size, seen := memo[n]; {
+	case seen && size == inProgress:
+		return 0, fmt.Errorf("yaml: anchor %q contains an alias to itself", n.Anchor)
+	case seen:
+		return size, nil
+	}
+	memo[n] = inProgress
+	size := 1
+	for _, c := range n.Content {
+		s, err := expandedSize(c, memo)
+		if err != nil {
+			return 0, err
+		}
+		size = min(size+s, maxNodes+1)
+	}
+	memo[n] = size
+	return size, nil
 }

@@ -1,0 +1,22 @@
+package stream_test
+
+import (
+	"testing"
+
+	"github.com/confighash/confighash/internal/benchgen"
+	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/stream"
+)
+
+// BenchmarkProcess is the stream mode on the generated stream; `make bench`
+// prints it as ratios against a kyaml round trip (hack/bench).
+func BenchmarkProcess(b *testing.B) {
+	input := benchgen.Stream(benchgen.Default)
+	b.SetBytes(int64(len(input)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := stream.Process(input, inject.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
