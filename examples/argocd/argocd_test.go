@@ -1,0 +1,262 @@
+package argocd_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+	k8syaml "sigs.k8s.io/yaml"
+
+	"github.com/confighash/confighash/internal/testtools"
+)
+
+// pluginConfig is the part of a ConfigManagementPlugin that Argo CD's
+// cmp-server reads to generate manifests.
+type pluginConfig struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec struct {
+		Version  string `json:"version"`
+		Generate struct {
+			Command []string `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"generate"`
+	} `json:"spec"`
+}
+
+func loadPlugin(t *testing.T) pluginConfig {
+	t.Helper()
+	b, err := os.ReadFile("plugin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p pluginConfig
+	if err := k8syaml.UnmarshalStrict(b, &p); err != nil {
+		t.Fatalf("plugin.yaml: %v", err)
+	}
+	if p.APIVersion != "argoproj.io/v1alpha1" || p.Kind != "ConfigManagementPlugin" || p.Metadata.Name == "" || len(p.Spec.Generate.Command) == 0 {
+		t.Fatalf("plugin.yaml is not a usable ConfigManagementPlugin: %+v", p)
+	}
+	return p
+}
+
+// argo is a repo-server sidecar: a PATH with helm (v3 or v4), kustomize and
+// confighash, and Helm homes of its own.
+type argo struct {
+	plugin pluginConfig
+	env    []string
+}
+
+func newArgo(t *testing.T, helmVersion string) argo {
+	t.Helper()
+	tools, home := t.TempDir(), t.TempDir()
+	links := map[string]string{
+		"helm":       testtools.Tool(t, "helm"+helmVersion),
+		"kustomize":  testtools.Tool(t, "kustomize"),
+		"confighash": testtools.Tool(t, "confighash"),
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(tools, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := argo{plugin: loadPlugin(t), env: []string{
+		"PATH=" + tools + string(os.PathListSeparator) + testtools.BinDir(t) + string(os.PathListSeparator) + "/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + home,
+		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
+		"HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
+		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
+	}}
+	if helmVersion == "4" {
+		// The sidecar image would do this once at build time.
+		install := exec.Command(links["helm"], "plugin", "install", filepath.Join(testtools.RepoRoot(t), "postrenderer", "plugin"))
+		install.Env = a.env
+		if out, err := install.CombinedOutput(); err != nil {
+			t.Fatalf("helm plugin install: %v\n%s", err, out)
+		}
+	}
+	return a
+}
+
+// generate copies app into a fresh checkout at sourcePath and runs the
+// plugin's generate command there, as the cmp-server does: the command with
+// its args, in the application directory, with the build environment.
+func (a argo) generate(t *testing.T, app, sourcePath, namespace string) (stdout, stderr string, err error) {
+	t.Helper()
+	checkout := t.TempDir()
+	dir := filepath.Join(checkout, sourcePath)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(dir, os.DirFS(app)); err != nil {
+		t.Fatal(err)
+	}
+	gen := a.plugin.Spec.Generate
+	cmd := exec.Command(gen.Command[0], append(gen.Command[1:], gen.Args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(a.env,
+		"ARGOCD_APP_NAME=web",
+		"ARGOCD_APP_NAMESPACE="+namespace,
+		"ARGOCD_APP_PROJECT_NAME=default",
+		"ARGOCD_APP_REVISION=0123456789abcdef0123456789abcdef01234567",
+		"ARGOCD_APP_REVISION_SHORT=0123456",
+		"ARGOCD_APP_SOURCE_PATH="+sourcePath,
+		"ARGOCD_APP_SOURCE_REPO_URL=https://git.example.com/shop/deploy.git",
+		"ARGOCD_APP_SOURCE_TARGET_REVISION=main",
+		"KUBE_VERSION=1.33.0",
+		"KUBE_API_VERSIONS=v1,apps/v1,batch/v1",
+	)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		t.Fatalf("running the generate command: %v", err)
+	}
+	return out.String(), errb.String(), err
+}
+
+// podHashes returns the confighash annotation of each pod template in a
+// stream, keyed by Kind/name.
+func podHashes(t *testing.T, stream string) map[string]string {
+	t.Helper()
+	nodes, err := kio.FromBytes([]byte(stream))
+	if err != nil {
+		t.Fatalf("Argo CD could not read the output: %v\n%s", err, stream)
+	}
+	out := map[string]string{}
+	for _, n := range nodes {
+		tpl, err := n.Pipe(yaml.Lookup("spec", "template"))
+		if err == nil && tpl != nil {
+			out[n.GetKind()+"/"+n.GetName()] = tpl.GetAnnotations()["confighash.dev/hash"]
+		}
+	}
+	return out
+}
+
+func TestGenerate(t *testing.T) {
+	root := testtools.RepoRoot(t)
+	cases := []struct {
+		name, helm, app string
+		// hashed and unhashed workloads
+		hashed, plain []string
+	}{
+		{name: "kustomize", helm: "3", app: "app", hashed: []string{"Deployment/web"}},
+		{name: "helm 3 chart", helm: "3", app: filepath.Join(root, "examples", "helm"),
+			hashed: []string{"Deployment/web-greeter"},
+			plain:  []string{"Job/web-greeter-smoke-test"}}, // Helm 3 sends no hooks to the post-renderer
+		{name: "helm 4 chart", helm: "4", app: filepath.Join(root, "examples", "helm"),
+			hashed: []string{"Deployment/web-greeter", "Job/web-greeter-smoke-test"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newArgo(t, tc.helm)
+			out, stderr, err := a.generate(t, tc.app, "apps/web", "shop")
+			if err != nil {
+				t.Fatalf("generate: %v\n%s", err, stderr)
+			}
+			got := podHashes(t, out)
+			for _, id := range tc.hashed {
+				if !strings.HasPrefix(got[id], "v1-") {
+					t.Errorf("%s: hash %q, want one; all: %v", id, got[id], got)
+				}
+			}
+			for _, id := range tc.plain {
+				if h, ok := got[id]; !ok || h != "" {
+					t.Errorf("%s: present %v, hash %q; want present without hash", id, ok, h)
+				}
+			}
+
+			// The hash covers the namespace Argo CD deploys to.
+			other, stderr, err := a.generate(t, tc.app, "apps/web", "staging")
+			if err != nil {
+				t.Fatalf("generate: %v\n%s", err, stderr)
+			}
+			for _, id := range tc.hashed {
+				if podHashes(t, other)[id] == got[id] {
+					t.Errorf("%s: same hash in namespaces shop and staging", id)
+				}
+			}
+		})
+	}
+}
+
+// TestGenerateFollowsTheApp edits the app's ConfigMap in git and checks that
+// the next sync renders a new hash.
+func TestGenerateFollowsTheApp(t *testing.T) {
+	a := newArgo(t, "3")
+	before, stderr, err := a.generate(t, "app", "apps/web", "shop")
+	if err != nil {
+		t.Fatalf("generate: %v\n%s", err, stderr)
+	}
+	edited := filepath.Join(t.TempDir(), "app")
+	if err := os.CopyFS(edited, os.DirFS("app")); err != nil {
+		t.Fatal(err)
+	}
+	cm := filepath.Join(edited, "configmap.yaml")
+	b, err := os.ReadFile(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cm, bytes.Replace(b, []byte("LOG_LEVEL: info"), []byte("LOG_LEVEL: debug"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	after, stderr, err := a.generate(t, edited, "apps/web", "shop")
+	if err != nil {
+		t.Fatalf("generate: %v\n%s", err, stderr)
+	}
+	h1, h2 := podHashes(t, before)["Deployment/web"], podHashes(t, after)["Deployment/web"]
+	if h1 == "" || h1 == h2 {
+		t.Errorf("hash before %q, after editing the ConfigMap %q: want two different hashes", h1, h2)
+	}
+}
+
+// TestGenerateFails checks that a broken app fails the generate command with
+// the reason on stderr and no manifests, so Argo CD never syncs (or prunes
+// to) a partial render.
+func TestGenerateFails(t *testing.T) {
+	cases := []struct {
+		name  string
+		edit  func(dir string) error
+		wants string
+	}{
+		{"kustomize build fails", func(dir string) error {
+			return os.Remove(filepath.Join(dir, "secret.yaml"))
+		}, "secret.yaml"},
+		{"confighash rejects the Secret", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "secret.yaml"),
+				[]byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: web-credentials\ndata:\n  password: not-base64!\n"), 0o644)
+		}, "data.password: not valid base64"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newArgo(t, "3")
+			app := filepath.Join(t.TempDir(), "app")
+			if err := os.CopyFS(app, os.DirFS("app")); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.edit(app); err != nil {
+				t.Fatal(err)
+			}
+			out, stderr, err := a.generate(t, app, "apps/web", "shop")
+			if err == nil {
+				t.Fatalf("generate succeeded:\n%s", out)
+			}
+			if strings.TrimSpace(out) != "" {
+				t.Errorf("generate printed manifests on failure:\n%s", out)
+			}
+			if !strings.Contains(stderr, tc.wants) {
+				t.Errorf("stderr does not mention %q:\n%s", tc.wants, stderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,528 @@
+package postrenderer_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/internal/controlplane"
+	"github.com/confighash/confighash/internal/testtools"
+)
+
+const (
+	hashKey   = "confighash.dev/hash"
+	release   = "web"
+	namespace = "shop"
+)
+
+// helm is one real helm binary with its own data, config and cache homes:
+// Helm 3 cannot load a plugins directory that holds Helm 4 plugins.
+type helm struct {
+	version    int
+	bin        string
+	confighash string
+	env        []string
+}
+
+// newHelm returns helm v3 or v4; for v4 it installs postrenderer/plugin the
+// way a user does.
+func newHelm(t *testing.T, version int) helm {
+	t.Helper()
+	home := t.TempDir()
+	h := helm{
+		version:    version,
+		bin:        testtools.Tool(t, fmt.Sprintf("helm%d", version)),
+		confighash: testtools.Tool(t, "confighash"),
+	}
+	h.env = []string{
+		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
+		"HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
+		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
+		"HELM_PLUGINS=" + filepath.Join(home, "data", "plugins"),
+		"CONFIGHASH_BIN=" + h.confighash,
+	}
+	if version == 4 {
+		res := h.run(t, nil, "plugin", "install", filepath.Join(testtools.RepoRoot(t), "postrenderer", "plugin"))
+		if res.ExitCode != 0 {
+			t.Fatalf("helm4 plugin install: exit %d\n%s%s", res.ExitCode, res.Stdout, res.Stderr)
+		}
+	}
+	return h
+}
+
+func (h helm) String() string { return fmt.Sprintf("helm%d", h.version) }
+
+// run runs helm with extra environment entries (later entries win).
+func (h helm) run(t *testing.T, env []string, args ...string) testtools.Result {
+	t.Helper()
+	return testtools.Run(t, "", append(slices.Clone(h.env), env...), nil, h.bin, args...)
+}
+
+// postRenderer returns the flags that run confighash after rendering: the
+// executable for Helm 3, the plugin for Helm 4.
+func (h helm) postRenderer() []string {
+	pr := "confighash"
+	if h.version == 3 {
+		pr = h.confighash
+	}
+	return []string{"--post-renderer", pr, "--post-renderer-args", "--namespace=" + namespace}
+}
+
+// template runs helm template on chart, with confighash as the post-renderer
+// when post is set, and fails the test unless it succeeds.
+func (h helm) template(t *testing.T, chart string, post bool, args ...string) string {
+	t.Helper()
+	args = append([]string{"template", release, chart, "--namespace", namespace}, args...)
+	if post {
+		args = append(args, h.postRenderer()...)
+	}
+	res := h.run(t, nil, args...)
+	if res.ExitCode != 0 {
+		t.Fatalf("%s %s: exit %d\n%s", h, strings.Join(args, " "), res.ExitCode, res.Stderr)
+	}
+	return res.Stdout
+}
+
+// objects parses a YAML stream or a ResourceList into its objects, keyed by
+// Kind/namespace/name.
+func objects(t *testing.T, stream string) map[string]*yaml.RNode {
+	t.Helper()
+	nodes, err := kio.FromBytes([]byte(stream))
+	if err != nil {
+		t.Fatalf("parsing the output: %v\n%s", err, stream)
+	}
+	objs := map[string]*yaml.RNode{}
+	for _, n := range nodes {
+		objs[n.GetKind()+"/"+n.GetNamespace()+"/"+n.GetName()] = n
+	}
+	return objs
+}
+
+// hashes returns the confighash annotation on each pod template.
+func hashes(objs map[string]*yaml.RNode) map[string]string {
+	out := map[string]string{}
+	for id, n := range objs {
+		for _, path := range [][]string{{"spec", "template"}, {"spec", "jobTemplate", "spec", "template"}} {
+			tpl, err := n.Pipe(yaml.Lookup(path...))
+			if err == nil && tpl != nil && tpl.GetAnnotations()[hashKey] != "" {
+				out[id] = tpl.GetAnnotations()[hashKey]
+			}
+		}
+	}
+	return out
+}
+
+// hooks returns the ids of Helm hook objects.
+func hooks(objs map[string]*yaml.RNode) map[string]bool {
+	out := map[string]bool{}
+	for id, n := range objs {
+		if n.GetAnnotations()["helm.sh/hook"] != "" {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// krmHashes runs the same objects through bin/confighash as a KRM function
+// (a ResourceList with a ConfigHash functionConfig naming the namespace).
+func krmHashes(t *testing.T, confighash, stream string) map[string]string {
+	t.Helper()
+	nodes, err := kio.FromBytes([]byte(stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := yaml.MustParse("apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata:\n  name: confighash\nnamespace: " + namespace + "\n")
+	var in bytes.Buffer
+	w := kio.ByteWriter{Writer: &in, WrappingKind: kio.ResourceListKind, WrappingAPIVersion: kio.ResourceListAPIVersion, FunctionConfig: fc}
+	if err := w.Write(nodes); err != nil {
+		t.Fatal(err)
+	}
+	res := testtools.Run(t, "", nil, in.Bytes(), confighash)
+	if res.ExitCode != 0 {
+		t.Fatalf("confighash on a ResourceList: exit %d\n%s", res.ExitCode, res.Stderr)
+	}
+	return hashes(objects(t, res.Stdout))
+}
+
+// sources returns the sorted "# Source:" lines of helm template output.
+func sources(out string) []string {
+	var lines []string
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, "# Source: ") {
+			lines = append(lines, strings.TrimSpace(line))
+		}
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+// copyChart copies a chart into a temporary directory for a test to edit.
+func copyChart(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func exampleChart(t *testing.T) string {
+	return filepath.Join(testtools.RepoRoot(t), "examples", "helm")
+}
+
+func promtail(t *testing.T) string {
+	return filepath.Join(testtools.Corpus(t), "charts", "promtail")
+}
+
+// TestHelmMatchesKRM renders each chart with Helm 3 and Helm 4 as
+// post-renderers and compares every workload's hash with the KRM function's
+// hash for the same objects.
+func TestHelmMatchesKRM(t *testing.T) {
+	cases := []struct {
+		name  string
+		chart func(*testing.T) string
+		args  []string
+		// hashed workloads that must be there, so an empty result fails
+		want []string
+	}{
+		{"example chart", exampleChart, nil,
+			[]string{"Deployment//web-greeter", "Job//web-greeter-smoke-test"}},
+		{"promtail, config in a Secret", promtail, nil,
+			[]string{"DaemonSet/shop/web-promtail"}},
+		{"promtail, config in a ConfigMap", promtail, []string{"--set", "configmap.enabled=true"},
+			[]string{"DaemonSet/shop/web-promtail"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			chart := tc.chart(t)
+			h3, h4 := newHelm(t, 3), newHelm(t, 4)
+			plain := h3.template(t, chart, false, tc.args...)
+			krm := krmHashes(t, h3.confighash, plain)
+			for _, id := range tc.want {
+				if krm[id] == "" {
+					t.Errorf("KRM path: %s has no hash; hashed: %v", id, krm)
+				}
+			}
+
+			// Helm 4 sends hooks too: the same workloads, the same hashes.
+			out4 := h4.template(t, chart, true, tc.args...)
+			got4 := hashes(objects(t, out4))
+			assertHashes(t, "helm4", got4, krm)
+
+			// Helm 4 rebuilds its files from the postrender-filename
+			// annotation: if confighash lost it, the sources would read
+			// generated-by-postrender-N.yaml.
+			if got, want := sources(out4), sources(h4.template(t, chart, false, tc.args...)); !slices.Equal(got, want) {
+				t.Errorf("helm4 sources after post-rendering:\n%v\nwant\n%v", got, want)
+			}
+
+			// Helm 3 sends no hooks: hooks keep no hash, the rest match.
+			isHook := hooks(objects(t, plain))
+			want3 := map[string]string{}
+			for id, h := range krm {
+				if !isHook[id] {
+					want3[id] = h
+				}
+			}
+			got3 := hashes(objects(t, h3.template(t, chart, true, tc.args...)))
+			assertHashes(t, "helm3", got3, want3)
+			for id, h := range got3 {
+				if got4[id] != h {
+					t.Errorf("%s: helm3 hash %q, helm4 hash %q", id, h, got4[id])
+				}
+			}
+		})
+	}
+}
+
+// assertHashes fails unless got and want hash the same workloads alike.
+func assertHashes(t *testing.T, path string, got, want map[string]string) {
+	t.Helper()
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%s: %s hash %q, KRM function %q", path, id, got[id], w)
+		}
+	}
+	for id := range got {
+		if _, ok := want[id]; !ok {
+			t.Errorf("%s: %s has hash %q that the KRM function does not give", path, id, got[id])
+		}
+	}
+}
+
+// TestHashFollowsContent changes values and charts and checks which
+// workloads' hashes move, under both Helm versions.
+func TestHashFollowsContent(t *testing.T) {
+	const (
+		deployment = "Deployment//web-greeter"
+		hookJob    = "Job//web-greeter-smoke-test"
+		daemonSet  = "DaemonSet/shop/web-promtail"
+	)
+	cases := []struct {
+		name  string
+		chart func(*testing.T) string
+		edit  func(t *testing.T, chart string) // changes the chart copy
+		args  []string
+		moved []string // workloads whose hash changes; every other stays
+	}{
+		{name: "greeting in the ConfigMap", chart: exampleChart,
+			args: []string{"--set", "greeting=Bonjour"}, moved: []string{deployment, hookJob}},
+		{name: "a key the hook does not read", chart: exampleChart,
+			args: []string{"--set", "env.LOG_LEVEL=debug"}, moved: []string{deployment}},
+		{name: "the Secret", chart: exampleChart,
+			args: []string{"--set", "password=s3cret"}, moved: []string{deployment}},
+		{name: "chart version bump changes labels only", chart: exampleChart,
+			edit: func(t *testing.T, chart string) {
+				path := filepath.Join(chart, "Chart.yaml")
+				b, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, path, strings.Replace(string(b), "version: 0.1.0", "version: 0.2.0", 1))
+			}},
+		{name: "promtail config", chart: promtail,
+			args: []string{"--set", "config.logLevel=debug"}, moved: []string{daemonSet}},
+		{name: "promtail Secret labels only", chart: promtail,
+			args: []string{"--set", "secret.labels.team=logs"}},
+	}
+	for _, version := range []int{3, 4} {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("helm%d/%s", version, tc.name), func(t *testing.T) {
+				h := newHelm(t, version)
+				chart := tc.chart(t)
+				before := hashes(objects(t, h.template(t, chart, true)))
+				if len(before) == 0 {
+					t.Fatal("no workload got a hash")
+				}
+				if tc.edit != nil {
+					chart = copyChart(t, chart)
+					tc.edit(t, chart)
+				}
+				after := hashes(objects(t, h.template(t, chart, true, tc.args...)))
+				for id, b := range before {
+					moved := slices.Contains(tc.moved, id)
+					switch {
+					case after[id] == "":
+						t.Errorf("%s lost its hash", id)
+					case moved && after[id] == b:
+						t.Errorf("%s kept hash %s; it should change", id, b)
+					case !moved && after[id] != b:
+						t.Errorf("%s hash changed %s -> %s; it should not", id, b, after[id])
+					}
+				}
+				for _, id := range tc.moved {
+					if _, ok := before[id]; !ok && !(version == 3 && id == hookJob) {
+						t.Errorf("%s has no hash to compare", id)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestFailureReachesUser feeds the post-renderer bad input under both Helm
+// versions: helm must fail, print no manifest, and show confighash's reason.
+func TestFailureReachesUser(t *testing.T) {
+	cases := []struct {
+		name     string
+		versions []int
+		edit     func(t *testing.T, chart string) // breaks the chart copy
+		args     []string
+		env      []string
+		want     string // in helm's standard error
+	}{
+		{name: "Secret data that is not base64", versions: []int{3, 4},
+			edit: func(t *testing.T, chart string) {
+				writeFile(t, filepath.Join(chart, "templates", "bad-secret.yaml"),
+					"apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ .Release.Name }}-token\ndata:\n  token: not-base64!\n")
+			},
+			want: "data.token: not valid base64"},
+		{name: "values that make a ConfigMap value a map", versions: []int{3, 4},
+			edit: func(t *testing.T, chart string) {
+				writeFile(t, filepath.Join(chart, "bad-values.yaml"), "env:\n  FEATURES:\n    beta: true\n")
+			},
+			args: []string{"--values", "bad-values.yaml"},
+			want: "data.FEATURES: expected a string"},
+		{name: "confighash binary missing", versions: []int{4},
+			env:  []string{"CONFIGHASH_BIN=/nonexistent/confighash"},
+			want: "cannot find the confighash binary at /nonexistent/confighash"},
+	}
+	for _, tc := range cases {
+		for _, version := range tc.versions {
+			t.Run(fmt.Sprintf("helm%d/%s", version, tc.name), func(t *testing.T) {
+				h := newHelm(t, version)
+				chart := copyChart(t, exampleChart(t))
+				if tc.edit != nil {
+					tc.edit(t, chart)
+				}
+				args := append([]string{"template", release, chart, "--namespace", namespace}, tc.args...)
+				args = append(args, h.postRenderer()...)
+				res := testtools.Run(t, chart, append(slices.Clone(h.env), tc.env...), nil, h.bin, args...)
+				if res.ExitCode == 0 {
+					t.Fatalf("helm succeeded; stdout:\n%s", res.Stdout)
+				}
+				if strings.TrimSpace(res.Stdout) != "" {
+					t.Errorf("helm printed manifests on failure:\n%s", res.Stdout)
+				}
+				if !strings.Contains(res.Stderr, tc.want) {
+					t.Errorf("stderr does not say %q:\n%s", tc.want, res.Stderr)
+				}
+			})
+		}
+	}
+}
+
+// TestPluginFindsCheckoutBinary runs the Helm 4 plugin with no CONFIGHASH_BIN
+// and no confighash on PATH: it must find bin/confighash of the checkout it
+// was installed from, through the link helm plugin install made.
+func TestPluginFindsCheckoutBinary(t *testing.T) {
+	h := newHelm(t, 4)
+	if filepath.Dir(h.confighash) != filepath.Join(testtools.RepoRoot(t), "bin") {
+		t.Skipf("the confighash under test, %s, is not the checkout's bin/confighash", h.confighash)
+	}
+	args := append([]string{"template", release, exampleChart(t), "--namespace", namespace}, h.postRenderer()...)
+	res := h.run(t, []string{"CONFIGHASH_BIN=", "PATH=/usr/bin:/bin"}, args...)
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d\n%s", res.ExitCode, res.Stderr)
+	}
+	if hashes(objects(t, res.Stdout))["Deployment//web-greeter"] == "" {
+		t.Errorf("no hash on the Deployment:\n%s", res.Stdout)
+	}
+}
+
+// startControlPlane starts a local kube-apiserver and controller manager and
+// returns its kubeconfig and a client. Without the binaries it skips, unless
+// CONFIGHASH_REQUIRE_CONTROLPLANE or CONFIGHASH_REQUIRE_TOOLS is set.
+func startControlPlane(t *testing.T) (string, kubernetes.Interface) {
+	t.Helper()
+	dir, err := controlplane.DefaultBinDir()
+	if err == nil {
+		err = controlplane.CheckBinaries(dir)
+	}
+	if err != nil {
+		if os.Getenv("CONFIGHASH_REQUIRE_CONTROLPLANE") != "" || os.Getenv("CONFIGHASH_REQUIRE_TOOLS") != "" {
+			t.Fatal(err)
+		}
+		t.Skipf("no control plane (%v): run `make controlplane`", err)
+	}
+	cp, err := controlplane.Start(t.Context(), controlplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	return cp.KubeconfigPath(), kubernetes.NewForConfigOrDie(cp.RESTConfig())
+}
+
+// TestInstall runs helm install and upgrade against a real API server: the
+// hash reaches the cluster, a config change rolls the Deployment, a
+// labels-only chart bump leaves its spec alone, and a failed post-render
+// leaves the release and its objects as they were.
+func TestInstall(t *testing.T) {
+	kubeconfig, client := startControlPlane(t)
+	ctx := t.Context()
+	for _, version := range []int{3, 4} {
+		t.Run(fmt.Sprintf("helm%d", version), func(t *testing.T) {
+			h := newHelm(t, version)
+			h.env = append(h.env, "KUBECONFIG="+kubeconfig)
+			name := fmt.Sprintf("web%d", version)
+			deploy := name + "-greeter"
+			helmRun := func(verb, chart string, args ...string) testtools.Result {
+				all := append([]string{verb, name, chart, "--namespace", namespace, "--create-namespace", "--no-hooks"}, args...)
+				return h.run(t, nil, append(all, h.postRenderer()...)...)
+			}
+			mustRun := func(verb, chart string, args ...string) {
+				if res := helmRun(verb, chart, args...); res.ExitCode != 0 {
+					t.Fatalf("helm %s: exit %d\n%s", verb, res.ExitCode, res.Stderr)
+				}
+			}
+			podHash := func() (string, int64) {
+				d, err := client.AppsV1().Deployments(namespace).Get(ctx, deploy, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d.Spec.Template.Annotations[hashKey], d.Generation
+			}
+
+			chart := exampleChart(t)
+			mustRun("install", chart)
+			installed, _ := podHash()
+			if installed == "" {
+				t.Fatal("the installed Deployment has no hash")
+			}
+
+			mustRun("upgrade", chart, "--set", "greeting=Bonjour")
+			changed, gen := podHash()
+			if changed == installed {
+				t.Errorf("a ConfigMap change kept hash %s", installed)
+			}
+			waitForReplicaSets(t, client, name, 2)
+
+			bumped := copyChart(t, chart)
+			path := filepath.Join(bumped, "Chart.yaml")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, path, strings.Replace(string(b), "version: 0.1.0", "version: 0.2.0", 1))
+			mustRun("upgrade", bumped, "--set", "greeting=Bonjour")
+			if hash, g := podHash(); hash != changed || g != gen {
+				t.Errorf("a labels-only chart bump changed the pod template: hash %s -> %s, generation %d -> %d", changed, hash, gen, g)
+			}
+
+			before := h.run(t, nil, "history", name, "--namespace", namespace)
+			writeFile(t, filepath.Join(bumped, "bad-values.yaml"), "env:\n  FEATURES:\n    beta: true\n")
+			res := helmRun("upgrade", bumped, "--set", "greeting=Hallo", "--values", filepath.Join(bumped, "bad-values.yaml"))
+			if res.ExitCode == 0 || !strings.Contains(res.Stderr, "data.FEATURES: expected a string") {
+				t.Errorf("upgrade with bad values: exit %d, stderr:\n%s", res.ExitCode, res.Stderr)
+			}
+			if after := h.run(t, nil, "history", name, "--namespace", namespace); after.Stdout != before.Stdout {
+				t.Errorf("a failed upgrade changed the release history:\n%s\nwas\n%s", after.Stdout, before.Stdout)
+			}
+			cm, err := client.CoreV1().ConfigMaps(namespace).Get(ctx, deploy, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cm.Data["GREETING"] != "Bonjour" {
+				t.Errorf("a failed upgrade changed the ConfigMap: GREETING=%q", cm.Data["GREETING"])
+			}
+		})
+	}
+}
+
+// waitForReplicaSets polls until the release's Deployment has n ReplicaSets:
+// the Deployment controller made one per pod template.
+func waitForReplicaSets(t *testing.T, client kubernetes.Interface, instance string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	selector := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + instance}
+	for {
+		list, err := client.AppsV1().ReplicaSets(namespace).List(ctx, selector)
+		if err == nil && len(list.Items) == n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %d ReplicaSets of %s: %v (last error %v)", n, instance, ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
