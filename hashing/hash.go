@@ -81,11 +81,15 @@ func IsValue(s string) bool {
 }
 
 type encoder struct {
-	h   hash.Hash
-	buf [8]byte
+	h       hash.Hash
+	buf     [8]byte
+	scratch []byte
 }
 
-func (e *encoder) raw(s string) { _, _ = e.h.Write([]byte(s)) }
+func (e *encoder) raw(s string) {
+	e.scratch = append(e.scratch[:0], s...)
+	_, _ = e.h.Write(e.scratch)
+}
 
 func (e *encoder) byte(b byte) {
 	e.buf[0] = b

@@ -52,7 +52,10 @@ type Report struct {
 
 // Doc is a parsed document with where it came from.
 type Doc struct {
-	Node *yaml.RNode
+	// Node is the parsed document. A ConfigMap or Secret read without a
+	// tree has Config instead.
+	Node   *yaml.RNode
+	Config *hashing.Content
 	// Index is the document's position in the stream; Path its source file
 	// (a kustomize path annotation or a Helm "# Source:" comment), if known.
 	Index int
@@ -66,13 +69,11 @@ func Analyze(nodes []*yaml.RNode, opts Options) (*Report, error) {
 	docs := make([]Doc, len(nodes))
 	for i, node := range nodes {
 		docs[i] = Doc{Node: node, Index: i}
-		path, index, err := kioutil.GetFileAnnotations(node)
-		if err != nil {
-			return nil, fmt.Errorf("document %d: reading its annotations: %w", i, err)
-		}
-		docs[i].Path = path
-		if n, err := strconv.Atoi(index); err == nil {
-			docs[i].Index = n
+		docs[i].Path, _ = fileAnnotation(node.YNode(), kioutil.PathAnnotation, kioutil.LegacyPathAnnotation)
+		if index, ok := fileAnnotation(node.YNode(), kioutil.IndexAnnotation, kioutil.LegacyIndexAnnotation); ok {
+			if n, err := strconv.Atoi(index); err == nil {
+				docs[i].Index = n
+			}
 		}
 	}
 	return AnalyzeDocs(docs, opts)
@@ -98,6 +99,9 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 	}
 	r := &Report{Documents: len(docs), Configs: len(configs)}
 	for i, d := range docs {
+		if d.Node == nil {
+			continue
+		}
 		w, ok, err := analyzeWorkload(d.Node, objects[i], configs, opts)
 		if err != nil {
 			return nil, err
@@ -116,15 +120,14 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 		return Workload{}, false, nil
 	}
 	w := Workload{Object: o, Node: node}
-	w.OptedOut = node.GetAnnotations()[opts.Annotation(EnabledName)] == "false"
-	template, err := node.Pipe(yaml.Lookup(path...))
-	if err != nil {
-		return w, false, fmt.Errorf("%s: %s: %w", o, strings.Join(path, "."), err)
+	enabled, _ := Annotation(node.YNode(), opts.Annotation(EnabledName))
+	w.OptedOut = enabled == "false"
+	tn := Path(node.YNode(), path...)
+	if isNull(tn) || w.OptedOut {
+		return w, !isNull(tn), nil
 	}
-	if template == nil || w.OptedOut {
-		return w, template != nil, nil
-	}
-	if template.YNode().Kind != yaml.MappingNode {
+	template := yaml.NewRNode(tn)
+	if tn.Kind != yaml.MappingNode {
 		return w, false, fmt.Errorf("%s: %s is not an object", o, strings.Join(path, "."))
 	}
 	if err := checkMetadata(template); err != nil {
@@ -172,17 +175,22 @@ type configKey struct {
 // addDoc indexes a ConfigMap or Secret document, or those among the items
 // of a v1 List, ConfigMapList or SecretList (kubectl applies the items).
 func (c configIndex) addDoc(d Doc, o Object, defaultNamespace string) error {
+	if d.Config != nil {
+		content := *d.Config
+		content.Namespace = o.Namespace
+		return c.put(o, content)
+	}
 	if o.isConfig() {
 		return c.add(d.Node, o)
 	}
 	if o.APIVersion != "v1" || (o.Kind != "List" && o.Kind != "ConfigMapList" && o.Kind != "SecretList") {
 		return nil
 	}
-	items := d.Node.Field("items")
-	if items == nil || items.Value.YNode().Kind != yaml.SequenceNode {
+	items := Child(d.Node.YNode(), "items")
+	if items == nil || items.Kind != yaml.SequenceNode {
 		return nil
 	}
-	for i, item := range items.Value.YNode().Content {
+	for i, item := range items.Content {
 		sub := Doc{Node: yaml.NewRNode(item), Index: d.Index, Path: d.Path}
 		io, err := identify(sub, defaultNamespace)
 		if err != nil {
@@ -209,6 +217,16 @@ func (c configIndex) add(node *yaml.RNode, o Object) error {
 	if content.Name, err = finalName(node, o.Name); err != nil {
 		return fmt.Errorf("%s: %w", o, err)
 	}
+	return c.put(o, content)
+}
+
+// put indexes content under the object's name and, when kustomize will
+// rename it, under its final name too.
+func (c configIndex) put(o Object, content hashing.Content) error {
+	key := configKey{o.Namespace, hashing.Kind(o.Kind), o.Name}
+	if _, dup := c[key]; dup {
+		return fmt.Errorf("%s: the stream holds this %s twice", o, o.Kind)
+	}
 	c[key] = content
 	if content.Name != o.Name {
 		c[configKey{o.Namespace, key.kind, content.Name}] = content
@@ -223,6 +241,16 @@ func (c configIndex) lookup(namespace string) hashing.Lookup {
 	}
 }
 
+// fileAnnotation reads the first of the given annotations that is set.
+func fileAnnotation(n *yaml.Node, keys ...string) (string, bool) {
+	for _, k := range keys {
+		if v, ok := Annotation(n, k); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
 // needsHashSuffix is how kustomize marks a generated ConfigMap or Secret
 // whose name gets a content-hash suffix after the functions have run.
 const needsHashSuffix = "internal.config.kubernetes.io/needsHashSuffix"
@@ -231,7 +259,7 @@ const needsHashSuffix = "internal.config.kubernetes.io/needsHashSuffix"
 // its hash suffix, computed with kustomize's own hasher, so that the hash
 // names the objects the cluster will hold.
 func finalName(node *yaml.RNode, name string) (string, error) {
-	if node.GetAnnotations()[needsHashSuffix] != "enabled" {
+	if v, _ := Annotation(node.YNode(), needsHashSuffix); v != "enabled" {
 		return name, nil
 	}
 	suffix, err := (&hasher.Hasher{}).Hash(node)

@@ -35,11 +35,10 @@ type contentField struct {
 }
 
 func (f contentField) read(node *yaml.RNode, c hashing.Content) error {
-	field := node.Field(f.name)
-	if field == nil || field.Value == nil || field.Value.YNode().Tag == yaml.NodeTagNull {
+	m := Child(node.YNode(), f.name)
+	if isNull(m) {
 		return nil
 	}
-	m := field.Value.YNode()
 	if m.Kind != yaml.MappingNode {
 		return fmt.Errorf("%s: expected a map of strings", f.name)
 	}

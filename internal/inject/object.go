@@ -39,6 +39,14 @@ func (o Object) where() string {
 // identify reads a document's identity. Only mappings are objects.
 func identify(d Doc, defaultNamespace string) (Object, error) {
 	o := Object{Index: d.Index, Path: d.Path}
+	if d.Node == nil {
+		c := d.Config
+		o.APIVersion, o.Kind, o.Name, o.Namespace = "v1", string(c.Kind), c.Name, c.Namespace
+		if o.Namespace == "" {
+			o.Namespace = defaultNamespace
+		}
+		return o, nil
+	}
 	if d.Node.YNode().Kind != yaml.MappingNode {
 		return o, fmt.Errorf("%s is not an object", o.where())
 	}
@@ -48,11 +56,13 @@ func identify(d Doc, defaultNamespace string) (Object, error) {
 	if err := checkMetadata(d.Node); err != nil {
 		return o, fmt.Errorf("%s: %w", o.where(), err)
 	}
-	meta, err := d.Node.GetMeta()
-	if err != nil {
-		return o, fmt.Errorf("%s: %w", o.where(), err)
+	n := d.Node.YNode()
+	meta := Child(n, "metadata")
+	o.APIVersion, o.Kind, o.Name, o.Namespace = scalar(n, "apiVersion"), scalar(n, "kind"), scalar(meta, "name"), scalar(meta, "namespace")
+	if o.Path == "" {
+		// Helm 4 sends no "# Source:" comments but this annotation.
+		o.Path, _ = Annotation(n, "postrenderer.helm.sh/postrender-filename")
 	}
-	o.APIVersion, o.Kind, o.Name, o.Namespace = meta.APIVersion, meta.Kind, meta.Name, meta.Namespace
 	if o.Namespace == "" {
 		o.Namespace = defaultNamespace
 	}
@@ -77,17 +87,21 @@ func (o Object) isConfig() bool {
 // checkMetadata makes sure metadata, and its annotations and labels, are
 // maps when present, so that reading or writing annotations is safe.
 func checkMetadata(node *yaml.RNode) error {
-	meta := node.Field("metadata")
-	if meta == nil || meta.Value.IsNil() {
+	meta := Child(node.YNode(), "metadata")
+	if isNull(meta) {
 		return nil
 	}
-	if meta.Value.YNode().Kind != yaml.MappingNode {
+	if meta.Kind != yaml.MappingNode {
 		return fmt.Errorf("metadata is not an object")
 	}
 	for _, name := range []string{"annotations", "labels"} {
-		f := meta.Value.Field(name)
-		if f != nil && !f.Value.IsNil() && f.Value.YNode().Kind != yaml.MappingNode {
+		if f := Child(meta, name); !isNull(f) && f.Kind != yaml.MappingNode {
 			return fmt.Errorf("metadata.%s is not a map", name)
+		}
+	}
+	for _, name := range []string{"name", "namespace"} {
+		if f := Child(meta, name); !isNull(f) && f.Kind != yaml.ScalarNode {
+			return fmt.Errorf("metadata.%s is not a string", name)
 		}
 	}
 	return nil

@@ -18,11 +18,10 @@ import (
 // converting the whole spec.
 func podSpec(template *yaml.RNode) (*corev1.PodSpec, error) {
 	spec := &corev1.PodSpec{}
-	specField := template.Field("spec")
-	if specField == nil || specField.Value.IsNil() {
+	n := Child(template.YNode(), "spec")
+	if isNull(n) {
 		return spec, nil
 	}
-	n := specField.Value.YNode()
 	if n.Kind != yaml.MappingNode {
 		return nil, errors.New("expected an object")
 	}

@@ -25,7 +25,7 @@ type edit struct {
 }
 
 func newEditor(text []byte) *editor {
-	e := &editor{text: text, lines: []int{0}, newline: "\n"}
+	e := &editor{text: text, lines: make([]int, 1, bytes.Count(text, []byte("\n"))+1), newline: "\n"}
 	for i, b := range text {
 		if b == '\n' {
 			e.lines = append(e.lines, i+1)

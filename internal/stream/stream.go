@@ -24,7 +24,15 @@ func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) 
 			continue
 		}
 		d := inject.Doc{Index: len(docs), Path: sourceComment(c.text)}
-		node, err := yaml.Parse(string(c.text))
+		if isConfigKind(c.text) {
+			if content, ok := scanConfig(c.text); ok {
+				d.Config = &content
+				docs = append(docs, d)
+				chunkOf = append(chunkOf, i)
+				continue
+			}
+		}
+		node, err := parse(c.text)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", where(d), err)
 		}
@@ -68,7 +76,7 @@ func rewrite(text []byte, w inject.Workload, opts inject.Options) ([]byte, error
 // annotate sets or clears one annotation, doing nothing when it already
 // says so.
 func (e *editor) annotate(m *yaml.Node, key, value string) bool {
-	current, has := annotation(m, key)
+	current, has := inject.Annotation(m, key)
 	switch {
 	case value == "" && has:
 		return e.clear(m, key)
@@ -76,22 +84,6 @@ func (e *editor) annotate(m *yaml.Node, key, value string) bool {
 		return e.set(m, key, value)
 	}
 	return true
-}
-
-func annotation(m *yaml.Node, key string) (string, bool) {
-	_, meta := child(m, "metadata")
-	if meta == nil {
-		return "", false
-	}
-	_, ann := child(meta, "annotations")
-	if ann == nil {
-		return "", false
-	}
-	_, v := child(ann, key)
-	if v == nil {
-		return "", false
-	}
-	return v.Value, true
 }
 
 // reencode applies the annotations on the parsed node and writes the
@@ -108,6 +100,25 @@ func reencode(text []byte, w inject.Workload, opts inject.Options) ([]byte, erro
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// parse reads one document. yaml.Unmarshal reads from the byte slice
+// directly, which allocates far less than a Decoder over a reader.
+func parse(text []byte) (*yaml.RNode, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(text, &doc); err != nil {
+		return nil, err
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, fmt.Errorf("empty document")
+	}
+	return yaml.NewRNode(doc.Content[0]), nil
+}
+
+// isConfigKind is a cheap first look: could this be a ConfigMap or Secret?
+func isConfigKind(text []byte) bool {
+	return bytes.Contains(text, []byte("\nkind: ConfigMap")) || bytes.Contains(text, []byte("\nkind: Secret")) ||
+		bytes.HasPrefix(text, []byte("kind: "))
 }
 
 // sourceComment returns the template path of Helm's "# Source: path" line.
