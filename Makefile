@@ -23,6 +23,7 @@ export CONFIGHASH_BIN := $(BIN)
 export KUSTOMIZE HELM3 HELM4
 
 FUZZTIME ?= 10s
+FUZZ_PKGS := ./hashing/ ./internal/stream/
 
 .PHONY: help
 help: ## Show the targets.
@@ -79,8 +80,11 @@ test: build tools controlplane check-fmt vet ## Build, then run every test (real
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 10s).
-	@for t in $$(go test -list '^Fuzz' ./hashing/ | grep ^Fuzz); do go test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./hashing/; done
-	@for t in $$(go test -list '^Fuzz' ./internal/inject/ | grep ^Fuzz); do go test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./internal/inject/; done
+	@for p in $(FUZZ_PKGS); do \
+	  for t in $$(go test -list '^Fuzz' $$p | grep ^Fuzz); do \
+	    echo ">> fuzz $$p $$t for $(FUZZTIME)"; go test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$p; \
+	  done; \
+	done
 
 .PHONY: bench
 bench: build tools ## Benchmarks, printed as ratios against floors measured in the same run.

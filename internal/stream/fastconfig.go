@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"encoding/base64"
+	"unicode/utf8"
 
 	"github.com/confighash/confighash/hashing"
 )
@@ -18,7 +19,7 @@ import (
 // FuzzScanConfig test holds it to that).
 func scanConfig(text []byte) (hashing.Content, bool) {
 	c := &config{Content: hashing.Content{Keys: map[string]hashing.Digest{}}}
-	if bytes.Contains(text, []byte("needsHashSuffix")) || bytes.IndexByte(text, '\r') >= 0 {
+	if bytes.Contains(text, []byte("needsHashSuffix")) || bytes.IndexByte(text, '\r') >= 0 || !utf8.Valid(text) {
 		return c.Content, false
 	}
 	s := scanner{lines: splitLines(text)}

@@ -1,0 +1,115 @@
+package stream
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/confighash/confighash/internal/inject"
+)
+
+var scanCases = []string{
+	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: b\n  labels:\n    x: web\ndata:\n  k: v\n  q: 'it''s'\n  d: \"quoted # not a comment\"\n  c: plain # comment\n",
+	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  f: |\n    line 1\n\n      indented\n    last\n\n  g: |-\n    stripped\n  h: |+\n    kept\n\n\nbinaryData:\n  b: AAEC\n",
+	"---\n# Source: x\napiVersion: v1\nkind: Secret\ntype: Opaque\nmetadata:\n  name: s\n  annotations:\n    a: '{\"json\": true}'\ndata:\n  p: czNjcjN0\nstringData:\n  p: override\n  u: user\n",
+	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n    name: four-space\ndata:\n    k: |\n        deep\n    e: \"\"\n",
+	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: empty\ndata:\n",
+}
+
+// TestScanConfigMatchesParser: whatever the scanner accepts, it reads as the
+// parser path does — the same hash for a workload consuming everything.
+func TestScanConfigMatchesParser(t *testing.T) {
+	for i, text := range scanCases {
+		fast, ok := scanConfig([]byte(text))
+		require.True(t, ok, "case %d should take the fast path", i)
+		assert.Equal(t, hashVia(t, []byte(text), false), hashVia(t, []byte(text), true), "case %d", i)
+		assert.NotEmpty(t, fast.Name)
+	}
+}
+
+// hashVia hashes the config in text for a workload that consumes all of it,
+// through the fast scanner or the parser.
+func hashVia(t *testing.T, text []byte, fast bool) string {
+	t.Helper()
+	h, err := hashConfig(text, fast)
+	require.NoError(t, err)
+	return h
+}
+
+func hashConfig(text []byte, fast bool) (string, error) {
+	var d inject.Doc
+	if fast {
+		c, ok := scanConfig(text)
+		if !ok {
+			return "", errNotFast
+		}
+		d.Config = &c
+	} else {
+		node, err := parse(text)
+		if err != nil {
+			return "", err
+		}
+		d.Node = node
+	}
+	var kind, name string
+	if d.Config != nil {
+		kind, name = string(d.Config.Kind), d.Config.Name
+	} else {
+		kind = inject.Child(d.Node.YNode(), "kind").Value
+		name = inject.Path(d.Node.YNode(), "metadata", "name").Value
+	}
+	ref := "configMapRef"
+	if kind == "Secret" {
+		ref = "secretRef"
+	}
+	workload, err := parse([]byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: w, namespace: " + ns(d) + "}\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        envFrom:\n        - " + ref + ": {name: " + name + "}\n"))
+	if err != nil {
+		return "", err
+	}
+	r, err := inject.AnalyzeDocs([]inject.Doc{d, {Node: workload, Index: 1}}, inject.Options{})
+	if err != nil {
+		return "", err
+	}
+	return r.Workloads[0].Hash, nil
+}
+
+func ns(d inject.Doc) string {
+	if d.Config != nil {
+		if d.Config.Namespace == "" {
+			return "default"
+		}
+		return d.Config.Namespace
+	}
+	if v := inject.Path(d.Node.YNode(), "metadata", "namespace"); v != nil {
+		return v.Value
+	}
+	return "default"
+}
+
+type notFast struct{}
+
+func (notFast) Error() string { return "not on the fast path" }
+
+var errNotFast error = notFast{}
+
+// FuzzScanConfig holds the scanner to the parser: for any document it
+// accepts, the parser must accept it too and give the same hash.
+func FuzzScanConfig(f *testing.F) {
+	for _, c := range scanCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		fastHash, err := hashConfig(text, true)
+		if err != nil {
+			return
+		}
+		slowHash, err := hashConfig(text, false)
+		if err != nil {
+			t.Fatalf("the scanner accepted what the parser refuses: %v\n%q", err, text)
+		}
+		if fastHash != slowHash {
+			t.Fatalf("scanner and parser disagree on\n%q", text)
+		}
+	})
+}
