@@ -329,7 +329,7 @@ func TestHashFollowsContent(t *testing.T) {
 					}
 				}
 				for _, id := range tc.moved {
-					if _, ok := before[id]; !ok && !(version == 3 && id == hookJob) {
+					if _, ok := before[id]; !ok && (version != 3 || id != hookJob) {
 						t.Errorf("%s has no hash to compare", id)
 					}
 				}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,7 +104,7 @@ func (a argo) generate(t *testing.T, app, sourcePath, namespace string) (stdout,
 	gen := a.plugin.Spec.Generate
 	cmd := exec.Command(gen.Command[0], append(gen.Command[1:], gen.Args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(a.env,
+	cmd.Env = append(slices.Clip(a.env),
 		"ARGOCD_APP_NAME=web",
 		"ARGOCD_APP_NAMESPACE="+namespace,
 		"ARGOCD_APP_PROJECT_NAME=default",

@@ -140,7 +140,7 @@ func startup(bin string) error {
 		cmd := exec.Command(abs)
 		cmd.Stdin = bytes.NewReader(nil)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("start-up run: %v: %s", err, out)
+			return fmt.Errorf("start-up run: %w: %s", err, out)
 		}
 		total += time.Since(start)
 	}

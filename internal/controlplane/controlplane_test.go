@@ -424,7 +424,7 @@ func TestStartFailureIncludesLogTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer busy.Close()
+	defer func() { _ = busy.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, err = controlplane.Start(ctx, controlplane.Options{APIServerPort: busy.Addr().(*net.TCPAddr).Port})

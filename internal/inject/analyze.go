@@ -69,8 +69,9 @@ func Analyze(nodes []*yaml.RNode, opts Options) (*Report, error) {
 	docs := make([]Doc, len(nodes))
 	for i, node := range nodes {
 		docs[i] = Doc{Node: node, Index: i}
-		docs[i].Path, _ = fileAnnotation(node.YNode(), kioutil.PathAnnotation, kioutil.LegacyPathAnnotation)
-		if index, ok := fileAnnotation(node.YNode(), kioutil.IndexAnnotation, kioutil.LegacyIndexAnnotation); ok {
+		// Older kustomize and kpt releases still send the legacy keys.
+		docs[i].Path, _ = fileAnnotation(node.YNode(), kioutil.PathAnnotation, kioutil.LegacyPathAnnotation)       //nolint:staticcheck
+		if index, ok := fileAnnotation(node.YNode(), kioutil.IndexAnnotation, kioutil.LegacyIndexAnnotation); ok { //nolint:staticcheck
 			if n, err := strconv.Atoi(index); err == nil {
 				docs[i].Index = n
 			}

@@ -6,6 +6,7 @@ package testtools
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,7 +92,8 @@ func Run(t testing.TB, dir string, env []string, stdin []byte, name string, args
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	res := Result{Stdout: out.String(), Stderr: errb.String()}
-	if exitErr, ok := err.(*exec.ExitError); ok {
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
 		res.ExitCode = exitErr.ExitCode()
 	} else if err != nil {
 		t.Fatalf("%s: %v", name, err)
