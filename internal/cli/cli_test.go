@@ -145,3 +145,18 @@ func TestVersionAndHelp(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, errOut, "Usage:")
 }
+
+// TestKustomizeAnnotationsKept: the internal annotations kustomize and kpt
+// put on items come back unchanged, and a second run changes nothing.
+func TestKustomizeAnnotationsKept(t *testing.T) {
+	annotated := strings.Replace(deployment, "  name: web\n", "  name: web\n  annotations:\n    config.kubernetes.io/index: '1'\n    internal.config.kubernetes.io/path: deploy.yaml\n    internal.config.kubernetes.io/previousNames: web\n", 1)
+	in := resourceList(configMap+"---\n"+annotated, "")
+	code, out, errOut := run(t, in)
+	require.Equal(t, 0, code, errOut)
+	for _, a := range []string{"config.kubernetes.io/index: '1'", "internal.config.kubernetes.io/path: deploy.yaml", "internal.config.kubernetes.io/previousNames: web"} {
+		assert.Contains(t, out, a)
+	}
+	code, again, errOut := run(t, out)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, out, again, "idempotent")
+}
