@@ -69,6 +69,11 @@ vet: ## go vet.
 lint: $(GOLANGCI_LINT) ## golangci-lint (config in .golangci.yml).
 	$(GOLANGCI_LINT) run ./...
 
+.PHONY: lint-docker
+lint-docker: ## Lint the Dockerfile (dockerfilelint from npm, pinned; no Docker engine needed).
+	@test -x $(BIN)/npm/node_modules/.bin/dockerfilelint || npm install --silent --prefix $(BIN)/npm dockerfilelint@1.8.0
+	$(BIN)/npm/node_modules/.bin/dockerfilelint Dockerfile
+
 .PHONY: check-fmt
 check-fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
