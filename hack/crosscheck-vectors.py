@@ -55,8 +55,10 @@ def uses(spec):
                 if "secretKeyRef" in vf: r = vf["secretKeyRef"]; add("Secret", r.get("name"), r["key"], r.get("optional", False))
     return out
 
-def compute(ns, spec, objects, key):
+def compute(ns, spec, objects, key, in_stream_only=False):
     us = uses(spec)
+    if in_stream_only:
+        us = {k: u for k, u in us.items() if k in objects}
     enc = MAGIC + u32(len(us))
     for (kind, name) in sorted(us, key=lambda t: (t[0].encode(), t[1].encode())):
         u = us[(kind, name)]
@@ -87,6 +89,14 @@ def main():
         b = compute(v["namespace"], v["podSpec"], objects_of(json.loads(l) for l in v["apiServer"].splitlines() if l.strip()), v.get("key"))
         if a != b:
             print(f"{f}: manifest {a} != apiServer {b}"); bad += 1; continue
+        rt = v.get("renderTime")
+        if rt is not None:
+            r = compute(v["namespace"], v["podSpec"], objects_of(yaml.safe_load_all(v["manifest"])), v.get("key"), True)
+            if not rt.get("expected") and write:
+                text = open(f).read().replace('  expected: ""', "  expected: " + r)
+                open(f, "w").write(text); print(f"{os.path.basename(f)}: wrote render-time {r}")
+            elif rt.get("expected") != r:
+                print(f"{f}: render-time expected {rt.get('expected')} but spec gives {r}"); bad += 1
         if not v.get("expected") and write:
             text = open(f).read().replace('expected: ""', "expected: " + a)
             open(f, "w").write(text); print(f"{os.path.basename(f)}: wrote {a}")

@@ -106,7 +106,7 @@ func parseFlagSet(fs *flag.FlagSet, args []string, stdio IO) (options, error) {
 	fs.StringVar(&o.Prefix, "prefix", inject.DefaultPrefix, "annotation prefix")
 	fs.StringVar(&o.DefaultNamespace, "namespace", "", "namespace of objects that name none (Helm's release namespace)")
 	fs.Var(workloadFlag{&o.Workloads}, "workload", "pod template of another kind, as Kind.group=path (repeatable), e.g. CloneSet.apps.kruise.io=spec/template")
-	fs.StringVar(&keyFile, "key-file", "", "file holding an HMAC key: hash with HMAC-SHA256 (also $CONFIGHASH_KEY_FILE)")
+	fs.StringVar(&keyFile, "hmac-key-file", "", "file holding an HMAC key: hash with HMAC-SHA256 (also $CONFIGHASH_HMAC_KEY_FILE, or the key itself in $CONFIGHASH_HMAC_KEY)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not print warnings to standard error")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -114,19 +114,33 @@ func parseFlagSet(fs *flag.FlagSet, args []string, stdio IO) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
 	}
-	if keyFile == "" {
-		keyFile = stdio.Getenv("CONFIGHASH_KEY_FILE")
+	key, err := hmacKey(keyFile, stdio.Getenv)
+	if err != nil {
+		return o, err
 	}
-	if keyFile != "" {
-		key, err := os.ReadFile(keyFile)
-		if err != nil {
-			return o, fmt.Errorf("reading the HMAC key: %w", err)
-		}
-		if o.Key = bytes.TrimSpace(key); len(o.Key) == 0 {
-			return o, fmt.Errorf("the HMAC key file %s is empty", keyFile)
-		}
-	}
+	o.Key = key
 	return o, o.Validate()
+}
+
+// hmacKey reads the keyed-mode key: the flag's file, else
+// $CONFIGHASH_HMAC_KEY_FILE, else $CONFIGHASH_HMAC_KEY; none means the plain
+// hash. Surrounding white space is not part of the key.
+func hmacKey(file string, getenv func(string) string) ([]byte, error) {
+	if file == "" {
+		file = getenv("CONFIGHASH_HMAC_KEY_FILE")
+	}
+	if file == "" {
+		return []byte(strings.TrimSpace(getenv("CONFIGHASH_HMAC_KEY"))), nil
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading the HMAC key: %w", err)
+	}
+	key := bytes.TrimSpace(raw)
+	if len(key) == 0 {
+		return nil, fmt.Errorf("the HMAC key file %s is empty", file)
+	}
+	return key, nil
 }
 
 func run(o options, stdio IO) error {

@@ -2,6 +2,9 @@ package cli_test
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -159,4 +162,29 @@ func TestKustomizeAnnotationsKept(t *testing.T) {
 	code, again, errOut := run(t, out)
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, out, again, "idempotent")
+}
+
+// TestKeyedMode runs the keyed vector's objects through the CLI: the same
+// key gives the vector's value, another key another value, no key the plain
+// hash.
+func TestKeyedMode(t *testing.T) {
+	const key = "a-key-only-the-deployer-knows" // testdata/vectors/06-hmac-keyed.yaml
+	const want = "v1-hmac-sha256:f3636f5cf393ecc57c6558646ed7474c1e1d16b0b684ba9f032c2715771dcb1d"
+	input := "apiVersion: v1\nkind: Secret\nmetadata: {name: db-creds}\nstringData: {username: admin, password: s3cr3t}\n---\n" +
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: w}\nspec:\n  template:\n    spec:\n      containers: [{name: app, image: example/app:1}]\n      volumes: [{name: creds, secret: {secretName: db-creds}}]\n"
+	hashWith := func(env map[string]string, args ...string) string {
+		var out, errb bytes.Buffer
+		code := cli.Run(append([]string{"--namespace", "shop"}, args...), cli.IO{In: strings.NewReader(input), Out: &out, Err: &errb, Getenv: func(k string) string { return env[k] }})
+		require.Equal(t, 0, code, errb.String())
+		m := regexp.MustCompile(`confighash.dev/hash: (\S+)`).FindStringSubmatch(out.String())
+		require.Len(t, m, 2, out.String())
+		return m[1]
+	}
+	file := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(file, []byte(key+"\n"), 0o600))
+	assert.Equal(t, want, hashWith(nil, "--hmac-key-file", file))
+	assert.Equal(t, want, hashWith(map[string]string{"CONFIGHASH_HMAC_KEY_FILE": file}))
+	assert.Equal(t, want, hashWith(map[string]string{"CONFIGHASH_HMAC_KEY": key}))
+	assert.NotEqual(t, want, hashWith(map[string]string{"CONFIGHASH_HMAC_KEY": "another key"}))
+	assert.Equal(t, "v1-sha256:db044c714fc4df8a10d0b42c6a88a3171446b9bab775850b9f7366b47df7ee88", hashWith(nil), "vector 02: the same objects, plain")
 }

@@ -34,6 +34,16 @@ type Vector struct {
 	// JSON object per line, base64 data, no stringData, server metadata.
 	APIServer string `json:"apiServer"`
 	Expected  string `json:"expected"`
+	// RenderTime, when set, is what the render-time tools give: a use whose
+	// object is absent from the stream is external and left out of the
+	// render-time hash, while the cluster side encodes it as absent.
+	RenderTime *RenderTime `json:"renderTime,omitempty"`
+}
+
+// RenderTime is the render-time view of a vector with external objects.
+type RenderTime struct {
+	Expected string   `json:"expected"`
+	External []string `json:"external"`
 }
 
 // Dir returns the absolute path of testdata/vectors.

@@ -1,0 +1,44 @@
+// Package annotations names the annotations confighash reads and writes. The
+// render-time tools and the controller share these names; they carry no
+// logic beyond building a key from a prefix.
+package annotations
+
+// DefaultPrefix is the annotation prefix unless a user configures another.
+const DefaultPrefix = "confighash.dev"
+
+// Names written at render time (GitOps owns them; the controller only reads).
+const (
+	// Hash, on a pod template, holds the render-time hash of the in-stream
+	// configs.
+	Hash = "hash"
+	// External, on a workload, lists the configs it consumes from outside the
+	// rendered stream, as Kind/name separated by commas.
+	External = "external"
+	// Enabled, on a workload: "false" opts it out of both sides, "true" opts it
+	// in to the controller.
+	Enabled = "enabled"
+)
+
+// Names only the controller writes; the render never emits them, so a GitOps
+// tool sees no drift.
+const (
+	// ControllerHash, on a pod template, is the live hash of every consumed
+	// config when the controller last rolled the workload.
+	ControllerHash = "controller-hash"
+	// ControllerBase, on a pod template, is the render-time hash in place when
+	// the controller last rolled ("none" when there was none).
+	ControllerBase = "controller-base"
+	// ExternalBaseline, on the workload's own metadata (so writing it does not
+	// roll pods), records the content of each external config as the pods
+	// last saw it.
+	ExternalBaseline = "external-baseline"
+)
+
+// Key returns the full annotation key for name under prefix, or under
+// DefaultPrefix when prefix is empty.
+func Key(prefix, name string) string {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return prefix + "/" + name
+}
