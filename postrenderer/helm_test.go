@@ -1,7 +1,6 @@
 package postrenderer_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -138,21 +137,7 @@ func hooks(objs map[string]*yaml.RNode) map[string]bool {
 // (a ResourceList with a ConfigHash functionConfig naming the namespace).
 func krmHashes(t *testing.T, confighash, stream string) map[string]string {
 	t.Helper()
-	nodes, err := kio.FromBytes([]byte(stream))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fc := yaml.MustParse("apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata:\n  name: confighash\nnamespace: " + namespace + "\n")
-	var in bytes.Buffer
-	w := kio.ByteWriter{Writer: &in, WrappingKind: kio.ResourceListKind, WrappingAPIVersion: kio.ResourceListAPIVersion, FunctionConfig: fc}
-	if err := w.Write(nodes); err != nil {
-		t.Fatal(err)
-	}
-	res := testtools.Run(t, "", nil, in.Bytes(), confighash)
-	if res.ExitCode != 0 {
-		t.Fatalf("confighash on a ResourceList: exit %d\n%s", res.ExitCode, res.Stderr)
-	}
-	return hashes(objects(t, res.Stdout))
+	return testtools.PodHashes(t, testtools.RunKRM(t, confighash, stream, namespace))
 }
 
 // sources returns the sorted "# Source:" lines of helm template output.

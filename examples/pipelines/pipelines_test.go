@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/testtools"
@@ -23,42 +22,13 @@ func pipe(t *testing.T, dir, script string) testtools.Result {
 	return testtools.Run(t, dir, env, nil, "bash", "-o", "pipefail", "-c", script)
 }
 
-// podHashes returns the confighash annotation of each pod template in a
-// stream or ResourceList, keyed by Kind/namespace/name.
-func podHashes(t *testing.T, stream string) map[string]string {
-	t.Helper()
-	nodes, err := kio.FromBytes([]byte(stream))
-	if err != nil {
-		t.Fatalf("parsing: %v\n%s", err, stream)
-	}
-	out := map[string]string{}
-	for _, n := range nodes {
-		tpl, err := n.Pipe(yaml.Lookup("spec", "template"))
-		if err == nil && tpl != nil && tpl.GetAnnotations()["confighash.dev/hash"] != "" {
-			out[n.GetKind()+"/"+n.GetNamespace()+"/"+n.GetName()] = tpl.GetAnnotations()["confighash.dev/hash"]
-		}
-	}
-	return out
-}
+// podHashes returns the confighash annotation of each pod template.
+func podHashes(t *testing.T, stream string) map[string]string { return testtools.PodHashes(t, stream) }
 
 // krm runs the objects of stream through confighash as a KRM function.
 func krm(t *testing.T, stream, namespace string) map[string]string {
 	t.Helper()
-	nodes, err := kio.FromBytes([]byte(stream))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fc := yaml.MustParse("apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata:\n  name: confighash\nnamespace: " + namespace + "\n")
-	var in bytes.Buffer
-	w := kio.ByteWriter{Writer: &in, WrappingKind: kio.ResourceListKind, WrappingAPIVersion: kio.ResourceListAPIVersion, FunctionConfig: fc}
-	if err := w.Write(nodes); err != nil {
-		t.Fatal(err)
-	}
-	res := testtools.Run(t, "", nil, in.Bytes(), testtools.Tool(t, "confighash"))
-	if res.ExitCode != 0 {
-		t.Fatalf("KRM function: %s", res.Stderr)
-	}
-	return podHashes(t, res.Stdout)
+	return testtools.PodHashes(t, testtools.RunKRM(t, testtools.Tool(t, "confighash"), stream, namespace))
 }
 
 func succeed(t *testing.T, res testtools.Result) string {

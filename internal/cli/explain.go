@@ -76,11 +76,7 @@ func explainAll(o options, r *inject.Report) []explained {
 func runExplain(args []string, stdio IO) error {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
-	o, input, err := subcommand(fs, args, stdio)
-	if err != nil {
-		return err
-	}
-	r, err := analyze(o, input)
+	o, r, err := subcommand(fs, args, stdio)
 	if err != nil {
 		return err
 	}
@@ -153,12 +149,7 @@ func where(c consumed) string {
 // runVerify exits non-zero when a workload consuming in-stream configs lacks
 // its current hash: the CI guard for pipelines that may skip the function.
 func runVerify(args []string, stdio IO) error {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	o, input, err := subcommand(fs, args, stdio)
-	if err != nil {
-		return err
-	}
-	r, err := analyze(o, input)
+	o, r, err := subcommand(flag.NewFlagSet("verify", flag.ContinueOnError), args, stdio)
 	if err != nil {
 		return err
 	}
@@ -176,8 +167,8 @@ func runVerify(args []string, stdio IO) error {
 	return nil
 }
 
-// subcommand parses the shared flags and reads standard input.
-func subcommand(fs *flag.FlagSet, args []string, stdio IO) (options, []byte, error) {
+// subcommand parses the shared flags, reads standard input and analyses it.
+func subcommand(fs *flag.FlagSet, args []string, stdio IO) (options, *inject.Report, error) {
 	o, err := parseFlagSet(fs, args, stdio)
 	if err != nil {
 		return o, nil, err
@@ -186,5 +177,6 @@ func subcommand(fs *flag.FlagSet, args []string, stdio IO) (options, []byte, err
 	if err != nil {
 		return o, nil, fmt.Errorf("reading standard input: %w", err)
 	}
-	return o, input, nil
+	r, err := analyze(o, input)
+	return o, r, err
 }

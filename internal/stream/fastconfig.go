@@ -19,7 +19,7 @@ import (
 // FuzzScanConfig test holds it to that).
 func scanConfig(text []byte) (hashing.Content, bool) {
 	c := &config{Content: hashing.Content{Keys: map[string]hashing.Digest{}}}
-	if bytes.Contains(text, []byte("needsHashSuffix")) || bytes.IndexByte(text, '\r') >= 0 || !utf8.Valid(text) {
+	if bytes.Contains(text, []byte("needsHashSuffix")) || bytes.IndexByte(text, '\r') >= 0 || !printable(text) {
 		return c.Content, false
 	}
 	s := scanner{lines: splitLines(text)}
@@ -137,9 +137,46 @@ func (s *scanner) childIndent() int {
 // metadata reads name and namespace and checks that every other field is a
 // map of single-line scalars (labels, annotations) or a scalar.
 func (s *scanner) metadata(c *config) bool {
-	ind := s.childIndent()
-	if ind <= 0 {
+	if s.childIndent() <= 0 {
 		return false
+	}
+	return s.entries(0, func(ind int, key string, rest []byte) bool {
+		var ok bool
+		switch {
+		case key == "name":
+			c.Name, ok = plainScalar(rest)
+		case key == "namespace":
+			c.Namespace, ok = plainScalar(rest)
+		case key == "labels" || key == "annotations" || isEmptyValue(rest):
+			ok = isEmptyValue(rest) && s.mapping(ind, func(string, []byte) bool { return true })
+		default:
+			_, ok = scalarValue(rest)
+		}
+		return ok
+	})
+}
+
+// mapping reads a block mapping of string values nested under a key at
+// indentation outer, calling add for each entry.
+func (s *scanner) mapping(outer int, add func(key string, value []byte) bool) bool {
+	return s.entries(outer, func(ind int, key string, rest []byte) bool {
+		if isBlockIndicator(rest) {
+			value, ok := s.literal(rest, ind)
+			return ok && add(key, value)
+		}
+		v, ok := scalarValue(rest)
+		return ok && s.nextIsNotDeeper(ind) && add(key, []byte(v))
+	})
+}
+
+// entries walks the block mapping nested under a key at indentation outer:
+// every entry must sit at one indentation and have a new key; entry reads
+// the rest of the entry's line and any lines nested under it. A null map
+// has no entries.
+func (s *scanner) entries(outer int, entry func(ind int, key string, rest []byte) bool) bool {
+	ind := s.childIndent()
+	if ind <= outer {
+		return true
 	}
 	seen := map[string]bool{}
 	for s.i < len(s.lines) {
@@ -160,59 +197,7 @@ func (s *scanner) metadata(c *config) bool {
 		}
 		seen[key] = true
 		s.i++
-		switch {
-		case key == "name":
-			c.Name, ok = plainScalar(rest)
-		case key == "namespace":
-			c.Namespace, ok = plainScalar(rest)
-		case isEmptyValue(rest):
-			ok = s.mapping(ind, func(string, []byte) bool { return true })
-		default:
-			_, ok = scalarValue(rest)
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
-// mapping reads a block mapping of string values nested under a key at
-// indentation outer, calling add for each entry.
-func (s *scanner) mapping(outer int, add func(key string, value []byte) bool) bool {
-	parent := s.childIndent() // entries sit at exactly this indentation
-	if parent <= outer {
-		return true // a null map: nothing to read
-	}
-	seen := map[string]bool{}
-	for s.i < len(s.lines) {
-		line := s.lines[s.i]
-		if skippable(line) {
-			s.i++
-			continue
-		}
-		if indentOf(line) < parent {
-			return true
-		}
-		if indentOf(line) != parent {
-			return false
-		}
-		key, rest, ok := splitKey(line[parent:])
-		if !ok || seen[key] {
-			return false
-		}
-		seen[key] = true
-		s.i++
-		var value []byte
-		if isBlockIndicator(rest) {
-			value, ok = s.literal(rest, parent)
-		} else {
-			var v string
-			v, ok = scalarValue(rest)
-			value = []byte(v)
-			ok = ok && s.nextIsNotDeeper(parent)
-		}
-		if !ok || !add(key, value) {
+		if !entry(ind, key, rest) {
 			return false
 		}
 	}
@@ -458,6 +443,25 @@ func plainString(v []byte) bool {
 		if b == '\t' || b < 0x20 {
 			return false
 		}
+	}
+	return true
+}
+
+// printable reports whether text is valid UTF-8 made only of the characters
+// YAML allows in a stream (tab and line feed, printable ASCII, and the
+// printable Unicode ranges), so that the parser would not refuse it.
+func printable(text []byte) bool {
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRune(text[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			return false
+		case r == '\t' || r == '\n' || (r >= 0x20 && r <= 0x7e) || r == 0x85,
+			r >= 0xa0 && r <= 0xd7ff, r >= 0xe000 && r <= 0xfffd && r != 0xfeff, r >= 0x10000 && r <= 0x10ffff:
+		default:
+			return false
+		}
+		i += size
 	}
 	return true
 }

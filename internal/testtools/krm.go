@@ -1,0 +1,52 @@
+package testtools
+
+import (
+	"bytes"
+	"testing"
+
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// RunKRM wraps the objects of stream in a ResourceList whose ConfigHash
+// functionConfig names namespace, runs the confighash binary on it as a KRM
+// function, and returns its output ResourceList.
+func RunKRM(t testing.TB, confighash, stream, namespace string) string {
+	t.Helper()
+	nodes, err := kio.FromBytes([]byte(stream))
+	if err != nil {
+		t.Fatalf("parsing the stream: %v", err)
+	}
+	fc := yaml.MustParse("apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata:\n  name: confighash\nnamespace: " + namespace + "\n")
+	var in bytes.Buffer
+	w := kio.ByteWriter{Writer: &in, WrappingKind: kio.ResourceListKind, WrappingAPIVersion: kio.ResourceListAPIVersion, FunctionConfig: fc}
+	if err := w.Write(nodes); err != nil {
+		t.Fatal(err)
+	}
+	res := Run(t, "", nil, in.Bytes(), confighash)
+	if res.ExitCode != 0 {
+		t.Fatalf("confighash on a ResourceList: exit %d\n%s", res.ExitCode, res.Stderr)
+	}
+	return res.Stdout
+}
+
+// PodHashes returns the confighash.dev/hash annotation of every pod template
+// (spec.template or a CronJob's) in a stream or ResourceList, keyed by
+// Kind/namespace/name.
+func PodHashes(t testing.TB, stream string) map[string]string {
+	t.Helper()
+	nodes, err := kio.FromBytes([]byte(stream))
+	if err != nil {
+		t.Fatalf("parsing: %v\n%s", err, stream)
+	}
+	out := map[string]string{}
+	for _, n := range nodes {
+		for _, path := range [][]string{{"spec", "template"}, {"spec", "jobTemplate", "spec", "template"}} {
+			tpl, err := n.Pipe(yaml.Lookup(path...))
+			if err == nil && tpl != nil && tpl.GetAnnotations()["confighash.dev/hash"] != "" {
+				out[n.GetKind()+"/"+n.GetNamespace()+"/"+n.GetName()] = tpl.GetAnnotations()["confighash.dev/hash"]
+			}
+		}
+	}
+	return out
+}
