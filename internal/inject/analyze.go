@@ -98,7 +98,7 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	r := &Report{Documents: len(docs), Configs: len(configs)}
+	r := &Report{Documents: len(docs), Configs: configs.count()}
 	for i, d := range docs {
 		if d.Node == nil {
 			continue
@@ -233,6 +233,18 @@ func (c configIndex) put(o Object, content hashing.Content) error {
 		c[configKey{o.Namespace, key.kind, content.Name}] = content
 	}
 	return nil
+}
+
+// count returns how many objects the index holds (a renamed object is
+// indexed under both of its names).
+func (c configIndex) count() int {
+	n := 0
+	for k, content := range c {
+		if k.name == content.Name {
+			n++
+		}
+	}
+	return n
 }
 
 func (c configIndex) lookup(namespace string) hashing.Lookup {
