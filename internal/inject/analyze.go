@@ -1,8 +1,6 @@
 package inject
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -151,16 +149,6 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 		w.Hash = hashing.Compute(o.Namespace, w.InStream, configs.lookup(o.Namespace), hashing.Options{Key: opts.Key})
 	}
 	return w, true, nil
-}
-
-// cleanJSONError keeps the field and type of a decoding error and drops
-// anything that could quote a value.
-func cleanJSONError(err error) error {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		return fmt.Errorf("field %s: expected %s, found a %s", typeErr.Field, typeErr.Type, typeErr.Value)
-	}
-	return err
 }
 
 // configIndex holds the content of the stream's ConfigMaps and Secrets by

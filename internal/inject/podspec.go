@@ -1,20 +1,20 @@
 package inject
 
 import (
-	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // podSpec reads the parts of a pod template's spec that reference config
 // objects (volumes, image pull secrets, and each container's env and
 // envFrom) into a corev1.PodSpec. It converts just those nodes to JSON and
-// lets encoding/json read them into the API type, which is far cheaper than
+// lets a JSON decoder read them into the API type, which is far cheaper than
 // converting the whole spec.
 func podSpec(template *yaml.RNode) (*corev1.PodSpec, error) {
 	spec := &corev1.PodSpec{}
@@ -41,8 +41,9 @@ func podSpec(template *yaml.RNode) (*corev1.PodSpec, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	if err := json.Unmarshal(w.b, spec); err != nil {
-		return nil, cleanJSONError(err)
+	// Field names are case-sensitive, as in the API server's decoder.
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(w.b, spec); err != nil {
+		return nil, err
 	}
 	return spec, nil
 }

@@ -99,7 +99,26 @@ func reencode(text []byte, w inject.Workload, opts inject.Options) ([]byte, erro
 	if err := (kio.ByteWriter{Writer: &b}).Write([]*yaml.RNode{w.Node}); err != nil {
 		return nil, err
 	}
+	if err := sameContent(w.Node, b.Bytes()); err != nil {
+		return nil, err
+	}
 	return b.Bytes(), nil
+}
+
+// sameContent checks that re-encoded text reads back as the node: the YAML
+// encoder can lose an implicit null in flow style, and confighash must never
+// write a document that means something else.
+func sameContent(node *yaml.RNode, text []byte) error {
+	back, err := parse(text)
+	if err != nil {
+		return fmt.Errorf("re-encoding the document: %w", err)
+	}
+	want, err1 := node.MarshalJSON()
+	got, err2 := back.MarshalJSON()
+	if err1 != nil || err2 != nil || !bytes.Equal(want, got) {
+		return fmt.Errorf("this document's layout (flow style) cannot be annotated without changing its meaning; write its metadata in block style")
+	}
+	return nil
 }
 
 // parse reads one document. yaml.Unmarshal reads from the byte slice
