@@ -66,7 +66,7 @@ func measure(name string, input []byte, f func([]byte) error, prev result) (resu
 // kyamlRoundTrip is the floor: read every document into kyaml nodes and
 // write them back, as any KRM function or kio pipeline does.
 func kyamlRoundTrip(input []byte) error {
-	rw := &kio.ByteReadWriter{Reader: bytes.NewReader(input), Writer: io.Discard, PreserveSeqIndent: true}
+	rw := &kio.ByteReadWriter{Reader: bytes.NewReader(input), Writer: io.Discard, KeepReaderAnnotations: true, PreserveSeqIndent: true}
 	nodes, err := rw.Read()
 	if err != nil {
 		return err

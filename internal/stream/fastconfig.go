@@ -17,138 +17,139 @@ import (
 // the caller then parses the document with yaml.v3, which also reports any
 // error. Whatever it accepts, it reads exactly as yaml.v3 would (the
 // FuzzScanConfig test holds it to that).
-func scanConfig(text []byte) (hashing.Content, bool) {
-	c := &config{Content: hashing.Content{Keys: map[string]hashing.Digest{}}}
+func scanConfig(text []byte, buf *scanBuffers) (hashing.Content, bool) {
 	if bytes.Contains(text, []byte("needsHashSuffix")) || bytes.IndexByte(text, '\r') >= 0 || !printable(text) {
+		return hashing.Content{}, false
+	}
+	buf.lines = splitLines(buf.lines[:0], text)
+	s := &scanner{lines: buf.lines, buf: buf}
+	c := &config{Content: hashing.Content{Kind: s.topLevelKind(), Keys: map[string]hashing.Digest{}}, buf: buf}
+	if c.Kind != hashing.KindConfigMap && c.Kind != hashing.KindSecret {
 		return c.Content, false
 	}
-	s := scanner{lines: splitLines(text)}
-	var apiVersion string
-	fields := map[string]bool{}
-	for s.i < len(s.lines) {
-		line := s.lines[s.i]
-		if skippable(line) {
-			s.i++
-			continue
-		}
-		if indentOf(line) != 0 {
-			return c.Content, false
-		}
-		key, rest, ok := splitKey(line)
-		if !ok || fields[key] {
-			return c.Content, false
-		}
-		fields[key] = true
-		s.i++
-		switch key {
+	var apiVersion []byte
+	ok := s.entries(-1, func(_ int, key, rest []byte) bool {
+		var ok bool
+		switch string(key) {
 		case "apiVersion":
 			apiVersion, ok = plainScalar(rest)
-		case "kind":
-			var kind string
-			kind, ok = plainScalar(rest)
-			c.Kind = hashing.Kind(kind)
-		case "type":
-			_, ok = plainScalar(rest)
+		case "kind", "type":
+			_, ok = plainScalar(rest) // kind was read by topLevelKind
 		case "immutable":
 			v := string(bytes.TrimSpace(stripComment(rest)))
 			ok = v == "true" || v == "false"
 		case "metadata":
 			ok = isEmptyValue(rest) && s.metadata(c)
 		case "data", "binaryData", "stringData":
-			ok = isEmptyValue(rest) && s.mapping(0, func(k string, v []byte) bool { return c.add(key, k, v) })
-		default:
-			ok = false
+			field := string(key)
+			ok = isEmptyValue(rest) && s.mapping(0, func(k, v []byte) bool { return c.add(field, k, v) })
 		}
-		if !ok {
-			return c.Content, false
-		}
-	}
-	ok := apiVersion == "v1" && (c.Kind == hashing.KindConfigMap || c.Kind == hashing.KindSecret) && c.Name != ""
-	return c.Content, ok && c.finish()
+		return ok
+	})
+	return c.Content, ok && string(apiVersion) == "v1" && c.Name != ""
 }
 
-// config collects a ConfigMap's or Secret's keys per field, then merges them
-// with the API server's rules.
+// config collects a ConfigMap's or Secret's key digests as the API server
+// stores the object: base64-decoded for binaryData and a Secret's data, a
+// Secret's stringData over its data, no key in both data and binaryData.
 type config struct {
 	hashing.Content
-	fields [3]map[string][]byte // data, binaryData, stringData
+	// fromStringData marks the keys stringData set, which data must not
+	// replace whatever the order of the fields.
+	fromStringData map[string]bool
+	buf            *scanBuffers
 }
 
-var fieldIndex = map[string]int{"data": 0, "binaryData": 1, "stringData": 2}
-
-func (c *config) add(field, key string, value []byte) bool {
-	i := fieldIndex[field]
-	if c.fields[i] == nil {
-		c.fields[i] = map[string][]byte{}
-	}
-	c.fields[i][key] = value
-	return true
+// scanBuffers are reused from one document to the next.
+type scanBuffers struct {
+	lines   [][]byte
+	value   []byte // assembled block scalars
+	decoded []byte // base64-decoded values
 }
 
-// finish decodes and merges the fields: a Secret's data and any binaryData
-// are base64; a Secret's stringData replaces data; a ConfigMap key may not
-// be in both data and binaryData. It refuses what the parser path would
-// report as an error, so that path reports it.
-func (c *config) finish() bool {
-	data, binary, str := c.fields[0], c.fields[1], c.fields[2]
+// add records one key of data, binaryData or stringData. It refuses what
+// the parser path reports as an error or reads differently.
+func (c *config) add(field string, key, value []byte) bool {
 	secret := c.Kind == hashing.KindSecret
-	if (secret && binary != nil) || (!secret && str != nil) {
+	if (field == "stringData" && !secret) || (field == "binaryData" && secret) {
 		return false // not a field of this kind: let the parser path decide
 	}
-	for k, v := range data {
-		if secret {
-			raw, err := base64.StdEncoding.DecodeString(string(v))
-			if err != nil {
-				return false
-			}
-			v = raw
+	if field == "binaryData" || (secret && field == "data") {
+		n := base64.StdEncoding.DecodedLen(len(value))
+		if cap(c.buf.decoded) < n {
+			c.buf.decoded = make([]byte, n)
 		}
-		c.Keys[k] = hashing.DigestOf(v)
-	}
-	for k, v := range binary {
-		raw, err := base64.StdEncoding.DecodeString(string(v))
-		if _, dup := c.Keys[k]; err != nil || dup {
+		n, err := base64.StdEncoding.Decode(c.buf.decoded[:n], value)
+		if err != nil {
 			return false
 		}
-		c.Keys[k] = hashing.DigestOf(raw)
+		value = c.buf.decoded[:n]
 	}
-	for k, v := range str {
-		c.Keys[k] = hashing.DigestOf(v)
+	k := string(key)
+	_, dup := c.Keys[k]
+	switch {
+	case !secret && dup:
+		return false // in both data and binaryData
+	case field == "stringData":
+		if c.fromStringData == nil {
+			c.fromStringData = map[string]bool{}
+		}
+		c.fromStringData[k] = true
+	case c.fromStringData[k]:
+		return true // stringData wins over data
 	}
+	c.Keys[k] = hashing.DigestOf(value)
 	return true
 }
 
 type scanner struct {
 	lines [][]byte
 	i     int
+	buf   *scanBuffers
+}
+
+// topLevelKind finds the document's kind first, so that values can be
+// decoded and hashed as they are read, whatever the order of the fields.
+func (s *scanner) topLevelKind() hashing.Kind {
+	for _, line := range s.lines {
+		if rest, ok := bytes.CutPrefix(line, []byte("kind:")); ok {
+			v, _ := plainScalar(rest)
+			return hashing.Kind(v)
+		}
+	}
+	return ""
 }
 
 // childIndent returns the indentation of the next line that is not blank or
-// a comment: the indentation of a nested block, or 0 when there is none.
+// a comment, or -1 at the end.
 func (s *scanner) childIndent() int {
 	for j := s.i; j < len(s.lines); j++ {
 		if !skippable(s.lines[j]) {
 			return indentOf(s.lines[j])
 		}
 	}
-	return 0
+	return -1
 }
 
-// metadata reads name and namespace and checks that every other field is a
-// map of single-line scalars (labels, annotations) or a scalar.
+// metadata reads name and namespace and checks that labels and annotations
+// are maps of strings and every other field a scalar.
 func (s *scanner) metadata(c *config) bool {
 	if s.childIndent() <= 0 {
 		return false
 	}
-	return s.entries(0, func(ind int, key string, rest []byte) bool {
+	return s.entries(0, func(ind int, key, rest []byte) bool {
 		var ok bool
-		switch {
-		case key == "name":
-			c.Name, ok = plainScalar(rest)
-		case key == "namespace":
-			c.Namespace, ok = plainScalar(rest)
-		case key == "labels" || key == "annotations" || isEmptyValue(rest):
-			ok = isEmptyValue(rest) && s.mapping(ind, func(string, []byte) bool { return true })
+		switch k := string(key); {
+		case k == "name":
+			var v []byte
+			v, ok = plainScalar(rest)
+			c.Name = string(v)
+		case k == "namespace":
+			var v []byte
+			v, ok = plainScalar(rest)
+			c.Namespace = string(v)
+		case k == "labels" || k == "annotations" || isEmptyValue(rest):
+			ok = isEmptyValue(rest) && s.mapping(ind, func(_, _ []byte) bool { return true })
 		default:
 			_, ok = scalarValue(rest)
 		}
@@ -157,28 +158,30 @@ func (s *scanner) metadata(c *config) bool {
 }
 
 // mapping reads a block mapping of string values nested under a key at
-// indentation outer, calling add for each entry.
-func (s *scanner) mapping(outer int, add func(key string, value []byte) bool) bool {
-	return s.entries(outer, func(ind int, key string, rest []byte) bool {
+// indentation outer, calling add for each entry. The value passed to add is
+// only valid during the call.
+func (s *scanner) mapping(outer int, add func(key, value []byte) bool) bool {
+	return s.entries(outer, func(ind int, key, rest []byte) bool {
 		if isBlockIndicator(rest) {
 			value, ok := s.literal(rest, ind)
 			return ok && add(key, value)
 		}
 		v, ok := scalarValue(rest)
-		return ok && s.nextIsNotDeeper(ind) && add(key, []byte(v))
+		return ok && s.nextIsNotDeeper(ind) && add(key, v)
 	})
 }
 
-// entries walks the block mapping nested under a key at indentation outer:
-// every entry must sit at one indentation and have a new key; entry reads
-// the rest of the entry's line and any lines nested under it. A null map
-// has no entries.
-func (s *scanner) entries(outer int, entry func(ind int, key string, rest []byte) bool) bool {
+// entries walks the block mapping nested under a key at indentation outer
+// (-1 for the document itself): every entry must sit at one indentation and
+// have a new key; entry reads the rest of the entry's line and any lines
+// nested under it. A null map has no entries.
+func (s *scanner) entries(outer int, entry func(ind int, key, rest []byte) bool) bool {
 	ind := s.childIndent()
 	if ind <= outer {
 		return true
 	}
-	seen := map[string]bool{}
+	var seenBuf [16][]byte
+	seen := seenBuf[:0]
 	for s.i < len(s.lines) {
 		line := s.lines[s.i]
 		if skippable(line) {
@@ -192,16 +195,25 @@ func (s *scanner) entries(outer int, entry func(ind int, key string, rest []byte
 			return false
 		}
 		key, rest, ok := splitKey(line[ind:])
-		if !ok || seen[key] {
+		if !ok || containsBytes(seen, key) {
 			return false
 		}
-		seen[key] = true
+		seen = append(seen, key)
 		s.i++
 		if !entry(ind, key, rest) {
 			return false
 		}
 	}
 	return true
+}
+
+func containsBytes(list [][]byte, b []byte) bool {
+	for _, v := range list {
+		if bytes.Equal(v, b) {
+			return true
+		}
+	}
+	return false
 }
 
 // nextIsNotDeeper refuses a plain scalar continued on the next lines.
@@ -216,22 +228,61 @@ func (s *scanner) nextIsNotDeeper(parent int) bool {
 }
 
 // literal reads a literal block scalar ("|", "|-", "|+") whose key sits at
-// indentation parent.
+// indentation parent. The result lives in the scanner's reused buffer.
 func (s *scanner) literal(indicator []byte, parent int) ([]byte, bool) {
 	chomp := byte(0)
 	if ind := bytes.TrimSpace(stripComment(indicator)); len(ind) == 2 {
 		chomp = ind[1]
 	}
-	var lines [][]byte
-	content := -1
+	first, content, ok := s.blockLines(parent)
+	if !ok {
+		return nil, false
+	}
+	lines := s.lines[first:s.i]
+	if content < 0 {
+		// No content lines: empty, unless "|+" keeps blank lines, which
+		// the parser path handles.
+		return s.buf.value[:0], chomp != '+' || len(lines) == 0
+	}
+	out := s.buf.value[:0]
+	trailing := 0
+	started := false
+	for _, l := range lines {
+		if len(bytes.Trim(l, " ")) == 0 && len(l) <= content {
+			out = append(out, '\n')
+			trailing++
+			continue
+		}
+		if len(bytes.Trim(l, " ")) == 0 && !started {
+			return nil, false // a leading blank line deeper than the content
+		}
+		out = append(out, l[content:]...)
+		out = append(out, '\n')
+		trailing = 0
+		started = true
+	}
+	s.buf.value = out
+	switch chomp {
+	case '-':
+		out = bytes.TrimRight(out, "\n")
+	case '+':
+	default:
+		out = out[:len(out)-trailing]
+	}
+	return out, true
+}
+
+// blockLines advances past the lines of a block scalar whose key sits at
+// indentation parent, and returns where they start and the content
+// indentation (-1 when there is no content line).
+func (s *scanner) blockLines(parent int) (first, content int, ok bool) {
+	first, content = s.i, -1
 	for ; s.i < len(s.lines); s.i++ {
 		line := s.lines[s.i]
-		blank := len(bytes.Trim(line, " ")) == 0
-		if bytes.IndexByte(line, '\t') >= 0 && indentTab(line) {
-			return nil, false
+		if indentTab(line) {
+			return 0, 0, false
 		}
-		if blank {
-			lines = append(lines, line)
+		if len(bytes.Trim(line, " ")) == 0 {
 			continue
 		}
 		ind := indentOf(line)
@@ -243,54 +294,12 @@ func (s *scanner) literal(indicator []byte, parent int) ([]byte, bool) {
 		}
 		if ind < content {
 			if ind > parent {
-				return nil, false // less indented than the block, but not out of it
+				return 0, 0, false // less indented than the block, but not out of it
 			}
 			break
 		}
-		lines = append(lines, line)
 	}
-	// Blank lines after the block belong to the chomping; give back the
-	// ones the next key needs to see as skippable.
-	size := 0
-	for _, l := range lines {
-		size += len(l) + 1
-	}
-	out := make([]byte, 0, size)
-	trailing := 0
-	started := false
-	for _, l := range lines {
-		if len(bytes.Trim(l, " ")) == 0 {
-			if content >= 0 && len(l) > content {
-				if !started {
-					return nil, false // a leading blank line deeper than the content
-				}
-				out = append(out, l[content:]...)
-				out = append(out, '\n')
-				trailing = 0
-				continue
-			}
-			out = append(out, '\n')
-			trailing++
-			continue
-		}
-		out = append(out, l[content:]...)
-		out = append(out, '\n')
-		trailing = 0
-		started = true
-	}
-	if content < 0 {
-		// No content lines: empty, unless "|+" keeps blank lines, which
-		// the parser path handles.
-		return []byte{}, chomp != '+' || len(lines) == 0
-	}
-	switch chomp {
-	case '-':
-		out = bytes.TrimRight(out, "\n")
-	case '+':
-	default:
-		out = out[:len(out)-trailing]
-	}
-	return out, true
+	return first, content, true
 }
 
 func indentTab(line []byte) bool {
@@ -306,14 +315,17 @@ func indentTab(line []byte) bool {
 	return false
 }
 
-// splitLines cuts text into lines without their line ends; a "\r\n" text is
-// refused by the caller's checks (a '\r' is not plain-safe here).
-func splitLines(text []byte) [][]byte {
-	lines := bytes.Split(text, []byte("\n"))
-	if n := len(lines); n > 0 && len(lines[n-1]) == 0 {
-		lines = lines[:n-1]
+// splitLines appends the lines of text, without their line feeds, to dst.
+func splitLines(dst [][]byte, text []byte) [][]byte {
+	for len(text) > 0 {
+		i := bytes.IndexByte(text, '\n')
+		if i < 0 {
+			return append(dst, text)
+		}
+		dst = append(dst, text[:i])
+		text = text[i+1:]
 	}
-	return lines
+	return dst
 }
 
 // skippable: blank lines, comments, and the document's "---" line.
@@ -332,21 +344,21 @@ func indentOf(line []byte) int {
 
 // splitKey reads "key:" or "key: rest" where key is a plain scalar made of
 // the characters ConfigMap keys and field names use.
-func splitKey(line []byte) (string, []byte, bool) {
+func splitKey(line []byte) ([]byte, []byte, bool) {
 	i := 0
 	for i < len(line) && isKeyByte(line[i]) {
 		i++
 	}
 	if i == 0 || i >= len(line) || line[i] != ':' {
-		return "", nil, false
+		return nil, nil, false
 	}
 	rest := line[i+1:]
 	if len(rest) > 0 && rest[0] != ' ' {
-		return "", nil, false
+		return nil, nil, false
 	}
-	key := string(line[:i])
-	if key[0] == '-' || key[0] == '.' && len(key) == 1 {
-		return "", nil, false
+	key := line[:i]
+	if key[0] == '-' || (key[0] == '.' && len(key) == 1) {
+		return nil, nil, false
 	}
 	return key, rest, true
 }
@@ -369,51 +381,57 @@ func isBlockIndicator(rest []byte) bool {
 	return v == "|" || v == "|-" || v == "|+"
 }
 
-// plainScalar reads a value that must be a plain string (names, kinds).
-func plainScalar(rest []byte) (string, bool) {
+// plainScalar reads a value that must be a non-empty string (names, kinds).
+func plainScalar(rest []byte) ([]byte, bool) {
 	v, ok := scalarValue(rest)
-	return v, ok && v != ""
+	return v, ok && len(v) > 0
 }
 
 // scalarValue reads a single-line scalar that YAML resolves to a string:
-// plain, single-quoted, or double-quoted without escapes.
-func scalarValue(rest []byte) (string, bool) {
+// plain, single-quoted, or double-quoted without escapes. The result may
+// share memory with the line.
+func scalarValue(rest []byte) ([]byte, bool) {
 	v := bytes.TrimSpace(rest)
-	if len(v) == 0 || bytes.IndexByte(v, '\t') >= 0 || bytes.IndexByte(v, '\r') >= 0 {
-		return "", false
+	if len(v) == 0 || bytes.IndexByte(v, '\t') >= 0 {
+		return nil, false
 	}
 	switch v[0] {
 	case '"':
 		end := bytes.IndexByte(v[1:], '"')
 		if end < 0 || bytes.IndexByte(v[:end+1], '\\') >= 0 || !isEmptyValue(v[end+2:]) {
-			return "", false
+			return nil, false
 		}
-		return string(v[1 : end+1]), true
+		return v[1 : end+1], true
 	case '\'':
 		return singleQuoted(v)
 	}
 	v = bytes.TrimRight(stripComment(v), " ")
 	if !plainString(v) {
-		return "", false
+		return nil, false
 	}
-	return string(v), true
+	return v, true
 }
 
-func singleQuoted(v []byte) (string, bool) {
-	var out []byte
-	for i := 1; i < len(v); i++ {
-		if v[i] != '\'' {
-			out = append(out, v[i])
-			continue
+func singleQuoted(v []byte) ([]byte, bool) {
+	end := 1
+	for end < len(v) {
+		if v[end] == '\'' {
+			if end+1 < len(v) && v[end+1] == '\'' {
+				end += 2
+				continue
+			}
+			break
 		}
-		if i+1 < len(v) && v[i+1] == '\'' {
-			out = append(out, '\'')
-			i++
-			continue
-		}
-		return string(out), isEmptyValue(v[i+1:])
+		end++
 	}
-	return "", false
+	if end >= len(v) || !isEmptyValue(v[end+1:]) {
+		return nil, false
+	}
+	inner := v[1:end]
+	if bytes.Contains(inner, []byte("''")) {
+		inner = bytes.ReplaceAll(inner, []byte("''"), []byte("'"))
+	}
+	return inner, true
 }
 
 // nonStrings are plain scalars some YAML reader could take for a null, a

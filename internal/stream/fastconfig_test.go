@@ -21,7 +21,7 @@ var scanCases = []string{
 // parser path does — the same hash for a workload consuming everything.
 func TestScanConfigMatchesParser(t *testing.T) {
 	for i, text := range scanCases {
-		fast, ok := scanConfig([]byte(text))
+		fast, ok := scanConfig([]byte(text), &scanBuffers{})
 		require.True(t, ok, "case %d should take the fast path", i)
 		assert.Equal(t, hashVia(t, []byte(text), false), hashVia(t, []byte(text), true), "case %d", i)
 		assert.NotEmpty(t, fast.Name)
@@ -40,7 +40,7 @@ func hashVia(t *testing.T, text []byte, fast bool) string {
 func hashConfig(text []byte, fast bool) (string, error) {
 	var d inject.Doc
 	if fast {
-		c, ok := scanConfig(text)
+		c, ok := scanConfig(text, &scanBuffers{})
 		if !ok {
 			return "", errNotFast
 		}

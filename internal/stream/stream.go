@@ -3,7 +3,6 @@ package stream
 import (
 	"bytes"
 	"fmt"
-	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -19,13 +18,14 @@ func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) 
 	chunks := split(input)
 	docs := make([]inject.Doc, 0, len(chunks))
 	chunkOf := make([]int, 0, len(chunks))
+	var buf scanBuffers
 	for i, c := range chunks {
 		if !hasContent(c.text) {
 			continue
 		}
 		d := inject.Doc{Index: len(docs), Path: sourceComment(c.text)}
 		if isConfigKind(c.text) {
-			if content, ok := scanConfig(c.text); ok {
+			if content, ok := scanConfig(c.text, &buf); ok {
 				d.Config = &content
 				docs = append(docs, d)
 				chunkOf = append(chunkOf, i)
@@ -140,11 +140,18 @@ func isConfigKind(text []byte) bool {
 		bytes.HasPrefix(text, []byte("kind: "))
 }
 
-// sourceComment returns the template path of Helm's "# Source: path" line.
+// sourceComment returns the template path of Helm's "# Source: path" line
+// among the first lines of a document.
 func sourceComment(text []byte) string {
-	for _, line := range strings.SplitN(string(text[:min(len(text), 4096)]), "\n", 8) {
-		if p, ok := strings.CutPrefix(line, "# Source: "); ok {
-			return strings.TrimSpace(p)
+	for n := 0; n < 8 && len(text) > 0; n++ {
+		line := text
+		if i := bytes.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
+		} else {
+			text = nil
+		}
+		if p, ok := bytes.CutPrefix(line, []byte("# Source: ")); ok {
+			return string(bytes.TrimSpace(p))
 		}
 	}
 	return ""
