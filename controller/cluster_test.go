@@ -1,0 +1,288 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/confighash/confighash/controller"
+	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/testtools"
+	"github.com/confighash/confighash/internal/vectors"
+)
+
+// TestVectorsThroughTheRealCache is hash parity on the real API server: the
+// vector objects are created, read back through the controller's cache
+// (transform included), and hashed; every vector gives its value.
+func TestVectorsThroughTheRealCache(t *testing.T) {
+	e := newEnv(t)
+	vs, err := vectors.Load()
+	require.NoError(t, err)
+	ctx := context.Background()
+	for _, v := range vs {
+		t.Run(v.File, func(t *testing.T) {
+			if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: v.Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
+			objs := apiServerObjects(t, v)
+			for _, obj := range objs {
+				obj.SetResourceVersion("")
+				obj.SetUID("")
+				c, err := client.New(e.cfg, client.Options{})
+				require.NoError(t, err)
+				require.NoError(t, c.Create(ctx, obj))
+				t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
+			}
+			opts := controller.CacheOptions(controller.Options{Namespaces: []string{v.Namespace}})
+			c, err := cache.New(e.cfg, opts)
+			require.NoError(t, err)
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			go func() { _ = c.Start(cctx) }()
+			var contents []hashing.Content
+			for _, obj := range objs {
+				got := obj.DeepCopyObject().(client.Object)
+				eventually(t, "the cache to hold "+obj.GetName(), func(ctx context.Context) (bool, error) {
+					return c.Get(ctx, client.ObjectKeyFromObject(obj), got) == nil, nil
+				})
+				if s, ok := got.(*corev1.Secret); ok {
+					for k, val := range s.Data {
+						assert.Len(t, val, 32, "cached Secret key %s holds a digest", k)
+					}
+				}
+				content, err := controller.ContentOf(got)
+				require.NoError(t, err)
+				contents = append(contents, content)
+			}
+			assert.Equal(t, v.Expected, v.Compute(contents))
+		})
+	}
+}
+
+// TestInstallManifests applies config/namespaced and config/ (built with
+// kustomize) to the real API server and runs the controller with exactly
+// the ServiceAccount's permissions (impersonated): it must work, and the
+// namespaced variant must hold no cluster-wide permission.
+func TestInstallManifests(t *testing.T) {
+	kustomize := testtools.Tool(t, "kustomize")
+	root := testtools.RepoRoot(t)
+	sa := rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:confighash-system:confighash-controller",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:confighash-system", "system:authenticated"},
+	}
+	for _, variant := range []string{"namespaced", "cluster"} {
+		t.Run(variant, func(t *testing.T) {
+			e := newEnv(t)
+			dir := root + "/config"
+			if variant == "namespaced" {
+				dir += "/namespaced"
+			}
+			res := testtools.Run(t, "", nil, nil, kustomize, "build", dir)
+			require.Equal(t, 0, res.ExitCode, res.Stderr)
+			manifests := regexp.MustCompile(`(?m)^(\s+namespace: )apps$`).ReplaceAllString(res.Stdout, "${1}"+e.ns)
+			require.NoError(t, e.apply(manifests, "kubectl"))
+
+			can := func(verb, resource, ns string) bool {
+				r, err := e.cs.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authzv1.SubjectAccessReview{
+					Spec: authzv1.SubjectAccessReviewSpec{User: sa.UserName, Groups: sa.Groups,
+						ResourceAttributes: &authzv1.ResourceAttributes{Verb: verb, Resource: resource, Namespace: ns}},
+				}, metav1.CreateOptions{})
+				require.NoError(t, err)
+				return r.Status.Allowed
+			}
+			assert.True(t, can("watch", "secrets", e.ns))
+			assert.False(t, can("get", "secrets", e.ns), "secrets are listed and watched, never read one by one")
+			assert.False(t, can("update", "configmaps", e.ns), "configs are never written")
+			if variant == "namespaced" {
+				assert.False(t, can("list", "configmaps", ""), "no cluster-wide permission in the namespaced variant")
+			}
+
+			cfg := rest.CopyConfig(e.cfg)
+			cfg.Impersonate = sa
+			opts := e.testOptions()
+			opts.RESTConfig = cfg
+			opts.LeaderElect, opts.LeaderElectionNamespace = true, "confighash-system"
+			opts.LeaderElectionID = "confighash-" + variant
+			if variant == "cluster" {
+				opts.Namespaces = nil
+			}
+			s := &scenario{env: e, kind: "Deployment"}
+			e.createSecret("db-creds", map[string]string{"password": "pw-1"})
+			s.rendered = render(t, e.stream(defaultApp("Deployment")))
+			s.ctrl = e.start(opts)
+			require.NoError(t, e.apply(s.rendered, "kubectl"))
+			inNS := func(result string) func(controller.Outcome) bool {
+				return func(o controller.Outcome) bool { return o.Request.Namespace == e.ns && is("Deployment", result)(o) }
+			}
+			s.ctrl.obs.waitFor(t, 0, "in sync", inNS("in_sync"))
+			mark := s.ctrl.obs.mark()
+			e.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "debug" })
+			_, next := s.ctrl.obs.waitFor(t, mark, "rolled", inNS("rolled"))
+			s.ctrl.obs.waitFor(t, next, "in sync", inNS("in_sync"))
+			assert.Equal(t, 1, s.rollouts())
+			e.waitEvent(workloadName, controller.EventReasonConfigChanged)
+			assert.Zero(t, s.ctrl.obs.count(0, func(o controller.Outcome) bool { return o.Err != nil }), "no reconcile failed")
+		})
+	}
+}
+
+// TestReloaderMigration: a workload annotated for Reloader (no render-time
+// hash) is managed with every config external, including a ConfigMap it
+// names but does not mount.
+func TestReloaderMigration(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	for name, data := range map[string]map[string]string{"app-config": {"LOG_LEVEL": "info"}, "feature-flags": {"beta": "off"}} {
+		_, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	s := &scenario{env: e, kind: "Deployment"}
+	s.ctrl = e.start(e.testOptions())
+	require.NoError(t, e.apply(fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: %s
+  annotations:
+    reloader.stakater.com/auto: "true"
+    configmap.reloader.stakater.com/reload: feature-flags
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: app
+        image: registry.invalid/app:1
+        envFrom: [{configMapRef: {name: app-config}}]
+`, e.ns), "helm"))
+	s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
+	assert.Contains(t, e.deployment(workloadName).Annotations["confighash.dev/external-baseline"], "ConfigMap/feature-flags=")
+	for i, name := range []string{"feature-flags", "app-config"} {
+		mark := s.ctrl.obs.mark()
+		e.editConfigMap(name, func(cm *corev1.ConfigMap) {
+			for k := range cm.Data {
+				cm.Data[k] = "changed"
+			}
+		})
+		s.expectRoll(mark)
+		assert.Equal(t, i+1, s.rollouts(), "after editing %s", name)
+	}
+}
+
+// TestCronJob: the pod template of a CronJob is at
+// spec.jobTemplate.spec.template; the next Job gets the new config.
+func TestCronJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.start(e.testOptions())
+	require.NoError(t, e.apply(render(t, fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: job-config, namespace: %[1]s}
+data: {MODE: full}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly, namespace: %[1]s}
+spec:
+  schedule: "0 3 * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers:
+          - name: job
+            image: registry.invalid/job:1
+            envFrom: [{configMapRef: {name: job-config}}]
+`, e.ns)), "kubectl"))
+	cron := func(o controller.Outcome) bool { return o.Request.Kind == "CronJob" && o.Request.Name == "nightly" }
+	r.obs.waitFor(t, 0, "in sync", func(o controller.Outcome) bool { return cron(o) && o.Result == "in_sync" })
+	mark := r.obs.mark()
+	e.editConfigMap("job-config", func(cm *corev1.ConfigMap) { cm.Data["MODE"] = "incremental" })
+	rolled, _ := r.obs.waitFor(t, mark, "rolled", func(o controller.Outcome) bool { return cron(o) && o.Result == "rolled" })
+	cj, err := e.cs.BatchV1().CronJobs(e.ns).Get(context.Background(), "nightly", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, rolled.Decision.Record.ControllerHash, cj.Spec.JobTemplate.Spec.Template.Annotations["confighash.dev/controller-hash"])
+}
+
+// TestArgoRollout serves a Rollout CRD (the schema-less shape of Argo's),
+// and checks that the controller finds it by discovery and patches its pod
+// template.
+func TestArgoRollout(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	require.NoError(t, e.apply(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: rollouts.argoproj.io
+spec:
+  group: argoproj.io
+  names: {kind: Rollout, listKind: RolloutList, plural: rollouts, singular: rollout}
+  scope: Namespaced
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`, "kubectl"))
+	gvr := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
+	eventually(t, "the Rollout CRD to be served", func(ctx context.Context) (bool, error) {
+		_, err := e.dyn.Resource(gvr).Namespace(e.ns).List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	})
+	e.mapper.Reset()
+	r := e.start(e.testOptions())
+	require.NoError(t, e.apply(render(t, fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: app-config, namespace: %[1]s}
+data: {LOG_LEVEL: info}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: web, namespace: %[1]s}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  strategy: {canary: {}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: app
+        image: registry.invalid/app:1
+        envFrom: [{configMapRef: {name: app-config}}]
+`, e.ns)), "argocd-controller"))
+	rollout := func(result string) func(controller.Outcome) bool {
+		return func(o controller.Outcome) bool { return o.Request.Kind == "Rollout" && o.Result == result }
+	}
+	r.obs.waitFor(t, 0, "the Rollout in sync", rollout("in_sync"))
+	mark := r.obs.mark()
+	e.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "debug" })
+	rolled, _ := r.obs.waitFor(t, mark, "the Rollout rolled", rollout("rolled"))
+	u, err := e.dyn.Resource(gvr).Namespace(e.ns).Get(ctx, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	got, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", "confighash.dev/controller-hash")
+	assert.Equal(t, rolled.Decision.Record.ControllerHash, got)
+	assert.True(t, strings.HasPrefix(got, "v1-sha256:"))
+}

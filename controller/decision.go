@@ -1,0 +1,223 @@
+package controller
+
+import (
+	"sort"
+	"strings"
+	"time"
+)
+
+// NoRenderHash is recorded as the controller base when the pod template
+// carried no render-time hash at the last roll.
+const NoRenderHash = "none"
+
+// Action is what the controller should do about one workload.
+type Action string
+
+// The actions Decide returns.
+const (
+	// ActionNone: the pods reflect the live content of what they consume.
+	ActionNone Action = "none"
+	// ActionRecordBaseline: write the external baseline on the workload's
+	// metadata (pods are not rolled).
+	ActionRecordBaseline Action = "record-baseline"
+	// ActionRoll: patch the pod template so the workload's own controller rolls
+	// it, and record the new state.
+	ActionRoll Action = "roll"
+	// ActionBlocked: a required config is missing; do nothing and warn.
+	ActionBlocked Action = "blocked"
+)
+
+// Reason says why Decide chose its action.
+type Reason string
+
+// The reasons Decide gives.
+const (
+	ReasonInSync           Reason = "in-sync"
+	ReasonNewExternal      Reason = "new-external-config"
+	ReasonMissing          Reason = "missing-config"
+	ReasonRenderMismatch   Reason = "render-hash-mismatch"
+	ReasonExternalChanged  Reason = "external-config-changed"
+	ReasonChangedSinceRoll Reason = "changed-since-last-roll"
+)
+
+// Input is everything Decide needs, read from the workload and the cache.
+type Input struct {
+	// RenderHash is the render-time hash the controller can compare with:
+	// empty when the pod template carries none or one of an unknown version
+	// or mode, in which case every use counts as external.
+	RenderHash string
+	// RawRenderHash is the render-time annotation as found, empty when absent.
+	RawRenderHash string
+	// ControllerHash and ControllerBase are the controller's own record on the
+	// pod template; empty when absent.
+	ControllerHash string
+	ControllerBase string
+	// Baseline is the recorded content of each external config, by Kind/name;
+	// nil when the workload carries none.
+	Baseline map[string]string
+	// LiveIn is the live hash of the in-stream uses, LiveAll of every use.
+	LiveIn  string
+	LiveAll string
+	// LiveExternal is the live hash of each external use, by Kind/name.
+	LiveExternal map[string]string
+	// Missing lists the required (non-optional) configs that do not exist.
+	Missing []string
+}
+
+// Record is the state the controller writes.
+type Record struct {
+	// ControllerHash and ControllerBase go on the pod template (a roll).
+	ControllerHash string
+	ControllerBase string
+	// Baseline goes on the workload metadata; empty means remove it.
+	Baseline string
+}
+
+// Decision is the outcome of Decide.
+type Decision struct {
+	Action Action
+	Reason Reason
+	// Record is what to write for ActionRoll (all fields) and
+	// ActionRecordBaseline (Baseline only).
+	Record Record
+	// Changed names the external configs whose content differs from the
+	// baseline; Missing the required configs that do not exist.
+	Changed []string
+	Missing []string
+}
+
+// Decide chooses what to do about one workload. It is pure: the same input
+// always gives the same decision.
+//
+//  1. A required config is missing: blocked (a rollout would start pods that
+//     cannot run).
+//  2. The controller rolled last and the render-time hash is the one it saw
+//     then: the pods reflect ControllerHash, so roll iff LiveAll differs.
+//  3. Otherwise the pods reflect the render: roll iff the in-stream content
+//     differs from the render-time hash or an external config differs from its
+//     baseline. External configs without a baseline get one, without a roll.
+func Decide(in Input) Decision {
+	if len(in.Missing) > 0 {
+		missing := append([]string(nil), in.Missing...)
+		sort.Strings(missing)
+		return Decision{Action: ActionBlocked, Reason: ReasonMissing, Missing: missing}
+	}
+	roll := Record{
+		ControllerHash: in.LiveAll,
+		ControllerBase: baseOf(in.RawRenderHash),
+		Baseline:       FormatBaseline(in.LiveExternal),
+	}
+	// A record in another mode (plain vs keyed) is unknown, never "changed":
+	// switching modes must not roll every workload.
+	controllerHash := sameMode(in.ControllerHash, in.LiveAll)
+	if controllerHash != "" && in.ControllerBase == baseOf(in.RawRenderHash) {
+		if in.LiveAll == controllerHash {
+			return Decision{Action: ActionNone, Reason: ReasonInSync}
+		}
+		return Decision{Action: ActionRoll, Reason: ReasonChangedSinceRoll, Record: roll}
+	}
+	changed, unrecorded := compareBaseline(in.Baseline, in.LiveExternal)
+	if in.RenderHash != "" && in.LiveIn != in.RenderHash {
+		return Decision{Action: ActionRoll, Reason: ReasonRenderMismatch, Record: roll, Changed: changed}
+	}
+	if len(changed) > 0 {
+		return Decision{Action: ActionRoll, Reason: ReasonExternalChanged, Record: roll, Changed: changed}
+	}
+	if unrecorded {
+		return Decision{Action: ActionRecordBaseline, Reason: ReasonNewExternal, Record: Record{Baseline: roll.Baseline}}
+	}
+	return Decision{Action: ActionNone, Reason: ReasonInSync}
+}
+
+// baseOf is the controller-base value for a render-time annotation.
+func baseOf(raw string) string {
+	if raw == "" {
+		return NoRenderHash
+	}
+	return raw
+}
+
+// sameMode returns value when it is a hash of the same mode (the part up to
+// the colon, like "v1-sha256:") as reference, and "" otherwise.
+func sameMode(value, reference string) string {
+	i, j := strings.IndexByte(value, ':'), strings.IndexByte(reference, ':')
+	if i < 0 || j < 0 || value[:i] != reference[:j] {
+		return ""
+	}
+	return value
+}
+
+// compareBaseline lists the external configs whose live hash differs from
+// the recorded one, and reports whether some have no record yet (or one in
+// another mode).
+func compareBaseline(baseline, live map[string]string) (changed []string, unrecorded bool) {
+	for ref, h := range live {
+		recorded, ok := baseline[ref]
+		if ok && sameMode(recorded, h) == "" {
+			ok = false
+		}
+		switch {
+		case !ok:
+			unrecorded = true
+		case recorded != h:
+			changed = append(changed, ref)
+		}
+	}
+	sort.Strings(changed)
+	return changed, unrecorded
+}
+
+// FormatBaseline renders per-config hashes as the external-baseline
+// annotation: Kind/name=hash pairs sorted by Kind/name, joined by commas.
+func FormatBaseline(m map[string]string) string {
+	refs := make([]string, 0, len(m))
+	for ref := range m {
+		refs = append(refs, ref)
+	}
+	sort.Strings(refs)
+	var b strings.Builder
+	for i, ref := range refs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(ref)
+		b.WriteByte('=')
+		b.WriteString(m[ref])
+	}
+	return b.String()
+}
+
+// ParseBaseline reads the external-baseline annotation. It returns nil for
+// an absent or malformed value, so the controller records a fresh baseline
+// instead of trusting a damaged one.
+func ParseBaseline(s string) map[string]string {
+	if s == "" {
+		return nil
+	}
+	out := map[string]string{}
+	for _, pair := range strings.Split(s, ",") {
+		ref, h, ok := strings.Cut(pair, "=")
+		if !ok || ref == "" || h == "" || !strings.Contains(ref, "/") {
+			return nil
+		}
+		out[ref] = h
+	}
+	return out
+}
+
+// Wait is how long a roll must still wait: the mismatch must have persisted
+// for window since firstSeen (edits that arrive together coalesce into one
+// roll), and minInterval must have passed since the last roll (a config
+// rewritten in a loop cannot roll a workload more often). Zero means roll now.
+func Wait(now, firstSeen, lastRoll time.Time, window, minInterval time.Duration) (time.Duration, Reason) {
+	wait, why := time.Duration(0), Reason("")
+	if d := firstSeen.Add(window).Sub(now); d > wait {
+		wait, why = d, "coalescing"
+	}
+	if !lastRoll.IsZero() {
+		if d := lastRoll.Add(minInterval).Sub(now); d > wait {
+			wait, why = d, "min-roll-interval"
+		}
+	}
+	return wait, why
+}

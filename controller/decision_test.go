@@ -1,0 +1,236 @@
+package controller_test
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/confighash/confighash/controller"
+)
+
+// Hash values for the tables: h(x) is a plain value, k(x) a keyed one.
+func h(x string) string { return "v1-sha256:" + x }
+func k(x string) string { return "v1-hmac-sha256:" + x }
+
+func TestDecide(t *testing.T) {
+	tests := []struct {
+		name string
+		in   controller.Input
+		want controller.Decision
+	}{
+		{
+			name: "required config missing: blocked, nothing written",
+			in:   controller.Input{RenderHash: h("r"), RawRenderHash: h("r"), LiveIn: h("x"), LiveAll: h("x"), Missing: []string{"Secret/b", "ConfigMap/a"}},
+			want: controller.Decision{Action: controller.ActionBlocked, Reason: controller.ReasonMissing, Missing: []string{"ConfigMap/a", "Secret/b"}},
+		},
+		{
+			name: "first apply of a render: in sync",
+			in:   controller.Input{RenderHash: h("r"), RawRenderHash: h("r"), LiveIn: h("r"), LiveAll: h("all")},
+			want: controller.Decision{Action: controller.ActionNone, Reason: controller.ReasonInSync},
+		},
+		{
+			name: "first apply with an external config: baseline recorded, no roll",
+			in: controller.Input{RenderHash: h("r"), RawRenderHash: h("r"), LiveIn: h("r"), LiveAll: h("all"),
+				LiveExternal: map[string]string{"Secret/db": h("db1")}},
+			want: controller.Decision{Action: controller.ActionRecordBaseline, Reason: controller.ReasonNewExternal,
+				Record: controller.Record{Baseline: "Secret/db=" + h("db1")}},
+		},
+		{
+			name: "in-stream config edited out of band: roll",
+			in:   controller.Input{RenderHash: h("r"), RawRenderHash: h("r"), LiveIn: h("r2"), LiveAll: h("all2")},
+			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonRenderMismatch,
+				Record: controller.Record{ControllerHash: h("all2"), ControllerBase: h("r")}},
+		},
+		{
+			name: "external config edited: roll, baseline moves",
+			in: controller.Input{RenderHash: h("r"), RawRenderHash: h("r"), LiveIn: h("r"), LiveAll: h("all2"),
+				Baseline: map[string]string{"Secret/db": h("db1")}, LiveExternal: map[string]string{"Secret/db": h("db2")}},
+			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonExternalChanged, Changed: []string{"Secret/db"},
+				Record: controller.Record{ControllerHash: h("all2"), ControllerBase: h("r"), Baseline: "Secret/db=" + h("db2")}},
+		},
+		{
+			name: "after a roll, pods reflect the controller hash even though the render hash is stale",
+			in: controller.Input{RenderHash: h("r"), RawRenderHash: h("r"), ControllerHash: h("all2"), ControllerBase: h("r"),
+				LiveIn: h("r2"), LiveAll: h("all2")},
+			want: controller.Decision{Action: controller.ActionNone, Reason: controller.ReasonInSync},
+		},
+		{
+			name: "after a roll, another edit: roll again",
+			in: controller.Input{RenderHash: h("r"), RawRenderHash: h("r"), ControllerHash: h("all2"), ControllerBase: h("r"),
+				LiveIn: h("r3"), LiveAll: h("all3")},
+			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonChangedSinceRoll,
+				Record: controller.Record{ControllerHash: h("all3"), ControllerBase: h("r")}},
+		},
+		{
+			name: "after a roll, the config edited back to the render: roll back",
+			in: controller.Input{RenderHash: h("r"), RawRenderHash: h("r"), ControllerHash: h("all2"), ControllerBase: h("r"),
+				LiveIn: h("r"), LiveAll: h("all")},
+			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonChangedSinceRoll,
+				Record: controller.Record{ControllerHash: h("all"), ControllerBase: h("r")}},
+		},
+		{
+			name: "new render applied after a controller roll: the render wins, the old record is ignored",
+			in: controller.Input{RenderHash: h("rNew"), RawRenderHash: h("rNew"), ControllerHash: h("all2"), ControllerBase: h("r"),
+				LiveIn: h("rNew"), LiveAll: h("all3")},
+			want: controller.Decision{Action: controller.ActionNone, Reason: controller.ReasonInSync},
+		},
+		{
+			name: "new render applied before its ConfigMap (S2, either order): mismatch until the ConfigMap lands",
+			in:   controller.Input{RenderHash: h("rNew"), RawRenderHash: h("rNew"), LiveIn: h("r"), LiveAll: h("all")},
+			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonRenderMismatch,
+				Record: controller.Record{ControllerHash: h("all"), ControllerBase: h("rNew")}},
+		},
+		{
+			name: "no render hash (Reloader/Wave opt-in): everything external, recorded first",
+			in: controller.Input{LiveIn: h("empty"), LiveAll: h("all"),
+				LiveExternal: map[string]string{"ConfigMap/a": h("a1"), "Secret/b": h("b1")}},
+			want: controller.Decision{Action: controller.ActionRecordBaseline, Reason: controller.ReasonNewExternal,
+				Record: controller.Record{Baseline: "ConfigMap/a=" + h("a1") + ",Secret/b=" + h("b1")}},
+		},
+		{
+			name: "no render hash, controller rolled before: base none matches",
+			in: controller.Input{ControllerHash: h("all"), ControllerBase: controller.NoRenderHash, LiveIn: h("empty"), LiveAll: h("all"),
+				LiveExternal: map[string]string{"ConfigMap/a": h("a1")}},
+			want: controller.Decision{Action: controller.ActionNone, Reason: controller.ReasonInSync},
+		},
+		{
+			name: "a new external reference (render added it): recorded, not rolled",
+			in: controller.Input{RenderHash: h("r"), RawRenderHash: h("r"), LiveIn: h("r"), LiveAll: h("all"),
+				Baseline:     map[string]string{"Secret/db": h("db1")},
+				LiveExternal: map[string]string{"Secret/db": h("db1"), "Secret/new": h("n1")}},
+			want: controller.Decision{Action: controller.ActionRecordBaseline, Reason: controller.ReasonNewExternal,
+				Record: controller.Record{Baseline: "Secret/db=" + h("db1") + ",Secret/new=" + h("n1")}},
+		},
+		{
+			name: "a record of the other mode (key switched on) is unknown, not changed",
+			in: controller.Input{RenderHash: k("r"), RawRenderHash: k("r"), ControllerHash: h("all"), ControllerBase: k("r"),
+				LiveIn: k("r"), LiveAll: k("all"), Baseline: map[string]string{"Secret/db": h("db1")},
+				LiveExternal: map[string]string{"Secret/db": k("db1")}},
+			want: controller.Decision{Action: controller.ActionRecordBaseline, Reason: controller.ReasonNewExternal,
+				Record: controller.Record{Baseline: "Secret/db=" + k("db1")}},
+		},
+		{
+			name: "a render hash of an unknown version: compared as absent, the raw value is the base",
+			in: controller.Input{RawRenderHash: "v9-blake3:abc", LiveIn: h("empty"), LiveAll: h("all"),
+				Baseline: map[string]string{"ConfigMap/a": h("a1")}, LiveExternal: map[string]string{"ConfigMap/a": h("a2")}},
+			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonExternalChanged, Changed: []string{"ConfigMap/a"},
+				Record: controller.Record{ControllerHash: h("all"), ControllerBase: "v9-blake3:abc", Baseline: "ConfigMap/a=" + h("a2")}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, controller.Decide(tt.in))
+		})
+	}
+}
+
+func TestBaselineRoundTrip(t *testing.T) {
+	m := map[string]string{"Secret/b": h("2"), "ConfigMap/a": h("1")}
+	s := controller.FormatBaseline(m)
+	assert.Equal(t, "ConfigMap/a="+h("1")+",Secret/b="+h("2"), s)
+	assert.Equal(t, m, controller.ParseBaseline(s))
+	for _, bad := range []string{"", "garbage", "ConfigMap/a=", "=x", "noslash=" + h("1"), "ConfigMap/a=" + h("1") + ","} {
+		assert.Nil(t, controller.ParseBaseline(bad), bad)
+	}
+}
+
+func TestWait(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sec := time.Second
+	tests := []struct {
+		now, first, last time.Time
+		want             time.Duration
+		why              controller.Reason
+	}{
+		{now: t0, first: t0, want: 2 * sec, why: "coalescing"},
+		{now: t0.Add(2 * sec), first: t0, want: 0},
+		{now: t0.Add(3 * sec), first: t0, last: t0.Add(-10 * sec), want: 7 * sec, why: "min-roll-interval"},
+		{now: t0.Add(30 * sec), first: t0.Add(29 * sec), last: t0, want: sec, why: "coalescing"},
+		{now: t0.Add(31 * sec), first: t0.Add(29 * sec), last: t0, want: 0},
+	}
+	for i, tt := range tests {
+		got, why := controller.Wait(tt.now, tt.first, tt.last, 2*sec, 20*sec)
+		assert.Equal(t, tt.want, got, "case %d", i)
+		assert.Equal(t, tt.why, why, "case %d", i)
+	}
+}
+
+// FuzzDecide checks the properties the scenarios rely on, for arbitrary
+// combinations of recorded and live hashes:
+//   - a missing required config never rolls;
+//   - writing what a decision says to write, then deciding again on the same
+//     live state, does nothing (no loop, never two rolls for one change);
+//   - when the live content matches the render and every baseline, nothing
+//     rolls.
+func FuzzDecide(f *testing.F) {
+	f.Add(uint8(1), uint8(1), uint8(0), uint8(0), uint8(1), uint8(2), uint8(3), uint8(3), false, false)
+	f.Add(uint8(1), uint8(2), uint8(3), uint8(1), uint8(0), uint8(0), uint8(1), uint8(2), true, true)
+	f.Fuzz(func(t *testing.T, render, liveIn, ctrlHash, ctrlBase, liveAll, extA, baseA, extB uint8, keyed, missing bool) {
+		val := func(n uint8) string {
+			if n%5 == 0 {
+				return ""
+			}
+			if keyed && n%7 == 3 {
+				return k(fmt.Sprint(n % 4))
+			}
+			return h(fmt.Sprint(n % 4))
+		}
+		in := controller.Input{
+			RenderHash: val(render), ControllerHash: val(ctrlHash), LiveIn: val(liveIn) + "i", LiveAll: val(liveAll) + "a",
+			LiveExternal: map[string]string{},
+		}
+		in.RawRenderHash = in.RenderHash
+		if in.LiveIn == "i" {
+			in.LiveIn = h("in")
+		}
+		if in.LiveAll == "a" {
+			in.LiveAll = h("all")
+		}
+		in.ControllerBase = []string{"", controller.NoRenderHash, in.RawRenderHash, h("other")}[ctrlBase%4]
+		if v := val(extA); v != "" {
+			in.LiveExternal["Secret/a"] = v
+		}
+		if v := val(extB); v != "" {
+			in.LiveExternal["ConfigMap/b"] = v
+		}
+		if v := val(baseA); v != "" {
+			in.Baseline = map[string]string{"Secret/a": v}
+		}
+		if missing {
+			in.Missing = []string{"ConfigMap/b"}
+		}
+		d := controller.Decide(in)
+		if !reflect.DeepEqual(d, controller.Decide(in)) {
+			t.Fatal("Decide is not deterministic")
+		}
+		if missing {
+			if d.Action != controller.ActionBlocked {
+				t.Fatalf("missing config but %s", d.Action)
+			}
+			return
+		}
+		after := in
+		switch d.Action {
+		case controller.ActionRoll:
+			after.ControllerHash, after.ControllerBase = d.Record.ControllerHash, d.Record.ControllerBase
+			after.Baseline = controller.ParseBaseline(d.Record.Baseline)
+		case controller.ActionRecordBaseline:
+			after.Baseline = controller.ParseBaseline(d.Record.Baseline)
+		}
+		if again := controller.Decide(after); again.Action != controller.ActionNone {
+			t.Fatalf("after %s (%s), deciding again gives %s (%s); input %+v", d.Action, d.Reason, again.Action, again.Reason, in)
+		}
+		inSync := in.RenderHash == "" || in.LiveIn == in.RenderHash
+		for ref, v := range in.LiveExternal {
+			if b, ok := in.Baseline[ref]; ok && b != v {
+				inSync = false
+			}
+		}
+		if inSync && in.ControllerHash == "" && d.Action == controller.ActionRoll {
+			t.Fatalf("rolled although live content matches the render and baselines: %+v", in)
+		}
+	})
+}

@@ -1,0 +1,574 @@
+package controller_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/confighash/confighash/controller"
+	"github.com/confighash/confighash/internal/controlplane"
+	"github.com/confighash/confighash/internal/testtools"
+)
+
+// requireEnv makes missing control plane binaries a failure instead of a
+// skip.
+const requireEnv = "CONFIGHASH_REQUIRE_CONTROLPLANE"
+
+// waitTimeout bounds every poll; the machines running these tests are
+// shared and busy.
+const waitTimeout = 90 * time.Second
+
+// testWindow is the coalescing window of the controllers in these tests.
+const testWindow = 1500 * time.Millisecond
+
+var shared struct {
+	once sync.Once
+	cp   *controlplane.ControlPlane
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	// Controllers under test log to their own buffers; this catches the
+	// rest (caches built directly by tests).
+	ctrllog.SetLogger(controller.NewLogger(os.Stderr, "text", "info"))
+	code := m.Run()
+	if shared.cp != nil {
+		if err := shared.cp.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop control plane:", err)
+			code = 1
+		}
+	}
+	if bins.dir != "" {
+		_ = os.RemoveAll(bins.dir)
+	}
+	os.Exit(code)
+}
+
+// sharedControlPlane starts one control plane for the package, or skips
+// (fails under CONFIGHASH_REQUIRE_CONTROLPLANE) when its binaries are absent.
+func sharedControlPlane(t testing.TB) *controlplane.ControlPlane {
+	t.Helper()
+	dir, err := controlplane.DefaultBinDir()
+	if err == nil {
+		err = controlplane.CheckBinaries(dir)
+	}
+	if err != nil {
+		if os.Getenv(requireEnv) != "" {
+			t.Fatalf("%s is set but the control plane is unavailable: %v", requireEnv, err)
+		}
+		t.Skipf("skipping: control plane binaries not found (%v); run `make controlplane`, or set %s=1 to make this a failure", err, requireEnv)
+	}
+	shared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		shared.cp, shared.err = controlplane.Start(ctx, controlplane.Options{})
+	})
+	if shared.err != nil {
+		t.Fatalf("start control plane: %v", shared.err)
+	}
+	return shared.cp
+}
+
+// env is one test's namespace on the shared control plane, with clients.
+type env struct {
+	t      testing.TB
+	cp     *controlplane.ControlPlane
+	cfg    *rest.Config
+	cs     kubernetes.Interface
+	dyn    dynamic.Interface
+	mapper *restmapper.DeferredDiscoveryRESTMapper
+	ns     string
+}
+
+var nonDNS = regexp.MustCompile(`[^a-z0-9]+`)
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	cp := sharedControlPlane(t)
+	cfg := cp.RESTConfig()
+	cfg.QPS, cfg.Burst = 200, 400
+	e := &env{t: t, cp: cp, cfg: cfg, cs: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
+	e.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(e.cs.Discovery()))
+	name := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	if len(name) > 50 {
+		name = name[len(name)-50:]
+	}
+	e.ns = strings.Trim(fmt.Sprintf("%s-%04x", name, rand.IntN(1<<16)), "-")
+	_, err := e.cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace %s: %v", e.ns, err)
+	}
+	return e
+}
+
+// eventually polls cond every 50ms until it holds or waitTimeout passes.
+func eventually(t testing.TB, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	var last error
+	for {
+		ok, err := cond(ctx)
+		if ok {
+			return
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out after %s waiting for %s (last error: %v)", waitTimeout, what, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// ---- the controller under test ------------------------------------------
+
+// observer collects every reconcile outcome of one controller.
+type observer struct {
+	mu   sync.Mutex
+	list []controller.Outcome
+	when []time.Time
+}
+
+func (o *observer) add(out controller.Outcome) {
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.list = append(o.list, out)
+	o.when = append(o.when, now)
+}
+
+// at is when outcome i was reported.
+func (o *observer) at(i int) time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.when[i]
+}
+
+// mark is the position after which waitFor looks.
+func (o *observer) mark() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.list)
+}
+
+// waitFor waits for an outcome after since that matches; it returns it and
+// the position after it.
+func (o *observer) waitFor(t testing.TB, since int, what string, match func(controller.Outcome) bool) (controller.Outcome, int) {
+	t.Helper()
+	var found controller.Outcome
+	next := since
+	eventually(t, what, func(context.Context) (bool, error) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for i := since; i < len(o.list); i++ {
+			if match(o.list[i]) {
+				found, next = o.list[i], i+1
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return found, next
+}
+
+// count returns how many outcomes since match.
+func (o *observer) count(since int, match func(controller.Outcome) bool) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for i := since; i < len(o.list); i++ {
+		if match(o.list[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+// running is a controller started in-process.
+type running struct {
+	reg      *prometheus.Registry
+	obs      *observer
+	logs     *syncBuffer
+	cancel   context.CancelFunc
+	done     chan error
+	stopOnce sync.Once
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// testOptions are the controller options of these tests: this namespace
+// only, a short coalescing window, no churn interval, no endpoints.
+func (e *env) testOptions() controller.Options {
+	o := controller.DefaultOptions()
+	o.Namespaces = []string{e.ns}
+	o.CoalesceWindow = testWindow
+	o.MinRollInterval = 0
+	o.RolloutsPerSecond, o.RolloutBurst = 100, 100
+	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
+	o.LogLevel = "debug"
+	return o
+}
+
+// start runs a controller in-process until stop or the end of the test;
+// its logs are printed when the test fails.
+func (e *env) start(opts controller.Options) *running {
+	e.t.Helper()
+	r := &running{reg: prometheus.NewRegistry(), obs: &observer{}, logs: &syncBuffer{}, done: make(chan error, 1)}
+	if opts.RESTConfig == nil {
+		opts.RESTConfig = e.cfg
+	}
+	opts.Registry = r.reg
+	opts.Observer = r.obs.add
+	opts.Logger = controller.NewLogger(r.logs, "text", opts.LogLevel)
+	mgr, _, err := controller.NewManager(opts)
+	if err != nil {
+		e.t.Fatalf("new manager: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- mgr.Start(ctx) }()
+	e.t.Cleanup(func() {
+		r.stop(e.t)
+		if e.t.Failed() || os.Getenv("CONFIGHASH_TEST_LOGS") != "" {
+			e.t.Logf("controller logs:\n%s", r.logs.String())
+		}
+	})
+	return r
+}
+
+// stop stops the controller and waits for it (idempotent).
+func (r *running) stop(t testing.TB) {
+	t.Helper()
+	r.stopOnce.Do(func() {
+		r.cancel()
+		select {
+		case err := <-r.done:
+			if err != nil {
+				t.Errorf("controller stopped with: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("controller did not stop in 30s")
+		}
+	})
+}
+
+// metric sums the samples of a metric whose labels include labels.
+func (r *running) metric(name string, labels map[string]string) float64 {
+	families, err := r.reg.Gather()
+	if err != nil {
+		return -1
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if hasLabels(m, labels) {
+				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	got := map[string]string{}
+	for _, l := range m.GetLabel() {
+		got[l.GetName()] = l.GetValue()
+	}
+	for k, v := range want {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// ---- rendering and applying ---------------------------------------------
+
+var bins struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// buildBinaries builds bin/confighash and bin/confighash-controller from
+// this checkout into a temporary directory, once.
+func buildBinaries(t testing.TB) string {
+	t.Helper()
+	bins.once.Do(func() {
+		bins.dir, bins.err = os.MkdirTemp("", "confighash-bin-")
+		if bins.err != nil {
+			return
+		}
+		for _, name := range []string{"confighash", "confighash-controller"} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(bins.dir, name), "./cmd/"+name)
+			cmd.Dir = testtools.RepoRoot(t)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				bins.err = fmt.Errorf("go build ./cmd/%s: %w\n%s", name, err, out)
+				return
+			}
+		}
+	})
+	if bins.err != nil {
+		t.Fatal(bins.err)
+	}
+	return bins.dir
+}
+
+// render runs bin/confighash in stream mode (the Helm post-renderer path)
+// with args.
+func render(t testing.TB, stream string, args ...string) string {
+	t.Helper()
+	res := testtools.Run(t, "", nil, []byte(stream), filepath.Join(buildBinaries(t), "confighash"), append([]string{"--quiet"}, args...)...)
+	if res.ExitCode != 0 {
+		t.Fatalf("confighash exited %d: %s", res.ExitCode, res.Stderr)
+	}
+	return res.Stdout
+}
+
+// apply server-side applies every document of a stream, in order, as
+// fieldManager with force (the way Argo CD and Flux apply).
+func (e *env) apply(stream, fieldManager string) error {
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(stream), 4096)
+	for {
+		var doc map[string]any
+		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if len(doc) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: doc}
+		gvk := u.GroupVersionKind()
+		m, err := e.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return fmt.Errorf("%s: %w", gvk, err)
+		}
+		ri := e.dyn.Resource(m.Resource)
+		var res dynamic.ResourceInterface = ri
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			if u.GetNamespace() == "" {
+				u.SetNamespace(e.ns)
+			}
+			res = ri.Namespace(u.GetNamespace())
+		}
+		if _, err := res.Apply(context.Background(), u.GetName(), u, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
+			return fmt.Errorf("apply %s %s: %w", gvk.Kind, u.GetName(), err)
+		}
+	}
+}
+
+// docs returns the documents of a stream whose kind is one of kinds.
+func docs(t testing.TB, stream string, kinds ...string) string {
+	t.Helper()
+	var out []string
+	for _, d := range strings.Split("\n"+stream, "\n---") {
+		for _, k := range kinds {
+			if regexp.MustCompile(`(?m)^kind: ` + k + `$`).MatchString(d) {
+				out = append(out, strings.TrimLeft(d, "\n"))
+			}
+		}
+	}
+	return strings.Join(out, "\n---\n")
+}
+
+// ---- config edits -------------------------------------------------------
+
+// editConfigMap changes a ConfigMap through the API (like kubectl edit) and
+// returns its new resourceVersion.
+func (e *env) editConfigMap(name string, edit func(cm *corev1.ConfigMap)) string {
+	e.t.Helper()
+	ctx := context.Background()
+	cm, err := e.cs.CoreV1().ConfigMaps(e.ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatalf("get ConfigMap %s: %v", name, err)
+	}
+	edit(cm)
+	cm, err = e.cs.CoreV1().ConfigMaps(e.ns).Update(ctx, cm, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+	if err != nil {
+		e.t.Fatalf("update ConfigMap %s: %v", name, err)
+	}
+	return cm.ResourceVersion
+}
+
+// editSecret changes a Secret through the API (like External Secrets).
+func (e *env) editSecret(name string, edit func(s *corev1.Secret)) string {
+	e.t.Helper()
+	ctx := context.Background()
+	s, err := e.cs.CoreV1().Secrets(e.ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatalf("get Secret %s: %v", name, err)
+	}
+	edit(s)
+	s, err = e.cs.CoreV1().Secrets(e.ns).Update(ctx, s, metav1.UpdateOptions{FieldManager: "external-secrets"})
+	if err != nil {
+		e.t.Fatalf("update Secret %s: %v", name, err)
+	}
+	return s.ResourceVersion
+}
+
+func (e *env) createSecret(name string, data map[string]string) {
+	e.t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns}, StringData: data}
+	if _, err := e.cs.CoreV1().Secrets(e.ns).Create(context.Background(), s, metav1.CreateOptions{FieldManager: "external-secrets"}); err != nil {
+		e.t.Fatalf("create Secret %s: %v", name, err)
+	}
+}
+
+// ---- counting rollouts --------------------------------------------------
+
+// revisions waits until the workload's controller has observed its latest
+// spec, then counts its revisions: ReplicaSets of a Deployment,
+// ControllerRevisions of a StatefulSet or DaemonSet. One revision is the
+// initial one; every rollout adds one.
+func (e *env) revisions(kind, name string) int {
+	e.t.Helper()
+	var uid types.UID
+	eventually(e.t, fmt.Sprintf("%s %s to be observed by its controller", kind, name), func(ctx context.Context) (bool, error) {
+		var gen, observed int64
+		switch kind {
+		case "Deployment":
+			d, err := e.cs.AppsV1().Deployments(e.ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			uid, gen, observed = d.UID, d.Generation, d.Status.ObservedGeneration
+		case "StatefulSet":
+			s, err := e.cs.AppsV1().StatefulSets(e.ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			uid, gen, observed = s.UID, s.Generation, s.Status.ObservedGeneration
+		case "DaemonSet":
+			d, err := e.cs.AppsV1().DaemonSets(e.ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			uid, gen, observed = d.UID, d.Generation, d.Status.ObservedGeneration
+		}
+		return observed >= gen && gen > 0, nil
+	})
+	ctx := context.Background()
+	n := 0
+	if kind == "Deployment" {
+		list, err := e.cs.AppsV1().ReplicaSets(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for i := range list.Items {
+			if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.UID == uid {
+				n++
+			}
+		}
+		return n
+	}
+	list, err := e.cs.AppsV1().ControllerRevisions(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := range list.Items {
+		if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.UID == uid {
+			n++
+		}
+	}
+	return n
+}
+
+// waitRevisions waits until the workload has n revisions (used where a
+// rollout is expected and no in-process observer exists).
+func (e *env) waitRevisions(kind, name string, n int) {
+	e.t.Helper()
+	eventually(e.t, fmt.Sprintf("%d revisions of %s %s", n, kind, name), func(context.Context) (bool, error) {
+		return e.revisions(kind, name) >= n, nil
+	})
+}
+
+// events lists the events.k8s.io Events about a workload with a reason.
+func (e *env) events(name, reason string) []eventsv1.Event {
+	e.t.Helper()
+	list, err := e.cs.EventsV1().Events(e.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []eventsv1.Event
+	for _, ev := range list.Items {
+		if ev.Regarding.Name == name && ev.Reason == reason {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// waitEvent waits for an Event about a workload with reason and returns it.
+func (e *env) waitEvent(name, reason string) eventsv1.Event {
+	e.t.Helper()
+	var found eventsv1.Event
+	eventually(e.t, fmt.Sprintf("a %s Event on %s", reason, name), func(context.Context) (bool, error) {
+		evs := e.events(name, reason)
+		if len(evs) == 0 {
+			return false, nil
+		}
+		found = evs[len(evs)-1]
+		return true, nil
+	})
+	return found
+}
+
+func (e *env) deployment(name string) *appsv1.Deployment {
+	e.t.Helper()
+	d, err := e.cs.AppsV1().Deployments(e.ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return d
+}

@@ -1,0 +1,116 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/confighash/confighash/hashing"
+)
+
+// Event reasons on workloads.
+const (
+	EventReasonConfigChanged = "ConfigChanged"
+	EventReasonConfigMissing = "ConfigMissing"
+	EventActionRollout       = "Rollout"
+	EventActionWait          = "Wait"
+)
+
+// maxKeysInMessage bounds how many key names one Event lists per config.
+const maxKeysInMessage = 8
+
+// rollMessage explains a roll: the consumed keys that changed, per config,
+// like "ConfigMap shop/app-config key LOG_LEVEL changed; rolling". Changes
+// the workload does not consume are left out; without any recorded change
+// (after a restart) it falls back to what the decision knows. It names keys,
+// never values.
+func rollMessage(changes []Change, uses []hashing.Use, d Decision, namespace string) string {
+	byRef := map[string]hashing.Use{}
+	for _, u := range uses {
+		byRef[u.Ref()] = u
+	}
+	var parts []string
+	seen := map[string]bool{}
+	for i := len(changes) - 1; i >= 0; i-- { // newest first, one line per config
+		c := changes[i]
+		ref := string(c.Kind) + "/" + c.Name
+		u, consumed := byRef[ref]
+		if !consumed || seen[ref] {
+			continue
+		}
+		part := describeChange(c, u)
+		if part == "" {
+			continue
+		}
+		seen[ref] = true
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		parts = append(parts, fallbackMessage(d, namespace))
+	}
+	return strings.Join(parts, "; ") + "; rolling"
+}
+
+func describeChange(c Change, u hashing.Use) string {
+	obj := fmt.Sprintf("%s %s", c.Kind, hashing.ObjectName(c.Namespace, c.Name))
+	switch c.Op {
+	case OpCreated, OpDeleted:
+		return obj + " " + string(c.Op)
+	}
+	keys := c.Keys
+	if !u.All {
+		keys = intersect(c.Keys, u.Keys)
+	}
+	switch len(keys) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("%s key %s changed", obj, keys[0])
+	}
+	shown := keys
+	more := ""
+	if len(shown) > maxKeysInMessage {
+		more = fmt.Sprintf(" and %d more", len(shown)-maxKeysInMessage)
+		shown = shown[:maxKeysInMessage]
+	}
+	return fmt.Sprintf("%s keys %s%s changed", obj, strings.Join(shown, ", "), more)
+}
+
+func fallbackMessage(d Decision, namespace string) string {
+	switch {
+	case len(d.Changed) > 0:
+		names := make([]string, len(d.Changed))
+		for i, ref := range d.Changed {
+			kind, name, _ := strings.Cut(ref, "/")
+			names[i] = kind + " " + hashing.ObjectName(namespace, name)
+		}
+		return strings.Join(names, ", ") + " changed"
+	case d.Reason == ReasonRenderMismatch:
+		return "consumed config differs from the render-time hash"
+	default:
+		return "consumed config changed since the last rollout"
+	}
+}
+
+func missingMessage(missing []string, namespace string) string {
+	names := make([]string, len(missing))
+	for i, ref := range missing {
+		kind, name, _ := strings.Cut(ref, "/")
+		names[i] = kind + " " + hashing.ObjectName(namespace, name)
+	}
+	return fmt.Sprintf("required %s missing; not rolling until it exists", strings.Join(names, ", "))
+}
+
+// intersect returns the elements of a that are in b (both sorted), in order.
+func intersect(a, b []string) []string {
+	in := make(map[string]bool, len(b))
+	for _, s := range b {
+		in[s] = true
+	}
+	var out []string
+	for _, s := range a {
+		if in[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}

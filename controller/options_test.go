@@ -1,0 +1,82 @@
+package controller_test
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/confighash/confighash/controller"
+)
+
+func TestParseFlags(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(key, []byte("  s3cret\n"), 0o600))
+	var out bytes.Buffer
+	o, err := controller.ParseFlags([]string{
+		"--kubeconfig", "/tmp/kc", "--leader-elect", "--leader-election-namespace", "ops",
+		"--namespaces", "shop, billing,", "--dry-run", "--annotation-prefix", "example.com",
+		"--coalesce-window", "500ms", "--min-roll-interval", "1m", "--hmac-key-file", key,
+		"--metrics-bind-address", "0", "--argo-rollouts", "disabled",
+	}, &out)
+	require.NoError(t, err)
+	assert.Equal(t, "/tmp/kc", o.Kubeconfig)
+	assert.True(t, o.LeaderElect)
+	assert.Equal(t, "ops", o.LeaderElectionNamespace)
+	assert.Equal(t, controller.DefaultLeaderElectionID, o.LeaderElectionID)
+	assert.Equal(t, []string{"shop", "billing"}, o.Namespaces)
+	assert.True(t, o.DryRun)
+	assert.Equal(t, "example.com", o.AnnotationPrefix)
+	assert.Equal(t, 500*time.Millisecond, o.CoalesceWindow)
+	assert.Equal(t, time.Minute, o.MinRollInterval)
+	assert.Equal(t, []byte("s3cret"), o.Key, "trimmed like bin/confighash --hmac-key-file")
+	assert.Equal(t, "0", o.MetricsBindAddress)
+	assert.Equal(t, controller.DefaultHealthAddress, o.HealthProbeBindAddress)
+	assert.Empty(t, out.String())
+}
+
+func TestParseFlagsKeyFromEnvironment(t *testing.T) {
+	t.Setenv("CONFIGHASH_HMAC_KEY", " from-env ")
+	o, err := controller.ParseFlags(nil, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, []byte("from-env"), o.Key)
+	key := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(key, []byte("from-file\n"), 0o600))
+	t.Setenv("CONFIGHASH_HMAC_KEY_FILE", key)
+	o, err = controller.ParseFlags(nil, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, []byte("from-file"), o.Key)
+}
+
+func TestParseFlagsDefaults(t *testing.T) {
+	o, err := controller.ParseFlags(nil, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, controller.DefaultOptions().CoalesceWindow, o.CoalesceWindow)
+	assert.Equal(t, "confighash.dev", o.AnnotationPrefix)
+	assert.Nil(t, o.Namespaces)
+	assert.False(t, o.DryRun)
+}
+
+func TestParseFlagsErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--annotation-prefix", "Not A Prefix"},
+		{"--coalesce-window", "-1s"},
+		{"--argo-rollouts", "sometimes"},
+		{"--log-format", "xml"},
+		{"--leader-elect", "--leader-election-lease-duration", "1s", "--leader-election-renew-deadline", "2s"},
+		{"--hmac-key-file", "/does/not/exist"},
+		{"stray"},
+	} {
+		_, err := controller.ParseFlags(args, &bytes.Buffer{})
+		require.Error(t, err, "%v", args)
+	}
+	var out bytes.Buffer
+	_, err := controller.ParseFlags([]string{"-h"}, &out)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	assert.Contains(t, out.String(), "-coalesce-window duration")
+}

@@ -1,0 +1,198 @@
+package controller_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// proc is bin/confighash-controller running as a process of its own.
+type proc struct {
+	name    string
+	cmd     *exec.Cmd
+	logs    *syncBuffer
+	metrics string
+	exited  chan struct{}
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+// startProcess runs the controller binary on this namespace with the test
+// coalescing window, plus args.
+func (e *env) startProcess(name string, args ...string) *proc {
+	e.t.Helper()
+	p := &proc{name: name, logs: &syncBuffer{}, metrics: freeAddr(e.t), exited: make(chan struct{})}
+	all := append([]string{
+		"--kubeconfig", e.cp.KubeconfigPath(), "--namespaces", e.ns,
+		"--metrics-bind-address", p.metrics, "--health-probe-bind-address", "0",
+		"--coalesce-window", testWindow.String(), "--min-roll-interval", "0s", "--log-format", "text",
+	}, args...)
+	p.cmd = exec.Command(filepath.Join(buildBinaries(e.t), "confighash-controller"), all...)
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	require.NoError(e.t, p.cmd.Start())
+	go func() { _ = p.cmd.Wait(); close(p.exited) }()
+	e.t.Cleanup(func() {
+		p.signal(syscall.SIGKILL)
+		if e.t.Failed() {
+			e.t.Logf("%s logs:\n%s", p.name, p.logs.String())
+		}
+	})
+	return p
+}
+
+// signal sends sig and waits for the process to exit.
+func (p *proc) signal(sig syscall.Signal) {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+var sampleLine = regexp.MustCompile(`^(\w+)(\{[^}]*\})? (\S+)$`)
+
+// metric scrapes the process's /metrics and sums the samples of name whose
+// labels contain every label in want (like `result="in_sync"`); -1 when the
+// endpoint does not answer.
+func (p *proc) metric(name string, want ...string) float64 {
+	resp, err := http.Get("http://" + p.metrics + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return -1
+	}
+	sum := 0.0
+	for _, line := range strings.Split(string(body), "\n") {
+		m := sampleLine.FindStringSubmatch(line)
+		if m == nil || m[1] != name {
+			continue
+		}
+		ok := true
+		for _, w := range want {
+			ok = ok && strings.Contains(m[2], w)
+		}
+		if v, err := strconv.ParseFloat(m[3], 64); ok && err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+func (p *proc) leads() bool {
+	return strings.Contains(strings.ToLower(p.logs.String()), "successfully acquired lease")
+}
+
+func (e *env) waitMetric(p *proc, what string, cond func(float64) bool, name string, labels ...string) {
+	e.t.Helper()
+	eventually(e.t, p.name+": "+what, func(context.Context) (bool, error) {
+		return cond(p.metric(name, labels...)), nil
+	})
+}
+
+func atLeast(n float64) func(float64) bool { return func(v float64) bool { return v >= n } }
+
+// processScenario applies the rendered app with no controller running.
+func processScenario(t *testing.T) *scenario {
+	t.Helper()
+	e := newEnv(t)
+	s := &scenario{env: e, kind: "Deployment"}
+	e.createSecret("db-creds", map[string]string{"password": "pw-1"})
+	s.rendered = render(t, e.stream(defaultApp("Deployment")))
+	require.NoError(t, e.apply(s.rendered, "kubectl"))
+	return s
+}
+
+// TestS6ProcessRestart is S6 with the real binary: stopped with SIGTERM, an
+// edit while it is down, started again: one rollout; restarted without an
+// edit: none.
+func TestS6ProcessRestart(t *testing.T) {
+	t.Parallel()
+	s := processScenario(t)
+	first := s.startProcess("first")
+	s.waitMetric(first, "in sync", atLeast(1), "confighash_reconciles_total", `result="in_sync"`)
+	first.signal(syscall.SIGTERM)
+
+	s.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "warn" })
+	second := s.startProcess("second")
+	s.waitMetric(second, "one rollout", atLeast(1), "confighash_rollouts_total", `dry_run="false"`)
+	s.waitMetric(second, "in sync after it", atLeast(1), "confighash_reconciles_total", `result="in_sync"`)
+	assert.Equal(t, 1, s.rollouts())
+	second.signal(syscall.SIGTERM)
+
+	third := s.startProcess("third")
+	s.waitMetric(third, "in sync", atLeast(1), "confighash_reconciles_total", `result="in_sync"`)
+	assert.InDelta(t, 0.0, third.metric("confighash_rollouts_total"), 0)
+	assert.Equal(t, 1, s.rollouts(), "a restart without edits rolls nothing")
+}
+
+// TestLeaderElection runs controller processes with leader election. The
+// leader is killed (SIGKILL, no Lease release) right after it rolled: the
+// standby takes over and does not roll again. Then the new leader is killed
+// right after an edit, before its coalescing window ends: the next standby
+// takes over and rolls exactly once.
+func TestLeaderElection(t *testing.T) {
+	t.Parallel()
+	s := processScenario(t)
+	le := []string{"--leader-elect", "--leader-election-namespace", s.ns, "--leader-election-id", "confighash",
+		"--leader-election-lease-duration", "6s", "--leader-election-renew-deadline", "4s", "--leader-election-retry-period", "500ms"}
+
+	a := s.startProcess("a", le...)
+	eventually(t, "a to lead", func(context.Context) (bool, error) { return a.leads(), nil })
+	s.waitMetric(a, "in sync", atLeast(1), "confighash_reconciles_total", `result="in_sync"`)
+	b := s.startProcess("b", le...)
+	s.waitMetric(b, "metrics up", atLeast(0), "confighash_rollouts_total")
+	assert.False(t, b.leads(), "b is a standby")
+
+	// A change the leader rolls, then the leader dies.
+	s.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "one" })
+	s.waitMetric(a, "a rolls", atLeast(1), "confighash_rollouts_total", `dry_run="false"`)
+	a.signal(syscall.SIGKILL)
+	killed := time.Now()
+	eventually(t, "b to take over", func(context.Context) (bool, error) { return b.leads(), nil })
+	t.Logf("b took over %s after a was killed", time.Since(killed).Round(time.Millisecond))
+	s.waitMetric(b, "in sync", atLeast(1), "confighash_reconciles_total", `result="in_sync"`)
+	assert.InDelta(t, 0.0, b.metric("confighash_rollouts_total"), 0, "b must not roll what a rolled")
+	assert.Equal(t, 1, s.rollouts())
+
+	// A change made just before the leader dies is not missed.
+	c := s.startProcess("c", le...)
+	s.waitMetric(c, "metrics up", atLeast(0), "confighash_rollouts_total")
+	s.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "two" })
+	b.signal(syscall.SIGKILL)
+	killed = time.Now()
+	eventually(t, "c to take over", func(context.Context) (bool, error) { return c.leads(), nil })
+	t.Logf("c took over %s after b was killed", time.Since(killed).Round(time.Millisecond))
+	s.waitMetric(c, "c rolls", atLeast(1), "confighash_rollouts_total", `dry_run="false"`)
+	s.waitMetric(c, "in sync after it", atLeast(1), "confighash_reconciles_total", `result="in_sync"`)
+	assert.InDelta(t, 1.0, c.metric("confighash_rollouts_total"), 0)
+	assert.Equal(t, 2, s.rollouts(), "one rollout per change")
+}

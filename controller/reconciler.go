@@ -1,0 +1,415 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/confighash/confighash/hashing"
+)
+
+// conflictRetry is how soon a roll is retried after the workload changed
+// under it (a status update, a new render): the cache catches up first.
+const conflictRetry = 100 * time.Millisecond
+
+// dryRunRecheck is when a dry run looks again after a write it only
+// pretended to make (a real write would trigger a workload event).
+const dryRunRecheck = 10 * time.Millisecond
+
+// EventRecorder is the part of the events.k8s.io recorder the controller
+// uses.
+type EventRecorder interface {
+	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
+}
+
+// Outcome is what one reconcile did, reported to Options.Observer.
+type Outcome struct {
+	Request Request
+	// Result is the metric label: in_sync, rolled, would_roll (dry run),
+	// waiting, baseline_recorded, missing_config, unmanaged, gone or error.
+	Result string
+	// Input is what the decision was made from (live hashes included).
+	Input    Input
+	Decision Decision
+	// ConfigVersions is the resourceVersion of each consumed config read, by
+	// Kind/name ("" when absent).
+	ConfigVersions map[string]string
+	RequeueAfter   time.Duration
+	Err            error
+}
+
+// Reconciler decides, per workload, whether to roll it, and does so. It
+// reads workloads, ConfigMaps and Secrets from the cache and writes one
+// merge patch per roll.
+type Reconciler struct {
+	reader   client.Reader
+	writer   client.Writer
+	recorder EventRecorder
+	kinds    map[string]*workloadKind
+	keys     keys
+	opts     Options
+	metrics  *metrics
+	memory   *memory
+	limiter  *rate.Limiter
+	now      func() time.Time
+	log      logr.Logger
+}
+
+// newReconciler wires a reconciler; kinds are the workload kinds served.
+func newReconciler(reader client.Reader, writer client.Writer, rec EventRecorder, kinds []*workloadKind, m *metrics, opts Options, log logr.Logger) *Reconciler {
+	r := &Reconciler{
+		reader: reader, writer: writer, recorder: rec,
+		kinds: map[string]*workloadKind{}, keys: newKeys(opts.AnnotationPrefix), opts: opts,
+		metrics: m, memory: newMemory(), limiter: rate.NewLimiter(rate.Limit(opts.RolloutsPerSecond), opts.RolloutBurst),
+		now: time.Now, log: log,
+	}
+	for _, k := range kinds {
+		r.kinds[k.Name] = k
+	}
+	return r
+}
+
+// Reconcile implements reconcile.TypedReconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Result, error) {
+	start := time.Now()
+	out := Outcome{Request: req}
+	res, err := r.reconcile(ctx, req, &out)
+	if err != nil {
+		out.Result, out.Err = "error", err
+	}
+	out.RequeueAfter = res.RequeueAfter
+	r.metrics.duration.WithLabelValues(req.Kind).Observe(time.Since(start).Seconds())
+	r.metrics.reconciles.WithLabelValues(req.Kind, out.Result).Inc()
+	r.metrics.missing.Set(float64(r.memory.missingCount()))
+	if r.opts.Observer != nil {
+		r.opts.Observer(out)
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (reconcile.Result, error) {
+	kind, ok := r.kinds[req.Kind]
+	if !ok {
+		out.Result = "unmanaged"
+		return reconcile.Result{}, nil
+	}
+	obj := kind.newObject()
+	if err := r.reader.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.memory.forget(req)
+			out.Result = "gone"
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("reading %s: %w", req, err)
+	}
+	tmpl, err := kind.template(obj)
+	if err != nil {
+		return reconcile.Result{}, reconcile.TerminalError(err)
+	}
+	v := r.view(req, obj, tmpl)
+	if !v.Managed {
+		r.memory.forget(req)
+		out.Result = "unmanaged"
+		return reconcile.Result{}, nil
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	if v.UnknownHash {
+		r.memory.with(req, func(e *entry) {
+			if !e.warnedUnknown {
+				e.warnedUnknown = true
+				log.Info("render-time hash of an unknown version or mode; treating every config as external", "hash", v.RawRenderHash)
+			}
+		})
+	}
+	in, versions, err := r.observe(ctx, req.Namespace, v)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	d := Decide(in)
+	out.Input, out.Decision, out.ConfigVersions = in, d, versions
+	switch d.Action {
+	case ActionBlocked:
+		out.Result = "missing_config"
+		return r.blocked(req, obj, d, log), nil
+	case ActionRecordBaseline:
+		return r.recordBaseline(ctx, req, kind, obj, d, out, log)
+	case ActionRoll:
+		return r.roll(ctx, req, kind, obj, v, d, out, log)
+	default:
+		r.memory.with(req, func(e *entry) { e.settle() })
+		out.Result = "in_sync"
+	}
+	return reconcile.Result{}, nil
+}
+
+// view inspects a workload, with the dry-run overlay applied.
+func (r *Reconciler) view(req Request, obj client.Object, tmpl *corev1.PodTemplateSpec) view {
+	meta := obj.GetAnnotations()
+	if r.opts.DryRun && tmpl != nil {
+		om, ot := r.memory.overlay(req)
+		meta = merged(meta, om)
+		t := *tmpl
+		t.Annotations = merged(tmpl.Annotations, ot)
+		tmpl = &t
+	}
+	return inspect(meta, tmpl, r.keys, len(r.opts.Key) > 0)
+}
+
+func merged(base, over map[string]string) map[string]string {
+	if len(over) == 0 {
+		return base
+	}
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, over)
+	return out
+}
+
+// observe reads the consumed configs from the cache and computes the live
+// hashes Decide compares.
+func (r *Reconciler) observe(ctx context.Context, ns string, v view) (Input, map[string]string, error) {
+	contents := map[string]hashing.Content{}
+	versions := map[string]string{}
+	in := Input{
+		RenderHash: v.RenderHash, RawRenderHash: v.RawRenderHash,
+		ControllerHash: v.ControllerHash, ControllerBase: v.ControllerBase,
+		Baseline: ParseBaseline(v.Baseline),
+	}
+	for _, u := range v.Uses {
+		c, rv, found, err := r.content(ctx, ns, u.Kind, u.Name)
+		if err != nil {
+			return in, nil, err
+		}
+		versions[u.Ref()] = rv
+		if found {
+			contents[u.Ref()] = c
+		} else if !u.Optional {
+			in.Missing = append(in.Missing, u.Ref())
+		}
+	}
+	lookup := func(kind hashing.Kind, name string) (hashing.Content, bool) {
+		c, ok := contents[string(kind)+"/"+name]
+		return c, ok
+	}
+	hopts := hashing.Options{Key: r.opts.Key}
+	var inStream []hashing.Use
+	in.LiveExternal = map[string]string{}
+	for _, u := range v.Uses {
+		if v.External[u.Ref()] {
+			in.LiveExternal[u.Ref()] = hashing.Compute(ns, []hashing.Use{u}, lookup, hopts)
+		} else {
+			inStream = append(inStream, u)
+		}
+	}
+	in.LiveIn = hashing.Compute(ns, inStream, lookup, hopts)
+	in.LiveAll = hashing.Compute(ns, v.Uses, lookup, hopts)
+	return in, versions, nil
+}
+
+// content reads one config from the cache.
+func (r *Reconciler) content(ctx context.Context, ns string, kind hashing.Kind, name string) (hashing.Content, string, bool, error) {
+	var obj client.Object = &corev1.ConfigMap{}
+	if kind == hashing.KindSecret {
+		obj = &corev1.Secret{}
+	}
+	if err := r.reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return hashing.Content{}, "", false, nil
+		}
+		return hashing.Content{}, "", false, fmt.Errorf("reading %s %s/%s: %w", kind, ns, name, err)
+	}
+	c, err := ContentOf(obj)
+	return c, obj.GetResourceVersion(), err == nil, err
+}
+
+// blocked holds a workload back while a required config is missing. It
+// warns once per set of missing configs, after the coalescing window, so a
+// config applied a moment after its workload raises no alarm.
+func (r *Reconciler) blocked(req Request, obj client.Object, d Decision, log logr.Logger) reconcile.Result {
+	key := strings.Join(d.Missing, ",")
+	now := r.now()
+	var wait time.Duration
+	warn := false
+	r.memory.with(req, func(e *entry) {
+		e.firstMismatch = time.Time{}
+		if e.missingSince.IsZero() || e.missingSet != key {
+			e.missingSince, e.missingSet = now, key
+		}
+		wait = e.missingSince.Add(r.opts.CoalesceWindow).Sub(now)
+		if wait <= 0 && e.missing != key {
+			e.missing, warn = key, true
+		}
+	})
+	r.metrics.skipped.WithLabelValues(req.Kind, "missing_config").Inc()
+	if wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}
+	}
+	if warn {
+		log.Info("required config missing; not rolling", "missing", d.Missing)
+		if !r.opts.DryRun {
+			r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventReasonConfigMissing, EventActionWait, "%s", missingMessage(d.Missing, req.Namespace))
+		}
+	}
+	return reconcile.Result{}
+}
+
+// recordBaseline writes the external baseline on the workload metadata.
+func (r *Reconciler) recordBaseline(ctx context.Context, req Request, kind *workloadKind, obj client.Object, d Decision, out *Outcome, log logr.Logger) (reconcile.Result, error) {
+	r.memory.with(req, func(e *entry) { e.settle() })
+	if r.opts.DryRun {
+		r.memory.with(req, func(e *entry) { e.overlayMeta = map[string]string{r.keys.baseline: d.Record.Baseline} })
+		out.Result = "baseline_recorded"
+		return reconcile.Result{RequeueAfter: dryRunRecheck}, nil
+	}
+	patch := r.patch(kind, obj, Record{Baseline: d.Record.Baseline}, false)
+	if res, done, err := r.send(ctx, req, obj, patch, out); done {
+		return res, err
+	}
+	r.metrics.baselines.WithLabelValues(req.Kind).Inc()
+	log.V(1).Info("recorded the external baseline", "external", d.Record.Baseline)
+	out.Result = "baseline_recorded"
+	return reconcile.Result{}, nil
+}
+
+// roll waits out the coalescing window, the per-workload interval and the
+// global rate, then patches the pod template.
+func (r *Reconciler) roll(ctx context.Context, req Request, kind *workloadKind, obj client.Object, v view, d Decision, out *Outcome, log logr.Logger) (reconcile.Result, error) {
+	now := r.now()
+	var wait time.Duration
+	var why Reason
+	r.memory.with(req, func(e *entry) {
+		e.clearMissing()
+		if e.firstMismatch.IsZero() {
+			e.firstMismatch = now
+		}
+		wait, why = Wait(now, e.firstMismatch, e.lastRoll, r.opts.CoalesceWindow, r.opts.MinRollInterval)
+	})
+	if wait > 0 {
+		r.metrics.skipped.WithLabelValues(req.Kind, metricLabel(why)).Inc()
+		out.Result = "waiting"
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	if !r.opts.DryRun {
+		res := r.limiter.ReserveN(now, 1)
+		if delay := res.DelayFrom(now); delay > 0 {
+			res.CancelAt(now)
+			r.metrics.skipped.WithLabelValues(req.Kind, "rate_limited").Inc()
+			out.Result = "waiting"
+			return reconcile.Result{RequeueAfter: delay}, nil
+		}
+		if res, done, err := r.send(ctx, req, obj, r.patch(kind, obj, d.Record, true), out); done {
+			return res, err
+		}
+	}
+	var changes []Change
+	r.memory.with(req, func(e *entry) {
+		changes = e.changes
+		e.lastRoll, e.firstMismatch, e.changes = now, time.Time{}, nil
+		if r.opts.DryRun {
+			e.overlayMeta = map[string]string{r.keys.baseline: d.Record.Baseline}
+			e.overlayTemplate = map[string]string{r.keys.controllerHash: d.Record.ControllerHash, r.keys.controllerBase: d.Record.ControllerBase}
+		}
+	})
+	msg := rollMessage(changes, v.Uses, d, req.Namespace)
+	if r.opts.DryRun {
+		r.metrics.rollouts.WithLabelValues(req.Kind, "true").Inc()
+		out.Result = "would_roll"
+		log.Info("dry run: would roll", "reason", d.Reason, "message", strings.TrimSuffix(msg, "; rolling"))
+		return reconcile.Result{RequeueAfter: dryRunRecheck}, nil
+	}
+	r.metrics.rollouts.WithLabelValues(req.Kind, "false").Inc()
+	out.Result = "rolled"
+	log.Info("rolled", "reason", d.Reason, "message", msg, "controllerHash", d.Record.ControllerHash)
+	r.recorder.Eventf(obj, relatedObject(changes, v.Uses), corev1.EventTypeNormal, EventReasonConfigChanged, EventActionRollout, "%s", msg)
+	return reconcile.Result{}, nil
+}
+
+// send applies a patch. done is true when the caller should return res and
+// err: the workload changed under the controller (retry soon) or is gone.
+func (r *Reconciler) send(ctx context.Context, req Request, obj client.Object, patch []byte, out *Outcome) (reconcile.Result, bool, error) {
+	err := r.writer.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(r.opts.FieldManager))
+	switch {
+	case err == nil:
+		return reconcile.Result{}, false, nil
+	case apierrors.IsConflict(err):
+		r.metrics.skipped.WithLabelValues(req.Kind, "conflict").Inc()
+		out.Result = "waiting"
+		return reconcile.Result{RequeueAfter: conflictRetry}, true, nil
+	case apierrors.IsNotFound(err):
+		r.memory.forget(req)
+		out.Result = "gone"
+		return reconcile.Result{}, true, nil
+	}
+	return reconcile.Result{}, true, fmt.Errorf("patching %s: %w", req, err)
+}
+
+// patch builds the merge patch of a record: the baseline on the workload
+// metadata, and for a roll the controller's hash and base on the pod
+// template. The resourceVersion makes it conditional: if the workload
+// changed since the cache read (a new render applied meanwhile), the API
+// server refuses it and the controller decides again.
+func (r *Reconciler) patch(kind *workloadKind, obj client.Object, rec Record, roll bool) []byte {
+	meta := map[string]any{"resourceVersion": obj.GetResourceVersion()}
+	metaAnn := map[string]any{}
+	if rec.Baseline != "" {
+		metaAnn[r.keys.baseline] = rec.Baseline
+	} else if _, has := obj.GetAnnotations()[r.keys.baseline]; has {
+		metaAnn[r.keys.baseline] = nil
+	}
+	if len(metaAnn) > 0 {
+		meta["annotations"] = metaAnn
+	}
+	p := map[string]any{"metadata": meta}
+	if roll {
+		node := p
+		for _, f := range kind.TemplatePath {
+			next := map[string]any{}
+			node[f] = next
+			node = next
+		}
+		node["metadata"] = map[string]any{"annotations": map[string]any{
+			r.keys.controllerHash: rec.ControllerHash,
+			r.keys.controllerBase: rec.ControllerBase,
+		}}
+	}
+	raw, _ := json.Marshal(p) // maps of strings always marshal
+	return raw
+}
+
+// relatedObject names the config an Event is about: the newest consumed
+// change.
+func relatedObject(changes []Change, uses []hashing.Use) runtime.Object {
+	consumed := map[string]bool{}
+	for _, u := range uses {
+		consumed[u.Ref()] = true
+	}
+	for i := len(changes) - 1; i >= 0; i-- {
+		c := changes[i]
+		if !consumed[string(c.Kind)+"/"+c.Name] {
+			continue
+		}
+		m := metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name, UID: c.UID}
+		if c.Kind == hashing.KindSecret {
+			return &corev1.Secret{ObjectMeta: m}
+		}
+		return &corev1.ConfigMap{ObjectMeta: m}
+	}
+	return nil
+}
+
+func metricLabel(r Reason) string { return strings.ReplaceAll(string(r), "-", "_") }

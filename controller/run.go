@@ -1,0 +1,222 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/confighash/confighash/hashing"
+)
+
+// Run builds the manager and runs it until ctx is done.
+func Run(ctx context.Context, opts Options) error {
+	mgr, _, err := NewManager(opts)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// NewManager builds a controller-runtime manager with the confighash
+// controller set up, from completed or raw options.
+func NewManager(opts Options) (manager.Manager, *Reconciler, error) {
+	opts, err := opts.Complete()
+	if err != nil {
+		return nil, nil, err
+	}
+	log := opts.Logger
+	if log.GetSink() == nil {
+		// A process of its own: every library logs through the same logger.
+		log = NewLogger(os.Stderr, opts.LogFormat, opts.LogLevel)
+		ctrllog.SetLogger(log)
+		klog.SetLogger(log.WithName("client-go"))
+	}
+	cfg, err := restConfig(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, nil, err
+	}
+	mgr, err := manager.New(cfg, managerOptions(opts, scheme, log))
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	r, err := Setup(mgr, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	return mgr, r, nil
+}
+
+func restConfig(opts Options) (*rest.Config, error) {
+	if opts.RESTConfig != nil {
+		return rest.CopyConfig(opts.RESTConfig), nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = opts.Kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// CacheOptions are the cache settings of the controller: ConfigMaps and
+// Secrets cached as digests, workloads without managedFields, and the
+// namespaces of opts.
+func CacheOptions(opts Options) cache.Options {
+	co := cache.Options{
+		DefaultTransform: TransformWorkload,
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Transform: TransformConfigMap},
+			&corev1.Secret{}:    {Transform: TransformSecret},
+		},
+	}
+	if len(opts.Namespaces) > 0 {
+		co.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range opts.Namespaces {
+			co.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return co
+}
+
+func managerOptions(opts Options, scheme *runtime.Scheme, log logr.Logger) manager.Options {
+	co := CacheOptions(opts)
+	return manager.Options{
+		Scheme:                        scheme,
+		Logger:                        log,
+		Cache:                         co,
+		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		LeaderElection:                opts.LeaderElect,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 ptr.To(opts.LeaseDuration),
+		RenewDeadline:                 ptr.To(opts.RenewDeadline),
+		RetryPeriod:                   ptr.To(opts.RetryPeriod),
+	}
+}
+
+// Setup adds the controller, its field indexes and watches to mgr. opts
+// must be completed.
+func Setup(mgr manager.Manager, opts Options) (*Reconciler, error) {
+	reg := opts.Registry
+	if reg == nil {
+		reg = crmetrics.Registry
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
+	kinds := builtinKinds()
+	if k, err := rolloutKind(mgr, opts); err != nil {
+		return nil, err
+	} else if k != nil {
+		kinds = append(kinds, k)
+	}
+	log := mgr.GetLogger().WithName(controllerName)
+	r := newReconciler(mgr.GetCache(), mgr.GetClient(), mgr.GetEventRecorder(controllerName+"-controller"), kinds, m, opts, log)
+	ctx := context.Background()
+	b := builder.TypedControllerManagedBy[Request](mgr).
+		Named(controllerName).
+		WithOptions(ctrlcontroller.TypedOptions[Request]{
+			MaxConcurrentReconciles: opts.Concurrency,
+			SkipNameValidation:      ptr.To(true),
+		}).
+		WithLogConstructor(func(req *Request) logr.Logger {
+			if req == nil {
+				return log
+			}
+			return log.WithValues("kind", req.Kind, "namespace", req.Namespace, "name", req.Name)
+		})
+	for _, k := range r.sortedKinds() {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, k.newObject(), IndexConsumes, r.indexer(k)); err != nil {
+			return nil, fmt.Errorf("indexing %s: %w", k.Name, err)
+		}
+		b = b.WatchesRawSource(source.TypedKind[client.Object, Request](mgr.GetCache(), k.newObject(), r.workloadHandler(k)))
+	}
+	b = b.WatchesRawSource(source.TypedKind[client.Object, Request](mgr.GetCache(), &corev1.ConfigMap{}, r.configHandler(hashing.KindConfigMap)))
+	b = b.WatchesRawSource(source.TypedKind[client.Object, Request](mgr.GetCache(), &corev1.Secret{}, r.configHandler(hashing.KindSecret)))
+	if err := b.Complete(r); err != nil {
+		return nil, fmt.Errorf("building the controller: %w", err)
+	}
+	names := make([]string, 0, len(kinds))
+	for _, k := range r.sortedKinds() {
+		names = append(names, k.Name)
+	}
+	log.Info("set up", "kinds", names, "namespaces", opts.Namespaces, "dryRun", opts.DryRun,
+		"prefix", opts.AnnotationPrefix, "keyed", len(opts.Key) > 0,
+		"coalesceWindow", opts.CoalesceWindow.String(), "minRollInterval", opts.MinRollInterval.String())
+	return r, nil
+}
+
+// rolloutKind returns the Argo Rollout kind when it should be managed: when
+// enabled, or in auto mode when the API server serves it (checked once, at
+// start; installing the CRD later needs a restart).
+func rolloutKind(mgr manager.Manager, opts Options) (*workloadKind, error) {
+	if opts.ArgoRollouts == ArgoRolloutsDisabled {
+		return nil, nil
+	}
+	_, err := mgr.GetRESTMapper().RESTMapping(RolloutGVK.GroupKind(), RolloutGVK.Version)
+	switch {
+	case err == nil:
+		return unstructuredKind(RolloutGVK, "spec", "template"), nil
+	case meta.IsNoMatchError(err) && opts.ArgoRollouts == ArgoRolloutsAuto:
+		return nil, nil
+	}
+	return nil, fmt.Errorf("argo rollouts (%s): %w", RolloutGVK, err)
+}
+
+// NewLogger returns a structured logger writing JSON or text lines to w;
+// level debug shows V(1) messages.
+func NewLogger(w io.Writer, format, level string) logr.Logger {
+	lvl := slog.LevelInfo
+	if level == "debug" {
+		lvl = slog.Level(-1)
+	}
+	hopts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		// logr's V(1) is slog level -1: call it DEBUG, not DEBUG+3.
+		if l, ok := a.Value.Any().(slog.Level); ok && len(groups) == 0 && a.Key == slog.LevelKey && l < slog.LevelInfo {
+			a.Value = slog.StringValue("DEBUG")
+		}
+		return a
+	}}
+	var h slog.Handler = slog.NewJSONHandler(w, hopts)
+	if format == "text" {
+		h = slog.NewTextHandler(w, hopts)
+	}
+	return logr.FromSlogHandler(h)
+}

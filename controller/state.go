@@ -1,0 +1,142 @@
+package controller
+
+import (
+	"maps"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/confighash/confighash/hashing"
+)
+
+// Request names one workload to reconcile.
+type Request struct {
+	// Kind is the workload kind: Deployment, StatefulSet, DaemonSet, CronJob
+	// or Rollout.
+	Kind      string
+	Namespace string
+	Name      string
+}
+
+// String renders the request as "Kind namespace/name".
+func (r Request) String() string { return r.Kind + " " + r.Namespace + "/" + r.Name }
+
+// Op is what happened to a config.
+type Op string
+
+// The config operations an event can name.
+const (
+	OpChanged Op = "changed"
+	OpCreated Op = "created"
+	OpDeleted Op = "deleted"
+)
+
+// Change is one observed edit of a ConfigMap or Secret, kept for the Event
+// that explains a roll. It holds key names, never values.
+type Change struct {
+	Kind      hashing.Kind
+	Namespace string
+	Name      string
+	UID       types.UID
+	Op        Op
+	// Keys are the added, removed or changed keys of an OpChanged.
+	Keys []string
+}
+
+// entry is what the controller remembers about one workload between
+// reconciles. Losing it (a restart) delays nothing by more than the
+// coalescing window and never changes a decision.
+type entry struct {
+	firstMismatch time.Time
+	lastRoll      time.Time
+	changes       []Change
+	// missing is the set of missing configs last warned about; missingSet
+	// the set seen since missingSince.
+	missing       string
+	missingSet    string
+	missingSince  time.Time
+	warnedUnknown bool
+	// overlay holds, in dry-run mode, the annotations the controller would
+	// have written, on the workload (meta) and its pod template.
+	overlayMeta, overlayTemplate map[string]string
+}
+
+// settle forgets a mismatch: the pods reflect the live configs.
+func (e *entry) settle() {
+	e.firstMismatch, e.changes = time.Time{}, nil
+	e.clearMissing()
+}
+
+func (e *entry) clearMissing() {
+	e.missing, e.missingSet, e.missingSince = "", "", time.Time{}
+}
+
+// memory holds the entries of all workloads.
+type memory struct {
+	mu      sync.Mutex
+	entries map[Request]*entry
+	missing int
+}
+
+func newMemory() *memory { return &memory{entries: map[Request]*entry{}} }
+
+// with runs f on the workload's entry, creating it, under the lock.
+func (m *memory) with(req Request, f func(e *entry)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[req]
+	if !ok {
+		e = &entry{}
+		m.entries[req] = e
+	}
+	hadMissing := e.missing != ""
+	f(e)
+	m.countMissing(hadMissing, e.missing != "")
+}
+
+// noteChange records a config change for a workload, keeping the latest few.
+func (m *memory) noteChange(req Request, c Change) {
+	m.with(req, func(e *entry) {
+		e.changes = append(e.changes, c)
+		if n := len(e.changes); n > maxPendingChangesPerEntry {
+			e.changes = append([]Change(nil), e.changes[n-maxPendingChangesPerEntry:]...)
+		}
+	})
+}
+
+// forget drops a workload that is gone or no longer managed.
+func (m *memory) forget(req Request) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.entries[req]; ok {
+		m.countMissing(e.missing != "", false)
+		delete(m.entries, req)
+	}
+}
+
+func (m *memory) countMissing(before, after bool) {
+	switch {
+	case before && !after:
+		m.missing--
+	case !before && after:
+		m.missing++
+	}
+}
+
+// missingCount is the number of workloads waiting for a required config.
+func (m *memory) missingCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.missing
+}
+
+// overlay returns copies of the dry-run annotations of a workload.
+func (m *memory) overlay(req Request) (meta, tmpl map[string]string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.entries[req]; ok {
+		return maps.Clone(e.overlayMeta), maps.Clone(e.overlayTemplate)
+	}
+	return nil, nil
+}

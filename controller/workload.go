@@ -1,0 +1,202 @@
+package controller
+
+import (
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/annotations"
+)
+
+// Opt-in annotations of the tools confighash replaces, honoured so users can
+// migrate without editing every workload (docs/controller.md maps them).
+const (
+	WaveAnnotation              = "wave.pusher.com/update-on-config-change"
+	ReloaderAutoAnnotation      = "reloader.stakater.com/auto"
+	ReloaderCMAutoAnnotation    = "configmap.reloader.stakater.com/auto"
+	ReloaderSecAutoAnnotation   = "secret.reloader.stakater.com/auto"
+	ReloaderCMReloadAnnotation  = "configmap.reloader.stakater.com/reload"
+	ReloaderSecReloadAnnotation = "secret.reloader.stakater.com/reload"
+)
+
+// keys are the confighash annotation keys under one prefix.
+type keys struct {
+	hash, external, enabled                  string
+	controllerHash, controllerBase, baseline string
+}
+
+func newKeys(prefix string) keys {
+	return keys{
+		hash:           annotations.Key(prefix, annotations.Hash),
+		external:       annotations.Key(prefix, annotations.External),
+		enabled:        annotations.Key(prefix, annotations.Enabled),
+		controllerHash: annotations.Key(prefix, annotations.ControllerHash),
+		controllerBase: annotations.Key(prefix, annotations.ControllerBase),
+		baseline:       annotations.Key(prefix, annotations.ExternalBaseline),
+	}
+}
+
+// view is what the controller reads from one workload: whether it manages
+// it, what its pods consume, which of that is external, and the recorded
+// hashes. It is computed from the object alone, without the cache.
+type view struct {
+	Managed bool
+	// Uses are the configs to hash; External holds the Kind/name of those the
+	// render-time hash does not cover.
+	Uses     []hashing.Use
+	External map[string]bool
+	// RenderHash is the usable render-time hash, RawRenderHash the annotation
+	// as found (UnknownHash is true when it is present but not usable).
+	RenderHash    string
+	RawRenderHash string
+	UnknownHash   bool
+	// The controller's own record.
+	ControllerHash string
+	ControllerBase string
+	Baseline       string
+}
+
+// inspect reads a workload's annotations and pod template. keyed says
+// whether the controller hashes with an HMAC key: a render-time hash of the
+// other mode cannot be compared and counts as unknown.
+func inspect(meta map[string]string, tmpl *corev1.PodTemplateSpec, k keys, keyed bool) view {
+	var v view
+	if tmpl == nil || meta[k.enabled] == "false" {
+		return v
+	}
+	ta := tmpl.Annotations
+	scope := scopeOf(meta, ta, k)
+	if !scope.any() {
+		return v
+	}
+	v.Managed = true
+	v.RawRenderHash = ta[k.hash]
+	v.RenderHash = v.RawRenderHash
+	if v.RawRenderHash != "" && !usableHash(v.RawRenderHash, keyed) {
+		v.RenderHash, v.UnknownHash = "", true
+	}
+	v.ControllerHash, v.ControllerBase = ta[k.controllerHash], ta[k.controllerBase]
+	v.Baseline = meta[k.baseline]
+
+	discovered := hashing.Discover(&tmpl.Spec)
+	v.External = map[string]bool{}
+	seen := map[string]bool{}
+	for _, u := range discovered {
+		seen[u.Ref()] = true
+		if scope.covers(u) {
+			v.Uses = append(v.Uses, u)
+		}
+	}
+	// Reloader's named configs are watched even when the pod spec does not
+	// reference them; they are never in the render-time hash.
+	for _, u := range scope.named {
+		if !seen[u.Ref()] {
+			v.Uses = append(v.Uses, u)
+			v.External[u.Ref()] = true
+		}
+	}
+	hashing.SortUses(v.Uses)
+	listed := splitList(meta[k.external])
+	for _, u := range v.Uses {
+		if v.RenderHash == "" || listed[u.Ref()] {
+			v.External[u.Ref()] = true
+		}
+	}
+	return v
+}
+
+// usableHash reports whether a render-time hash can be compared with what
+// the controller computes: a known version, and the same mode.
+func usableHash(h string, keyed bool) bool {
+	if !hashing.IsValue(h) {
+		return false
+	}
+	return strings.HasPrefix(h, hashing.KeyedPrefix) == keyed
+}
+
+// scope is which configs a workload asked to be watched for.
+type scope struct {
+	all   bool
+	kinds map[hashing.Kind]bool
+	named []hashing.Use
+}
+
+func (s scope) any() bool { return s.all || len(s.kinds) > 0 || len(s.named) > 0 }
+
+// covers reports whether a discovered use is in scope.
+func (s scope) covers(u hashing.Use) bool {
+	if s.all || s.kinds[u.Kind] {
+		return true
+	}
+	for _, n := range s.named {
+		if n.Kind == u.Kind && n.Name == u.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// scopeOf reads the opt-in annotations: confighash's own (the render-time
+// hash, the external list, enabled: "true"), Wave's and Reloader's.
+func scopeOf(meta, tmplAnn map[string]string, k keys) scope {
+	var s scope
+	switch {
+	case tmplAnn[k.hash] != "", meta[k.external] != "", meta[k.enabled] == "true",
+		isTrue(meta[WaveAnnotation]), isTrue(meta[ReloaderAutoAnnotation]):
+		s.all = true
+	}
+	s.kinds = map[hashing.Kind]bool{}
+	if isTrue(meta[ReloaderCMAutoAnnotation]) {
+		s.kinds[hashing.KindConfigMap] = true
+	}
+	if isTrue(meta[ReloaderSecAutoAnnotation]) {
+		s.kinds[hashing.KindSecret] = true
+	}
+	for name := range splitNames(meta[ReloaderCMReloadAnnotation]) {
+		s.named = append(s.named, hashing.Use{Kind: hashing.KindConfigMap, Name: name, All: true, Optional: true})
+	}
+	for name := range splitNames(meta[ReloaderSecReloadAnnotation]) {
+		s.named = append(s.named, hashing.Use{Kind: hashing.KindSecret, Name: name, All: true, Optional: true})
+	}
+	return s
+}
+
+func isTrue(s string) bool { return strings.EqualFold(strings.TrimSpace(s), "true") }
+
+// splitList reads a comma-separated list into a set, ignoring blanks.
+func splitList(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out[item] = true
+		}
+	}
+	return out
+}
+
+// splitNames reads Reloader's list of names; it accepts namespace/name and
+// keeps the name (references are always in the workload's namespace).
+func splitNames(s string) map[string]bool {
+	out := map[string]bool{}
+	for item := range splitList(s) {
+		if i := strings.LastIndexByte(item, '/'); i >= 0 {
+			item = item[i+1:]
+		}
+		if item != "" {
+			out[item] = true
+		}
+	}
+	return out
+}
+
+// refs returns the Kind/name of each use, sorted: the index values.
+func refs(uses []hashing.Use) []string {
+	out := make([]string, len(uses))
+	for i, u := range uses {
+		out[i] = u.Ref()
+	}
+	sort.Strings(out)
+	return out
+}
