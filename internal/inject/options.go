@@ -4,21 +4,23 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/confighash/confighash/internal/annotations"
 )
 
 // DefaultPrefix is the annotation prefix confighash uses unless told otherwise.
-const DefaultPrefix = "confighash.dev"
+const DefaultPrefix = annotations.DefaultPrefix
 
-// Annotation names under the prefix.
+// Annotation names under the prefix, shared with the controller.
 const (
 	// HashName, on a pod template, holds the render-time hash.
-	HashName = "hash"
+	HashName = annotations.Hash
 	// ExternalName, on a workload, lists what it consumes from outside the
 	// stream, as Kind/name separated by commas, for the controller to watch.
-	ExternalName = "external"
+	ExternalName = annotations.External
 	// EnabledName, on a workload, set to "false" opts it out; set to "true"
 	// it opts in to the controller.
-	EnabledName = "enabled"
+	EnabledName = annotations.Enabled
 )
 
 // Options configure the filter. The zero value uses the defaults.
@@ -50,13 +52,7 @@ func (o Options) Validate() error {
 }
 
 // Annotation returns the full annotation key for name under the prefix.
-func (o Options) Annotation(name string) string {
-	p := o.Prefix
-	if p == "" {
-		p = DefaultPrefix
-	}
-	return p + "/" + name
-}
+func (o Options) Annotation(name string) string { return annotations.Key(o.Prefix, name) }
 
 // WorkloadKind tells the filter where the pod template of a kind lives.
 type WorkloadKind struct {
