@@ -23,7 +23,7 @@ export CONFIGHASH_BIN := $(BIN)
 export KUSTOMIZE HELM3 HELM4
 
 FUZZTIME ?= 10s
-FUZZ_PKGS := ./hashing/ ./internal/stream/
+FUZZ_PKGS := ./hashing/ ./internal/stream/ ./controller/
 
 .PHONY: help
 help: ## Show the targets.
@@ -79,7 +79,7 @@ check-fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
 .PHONY: test
-test: build tools controlplane check-fmt vet ## Build, then run every test (real kustomize, helm, control plane) and a short fuzz run.
+test: build tools controlplane check-fmt vet lint ## Build, lint, then run every test (real kustomize, helm, control plane) and a short fuzz run.
 	go test -count=1 -race -timeout 45m ./...
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 

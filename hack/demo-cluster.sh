@@ -55,6 +55,12 @@ step "running bin/confighash-controller"
   --metrics-bind-address 0 --health-probe-bind-address 0 > "$work/controller.log" 2>&1 &
 pids+=($!)
 kube --wait 1 replicasets demo web
+# Edit only once the controller's caches are synced, so it sees the edit as
+# an update and can name the key that changed.
+for _ in $(seq 1 150); do
+  grep -q 'Starting workers' "$work/controller.log" && break
+  sleep 0.2
+done
 
 step "editing ConfigMap demo/site out of band (like kubectl edit)"
 kube --field-manager kubectl-edit set-data demo site index.html '<h1>Edited in the cluster</h1>'
