@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"hash"
 	"slices"
 	"sort"
 	"strings"
@@ -39,10 +38,12 @@ type Options struct {
 // lookup. An object lookup cannot find is encoded as absent: its later
 // appearance changes the value. The order of uses does not matter.
 func Compute(namespace string, uses []Use, lookup Lookup, opts Options) string {
-	sorted := append([]Use(nil), uses...)
-	SortUses(sorted)
-	h, prefix := newHash(opts)
-	e := encoder{h: h}
+	sorted := uses
+	if !usesSorted(uses) {
+		sorted = append([]Use(nil), uses...)
+		SortUses(sorted)
+	}
+	e := encoder{b: make([]byte, 0, 256)}
 	e.raw(magic)
 	e.u32(uint32(len(sorted)))
 	for _, u := range sorted {
@@ -57,14 +58,35 @@ func Compute(namespace string, uses []Use, lookup Lookup, opts Options) string {
 		e.byte(1)
 		e.keys(u, c)
 	}
-	return prefix + hex.EncodeToString(h.Sum(nil))
+	return value(e.b, opts)
 }
 
-func newHash(opts Options) (hash.Hash, string) {
+// value digests the encoding and renders it with its prefix.
+func value(encoding []byte, opts Options) string {
+	var sum [sha256.Size]byte
+	prefix := PlainPrefix
 	if len(opts.Key) > 0 {
-		return hmac.New(sha256.New, opts.Key), KeyedPrefix
+		m := hmac.New(sha256.New, opts.Key)
+		_, _ = m.Write(encoding)
+		m.Sum(sum[:0])
+		prefix = KeyedPrefix
+	} else {
+		sum = sha256.Sum256(encoding)
 	}
-	return sha256.New(), PlainPrefix
+	var out [len(KeyedPrefix) + 2*sha256.Size]byte
+	n := copy(out[:], prefix)
+	hex.Encode(out[n:], sum[:])
+	return string(out[:n+2*sha256.Size])
+}
+
+func usesSorted(uses []Use) bool {
+	for i := 1; i < len(uses); i++ {
+		a, b := uses[i-1], uses[i]
+		if a.Kind > b.Kind || (a.Kind == b.Kind && a.Name > b.Name) {
+			return false
+		}
+	}
+	return true
 }
 
 // IsValue reports whether s has the shape of a confighash value.
@@ -80,26 +102,16 @@ func IsValue(s string) bool {
 	return err == nil
 }
 
+// encoder builds the encoding of section 4 of HASHING.md.
 type encoder struct {
-	h       hash.Hash
-	buf     [8]byte
-	scratch []byte
+	b []byte
 }
 
-func (e *encoder) raw(s string) {
-	e.scratch = append(e.scratch[:0], s...)
-	_, _ = e.h.Write(e.scratch)
-}
+func (e *encoder) raw(s string) { e.b = append(e.b, s...) }
 
-func (e *encoder) byte(b byte) {
-	e.buf[0] = b
-	_, _ = e.h.Write(e.buf[:1])
-}
+func (e *encoder) byte(b byte) { e.b = append(e.b, b) }
 
-func (e *encoder) u32(n uint32) {
-	binary.BigEndian.PutUint32(e.buf[:4], n)
-	_, _ = e.h.Write(e.buf[:4])
-}
+func (e *encoder) u32(n uint32) { e.b = binary.BigEndian.AppendUint32(e.b, n) }
 
 func (e *encoder) str(s string) {
 	e.u32(uint32(len(s)))
@@ -109,8 +121,10 @@ func (e *encoder) str(s string) {
 // keys writes the consumed keys: every key of the object for a whole-object
 // use, the named keys otherwise, each with a presence byte and its digest.
 func (e *encoder) keys(u Use, c Content) {
-	keys := c.SortedKeys()
-	if !u.All {
+	var keys []string
+	if u.All {
+		keys = c.SortedKeys()
+	} else {
 		keys = normaliseKeys(u.Keys)
 	}
 	e.u32(uint32(len(keys)))
@@ -122,7 +136,7 @@ func (e *encoder) keys(u Use, c Content) {
 			continue
 		}
 		e.byte(1)
-		_, _ = e.h.Write(d[:])
+		e.b = append(e.b, d[:]...)
 	}
 }
 

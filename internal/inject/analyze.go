@@ -137,8 +137,9 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 	if err != nil {
 		return w, false, fmt.Errorf("%s: %s.spec: %w", o, strings.Join(path, "."), err)
 	}
+	lookup := configs.lookup(o.Namespace)
 	for _, u := range hashing.Discover(spec) {
-		if c, found := configs.lookup(o.Namespace)(u.Kind, u.Name); found {
+		if c, found := lookup(u.Kind, u.Name); found {
 			u.Name = c.Name // the name the cluster will see (kustomize's hash suffix)
 			w.InStream = append(w.InStream, u)
 		} else {
@@ -146,7 +147,7 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 		}
 	}
 	if len(w.InStream) > 0 {
-		w.Hash = hashing.Compute(o.Namespace, w.InStream, configs.lookup(o.Namespace), hashing.Options{Key: opts.Key})
+		w.Hash = hashing.Compute(o.Namespace, w.InStream, lookup, hashing.Options{Key: opts.Key})
 	}
 	return w, true, nil
 }
