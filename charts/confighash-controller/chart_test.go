@@ -1,0 +1,528 @@
+package chart_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/confighash/confighash/controller"
+	"github.com/confighash/confighash/internal/controlplane"
+	"github.com/confighash/confighash/internal/testtools"
+)
+
+// The chart with the real helm v3 and v4: lint, template, install into a
+// local kube-apiserver, and the installed RBAC exercised by the controller
+// running as the chart's ServiceAccount.
+
+const requireEnv = "CONFIGHASH_REQUIRE_CONTROLPLANE"
+
+// waitTimeout bounds every poll; the machines running these tests are busy.
+const waitTimeout = 90 * time.Second
+
+var shared struct {
+	once sync.Once
+	cp   *controlplane.ControlPlane
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.cp != nil {
+		if err := shared.cp.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop control plane:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// controlPlane starts one control plane for the package, or skips (fails
+// under CONFIGHASH_REQUIRE_CONTROLPLANE) when its binaries are absent.
+func controlPlane(t *testing.T) *controlplane.ControlPlane {
+	t.Helper()
+	dir, err := controlplane.DefaultBinDir()
+	if err == nil {
+		err = controlplane.CheckBinaries(dir)
+	}
+	if err != nil {
+		if os.Getenv(requireEnv) != "" {
+			t.Fatalf("%s is set but the control plane is unavailable: %v", requireEnv, err)
+		}
+		t.Skipf("skipping: control plane binaries not found (%v); run `make controlplane`", err)
+	}
+	shared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		shared.cp, shared.err = controlplane.Start(ctx, controlplane.Options{})
+	})
+	if shared.err != nil {
+		t.Fatalf("start control plane: %v", shared.err)
+	}
+	return shared.cp
+}
+
+// helm is one real helm binary with its own data, config and cache homes.
+type helm struct {
+	version int
+	bin     string
+	env     []string
+}
+
+func newHelm(t *testing.T, version int) helm {
+	t.Helper()
+	home := t.TempDir()
+	return helm{
+		version: version,
+		bin:     testtools.Tool(t, fmt.Sprintf("helm%d", version)),
+		env: []string{
+			"HELM_DATA_HOME=" + filepath.Join(home, "data"),
+			"HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
+			"HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
+		},
+	}
+}
+
+func (h helm) String() string { return fmt.Sprintf("helm%d", h.version) }
+
+// mustRun runs helm and fails the test unless it exits 0; it returns stdout.
+func (h helm) mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	res := testtools.Run(t, "", h.env, nil, h.bin, args...)
+	if res.ExitCode != 0 {
+		t.Fatalf("%s %s: exit %d\n%s%s", h, strings.Join(args, " "), res.ExitCode, res.Stdout, res.Stderr)
+	}
+	return res.Stdout
+}
+
+func chartDir(t *testing.T) string {
+	return filepath.Join(testtools.RepoRoot(t), "charts", "confighash-controller")
+}
+
+func helms(t *testing.T, f func(t *testing.T, h helm)) {
+	for _, v := range []int{3, 4} {
+		t.Run(fmt.Sprintf("helm%d", v), func(t *testing.T) { f(t, newHelm(t, v)) })
+	}
+}
+
+// Values of the namespaced mode with two replicas.
+func namespacedValues(namespaces ...string) []string {
+	return []string{"--set", "replicaCount=2", "--set", "watchNamespaces={" + strings.Join(namespaces, ",") + "}"}
+}
+
+func TestChartLint(t *testing.T) {
+	helms(t, func(t *testing.T, h helm) {
+		out := h.mustRun(t, "lint", "--strict", chartDir(t))
+		assert.Contains(t, out, "0 chart(s) failed")
+		args := append([]string{"lint", "--strict", chartDir(t), "--set", "serviceMonitor.enabled=true", "--set", "hmacKey.existingSecret=key"},
+			namespacedValues("a", "b")...)
+		assert.Contains(t, h.mustRun(t, args...), "0 chart(s) failed")
+	})
+}
+
+// objects decodes a rendered stream, keyed by Kind/namespace/name.
+func objects(t *testing.T, stream string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	out := map[string]*unstructured.Unstructured{}
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(stream), 4096)
+	for {
+		var doc map[string]any
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		require.NoError(t, err)
+		if len(doc) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: doc}
+		out[u.GetKind()+"/"+u.GetNamespace()+"/"+u.GetName()] = u
+	}
+}
+
+func kinds(objs map[string]*unstructured.Unstructured) []string {
+	var ks []string
+	for k := range objs {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func typed[T any](t *testing.T, u *unstructured.Unstructured) *T {
+	t.Helper()
+	require.NotNil(t, u)
+	var out T
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &out))
+	return &out
+}
+
+// rulesOf reads the rules of the (Cluster)Role in a manifest file of config/.
+func rulesOf(t *testing.T, path string) []rbacv1.PolicyRule {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	doc, _, _ := bytes.Cut(b, []byte("\n---"))
+	var role rbacv1.ClusterRole
+	require.NoError(t, yaml.Unmarshal(doc, &role))
+	require.NotEmpty(t, role.Rules, path)
+	return role.Rules
+}
+
+func TestChartTemplate(t *testing.T) {
+	root := testtools.RepoRoot(t)
+	clusterRules := rulesOf(t, filepath.Join(root, "config", "clusterrole.yaml"))
+	leaderRules := rulesOf(t, filepath.Join(root, "config", "core", "leader-election.yaml"))
+	helms(t, func(t *testing.T, h helm) {
+		t.Run("defaults", func(t *testing.T) {
+			objs := objects(t, h.mustRun(t, "template", "ch", chartDir(t), "--namespace", "ops"))
+			assert.Equal(t, []string{
+				"ClusterRole//ch-confighash-controller",
+				"ClusterRoleBinding//ch-confighash-controller",
+				"Deployment/ops/ch-confighash-controller",
+				"ServiceAccount/ops/ch-confighash-controller",
+			}, kinds(objs), "one replica: no leader election Role, no ServiceMonitor")
+			d := typed[appsv1.Deployment](t, objs["Deployment/ops/ch-confighash-controller"])
+			c := d.Spec.Template.Spec.Containers[0]
+			assert.Equal(t, "ghcr.io/confighash/confighash-controller:v0.1.0", c.Image)
+			assert.NotContains(t, c.Args, "--leader-elect")
+			for _, a := range c.Args {
+				assert.NotContains(t, a, "--namespaces")
+				assert.NotContains(t, a, "--hmac-key-file")
+			}
+			assert.Subset(t, c.Args, []string{"--coalesce-window=2s", "--min-roll-interval=30s",
+				"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"})
+			opts, err := controller.ParseFlags(c.Args, io.Discard)
+			require.NoError(t, err, "the rendered args are the controller's flags")
+			assert.Equal(t, 30*time.Second, opts.MinRollInterval)
+			assert.Equal(t, "ch-confighash-controller", d.Spec.Template.Spec.ServiceAccountName)
+			sc := c.SecurityContext
+			require.NotNil(t, sc)
+			assert.True(t, *sc.ReadOnlyRootFilesystem)
+			assert.False(t, *sc.AllowPrivilegeEscalation)
+			assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+			assert.True(t, *d.Spec.Template.Spec.SecurityContext.RunAsNonRoot)
+			assert.Equal(t, "64Mi", c.Resources.Requests.Memory().String())
+
+			role := typed[rbacv1.ClusterRole](t, objs["ClusterRole//ch-confighash-controller"])
+			assert.Equal(t, clusterRules, role.Rules, "the chart grants exactly config/clusterrole.yaml")
+			binding := typed[rbacv1.ClusterRoleBinding](t, objs["ClusterRoleBinding//ch-confighash-controller"])
+			assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "ch-confighash-controller", Namespace: "ops"}}, binding.Subjects)
+		})
+		t.Run("namespaced-2-replicas", func(t *testing.T) {
+			objs := objects(t, h.mustRun(t, append([]string{"template", "ch", chartDir(t), "--namespace", "ops"}, namespacedValues("a", "b")...)...))
+			assert.Equal(t, []string{
+				"Deployment/ops/ch-confighash-controller",
+				"Role/a/ch-confighash-controller",
+				"Role/b/ch-confighash-controller",
+				"Role/ops/ch-confighash-controller-leader-election",
+				"RoleBinding/a/ch-confighash-controller",
+				"RoleBinding/b/ch-confighash-controller",
+				"RoleBinding/ops/ch-confighash-controller-leader-election",
+				"ServiceAccount/ops/ch-confighash-controller",
+			}, kinds(objs), "Roles only, no cluster-wide permission")
+			d := typed[appsv1.Deployment](t, objs["Deployment/ops/ch-confighash-controller"])
+			assert.Equal(t, int32(2), *d.Spec.Replicas)
+			args := d.Spec.Template.Spec.Containers[0].Args
+			assert.Subset(t, args, []string{"--leader-elect", "--leader-election-id=ch-confighash-controller",
+				"--leader-election-namespace=ops", "--namespaces=a,b"})
+			opts, err := controller.ParseFlags(args, io.Discard)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"a", "b"}, opts.Namespaces)
+			assert.True(t, opts.LeaderElect)
+			for _, ns := range []string{"a", "b"} {
+				role := typed[rbacv1.Role](t, objs["Role/"+ns+"/ch-confighash-controller"])
+				assert.Equal(t, clusterRules, role.Rules, "the same rules as config/")
+			}
+			le := typed[rbacv1.Role](t, objs["Role/ops/ch-confighash-controller-leader-election"])
+			assert.Equal(t, leaderRules, le.Rules, "the leader election rules of config/core")
+		})
+		t.Run("keyed-servicemonitor-no-leader-election", func(t *testing.T) {
+			objs := objects(t, h.mustRun(t, "template", "ch", chartDir(t), "--namespace", "ops",
+				"--set", "hmacKey.existingSecret=confighash-key", "--set", "serviceMonitor.enabled=true",
+				"--set", "replicaCount=3", "--set", "leaderElection.enabled=false"))
+			assert.Contains(t, objs, "ServiceMonitor/ops/ch-confighash-controller")
+			assert.Contains(t, objs, "Service/ops/ch-confighash-controller-metrics")
+			assert.NotContains(t, objs, "Role/ops/ch-confighash-controller-leader-election")
+			spec := typed[appsv1.Deployment](t, objs["Deployment/ops/ch-confighash-controller"]).Spec.Template.Spec
+			assert.Contains(t, spec.Containers[0].Args, "--hmac-key-file=/etc/confighash/hmac/hmac-key")
+			assert.NotContains(t, spec.Containers[0].Args, "--leader-elect")
+			require.Len(t, spec.Volumes, 1)
+			assert.Equal(t, "confighash-key", spec.Volumes[0].Secret.SecretName)
+			require.Len(t, spec.Containers[0].VolumeMounts, 1)
+			assert.Equal(t, "/etc/confighash/hmac", spec.Containers[0].VolumeMounts[0].MountPath)
+		})
+	})
+}
+
+// sa is the chart ServiceAccount's identity, impersonated.
+func sa(ns, name string) rest.ImpersonationConfig {
+	return rest.ImpersonationConfig{
+		UserName: fmt.Sprintf("system:serviceaccount:%s:%s", ns, name),
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+	}
+}
+
+// TestChartInstallRBAC installs the chart with helm v3 (cluster-wide) and
+// helm v4 (namespaced, two replicas) into a real apiserver, then runs the
+// controller in-process with the installed Deployment's arguments as the
+// chart's ServiceAccount: an edit rolls a managed Deployment, and what the
+// controller should not do is denied.
+func TestChartInstallRBAC(t *testing.T) {
+	cp := controlPlane(t)
+	admin := cp.RESTConfig()
+	cs := kubernetes.NewForConfigOrDie(admin)
+	for _, tc := range []struct {
+		version    int
+		namespaced bool
+	}{{3, false}, {4, true}} {
+		t.Run(fmt.Sprintf("helm%d", tc.version), func(t *testing.T) {
+			ctx := t.Context()
+			h := newHelm(t, tc.version)
+			release := fmt.Sprintf("ch%d", tc.version)
+			relNS, appNS, otherNS := release+"-system", release+"-apps", release+"-other"
+			for _, ns := range []string{appNS, otherNS} {
+				_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+				require.NoError(t, err)
+			}
+			args := []string{"install", release, chartDir(t), "--namespace", relNS, "--create-namespace", "--kubeconfig", cp.KubeconfigPath()}
+			if tc.namespaced {
+				args = append(args, namespacedValues(appNS)...)
+			}
+			h.mustRun(t, args...)
+			status := h.mustRun(t, "status", release, "--namespace", relNS, "--kubeconfig", cp.KubeconfigPath())
+			assert.Contains(t, status, "STATUS: deployed")
+
+			name := release + "-confighash-controller"
+			d, err := cs.AppsV1().Deployments(relNS).Get(ctx, name, metav1.GetOptions{})
+			require.NoError(t, err)
+			id := sa(relNS, d.Spec.Template.Spec.ServiceAccountName)
+			_, err = cs.CoreV1().ServiceAccounts(relNS).Get(ctx, d.Spec.Template.Spec.ServiceAccountName, metav1.GetOptions{})
+			require.NoError(t, err, "the chart's ServiceAccount exists")
+
+			can := func(verb, resource, group, ns string) bool {
+				t.Helper()
+				r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{
+					Spec: authzv1.SubjectAccessReviewSpec{User: id.UserName, Groups: id.Groups,
+						ResourceAttributes: &authzv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: ns}},
+				}, metav1.CreateOptions{})
+				require.NoError(t, err)
+				return r.Status.Allowed
+			}
+			for _, res := range []string{"configmaps", "secrets"} {
+				assert.True(t, can("watch", res, "", appNS), "watch %s", res)
+				assert.False(t, can("get", res, "", appNS), "get %s: listed and watched, never read one by one", res)
+				assert.False(t, can("create", res, "", appNS), "create %s", res)
+				assert.False(t, can("update", res, "", appNS), "update %s", res)
+			}
+			assert.True(t, can("patch", "deployments", "apps", appNS))
+			assert.False(t, can("delete", "deployments", "apps", appNS), "delete deployments")
+			assert.False(t, can("create", "pods", "", appNS), "create pods")
+			assert.False(t, can("list", "namespaces", "", ""), "list namespaces")
+			if tc.namespaced {
+				assert.False(t, can("list", "configmaps", "", otherNS), "namespaced: another namespace's ConfigMaps")
+				assert.False(t, can("list", "secrets", "", ""), "namespaced: no cluster-wide list")
+				assert.True(t, can("update", "leases", "coordination.k8s.io", relNS), "leader election")
+			} else {
+				assert.True(t, can("list", "secrets", "", otherNS), "cluster-wide")
+				assert.False(t, can("update", "leases", "coordination.k8s.io", relNS), "one replica: no leader election")
+			}
+
+			// The same denials by trying, as the ServiceAccount.
+			cfg := rest.CopyConfig(admin)
+			cfg.Impersonate = id
+			as := kubernetes.NewForConfigOrDie(cfg)
+			_, err = as.CoreV1().Secrets(appNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "stolen"}}, metav1.CreateOptions{})
+			assert.True(t, apierrors.IsForbidden(err), "create a Secret: %v", err)
+			_, err = as.CoreV1().Secrets(appNS).Get(ctx, "anything", metav1.GetOptions{})
+			assert.True(t, apierrors.IsForbidden(err), "get a Secret: %v", err)
+			if tc.namespaced {
+				_, err = as.CoreV1().ConfigMaps(otherNS).List(ctx, metav1.ListOptions{})
+				assert.True(t, apierrors.IsForbidden(err), "list ConfigMaps in another namespace: %v", err)
+			}
+
+			rollsAs(t, cs, cfg, d, appNS)
+
+			_, err = as.AppsV1().Deployments(appNS).Get(ctx, "web", metav1.GetOptions{})
+			assert.True(t, apierrors.IsForbidden(err), "get a Deployment one by one: %v", err)
+			err = as.AppsV1().Deployments(appNS).Delete(ctx, "web", metav1.DeleteOptions{})
+			assert.True(t, apierrors.IsForbidden(err), "delete a Deployment: %v", err)
+		})
+	}
+}
+
+// outcomes collects the reconcile outcomes of an in-process controller.
+type outcomes struct {
+	mu   sync.Mutex
+	list []controller.Outcome
+}
+
+func (o *outcomes) add(out controller.Outcome) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.list = append(o.list, out)
+}
+
+// waitFor polls for an outcome after since that matches, and returns the
+// position after it.
+func (o *outcomes) waitFor(t *testing.T, since int, what string, match func(controller.Outcome) bool) int {
+	t.Helper()
+	next := -1
+	eventually(t, what, func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for i := since; i < len(o.list); i++ {
+			if match(o.list[i]) {
+				next = i + 1
+				return true
+			}
+		}
+		return false
+	})
+	return next
+}
+
+func (o *outcomes) errors() []error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var errs []error
+	for _, out := range o.list {
+		if out.Err != nil {
+			errs = append(errs, out.Err)
+		}
+	}
+	return errs
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// rollsAs runs the controller in-process with the chart Deployment's
+// arguments and the ServiceAccount's identity (cfg), and checks that a
+// ConfigMap edit rolls an opted-in Deployment in appNS exactly once.
+func rollsAs(t *testing.T, cs kubernetes.Interface, cfg *rest.Config, chartDeploy *appsv1.Deployment, appNS string) {
+	t.Helper()
+	ctx := t.Context()
+	opts, err := controller.ParseFlags(chartDeploy.Spec.Template.Spec.Containers[0].Args, io.Discard)
+	require.NoError(t, err, "the installed Deployment's args")
+	opts.RESTConfig = cfg
+	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0" // no ports in a test
+	opts.CoalesceWindow = 500 * time.Millisecond
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	opts.Logger = controller.NewLogger(writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logs.Write(p)
+	}), "text", "info")
+	opts.Registry = prometheus.NewRegistry()
+	obs := &outcomes{}
+	opts.Observer = obs.add
+	mgr, _, err := controller.NewManager(opts)
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err, "controller stopped with an error")
+		case <-time.After(30 * time.Second):
+			t.Error("the controller did not stop in 30s")
+		}
+		if t.Failed() {
+			logMu.Lock()
+			defer logMu.Unlock()
+			t.Logf("controller logs:\n%s", logs.String())
+		}
+	})
+
+	_, err = cs.CoreV1().ConfigMaps(appNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config"},
+		Data: map[string]string{"LOG_LEVEL": "info"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	labels := map[string]string{"app": "web"}
+	_, err = cs.AppsV1().Deployments(appNS).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Annotations: map[string]string{"confighash.dev/enabled": "true"}},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1",
+					EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}}}}}},
+			},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	web := func(result string) func(controller.Outcome) bool {
+		return func(o controller.Outcome) bool {
+			return o.Request.Namespace == appNS && o.Request.Name == "web" && o.Result == result
+		}
+	}
+	mark := obs.waitFor(t, 0, "web in sync", web("in_sync"))
+
+	cm, err := cs.CoreV1().ConfigMaps(appNS).Get(ctx, "app-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data["LOG_LEVEL"] = "debug"
+	cm, err = cs.CoreV1().ConfigMaps(appNS).Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	next := obs.waitFor(t, mark, "web rolled", web("rolled"))
+	obs.waitFor(t, next, "web in sync with the edit", func(o controller.Outcome) bool {
+		return web("in_sync")(o) && o.ConfigVersions["ConfigMap/app-config"] == cm.ResourceVersion
+	})
+	assert.Empty(t, obs.errors(), "no reconcile failed for lack of permission")
+
+	var rs []string
+	eventually(t, "2 ReplicaSets of web", func() bool {
+		list, err := cs.AppsV1().ReplicaSets(appNS).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil {
+			return false
+		}
+		rs = rs[:0]
+		for _, r := range list.Items {
+			rs = append(rs, r.Name)
+		}
+		return len(rs) >= 2
+	})
+	assert.Len(t, rs, 2, "the edit rolled web exactly once")
+	got, err := cs.AppsV1().Deployments(appNS).Get(ctx, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.NotEmpty(t, got.Spec.Template.Annotations["confighash.dev/controller-hash"])
+	assert.Equal(t, "2", got.Annotations["deployment.kubernetes.io/revision"])
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -1,0 +1,85 @@
+{{/* The chart's name. */}}
+{{- define "confighash.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The full name of the release's objects. */}}
+{{- define "confighash.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Labels on every object. */}}
+{{- define "confighash.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "confighash.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: confighash
+{{- end }}
+
+{{/* Labels selecting the controller pods. */}}
+{{- define "confighash.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "confighash.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The ServiceAccount the controller runs as. */}}
+{{- define "confighash.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "confighash.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* "true" when leader election is on: explicit, else replicaCount > 1. */}}
+{{- define "confighash.leaderElect" -}}
+{{- $le := .Values.leaderElection.enabled }}
+{{- if kindIs "bool" $le }}
+{{- $le }}
+{{- else if or (eq (toString $le) "") (eq (toString $le) "auto") }}
+{{- gt (int .Values.replicaCount) 1 }}
+{{- else }}
+{{- fail (printf "leaderElection.enabled must be true, false or empty, not %v" $le) }}
+{{- end }}
+{{- end }}
+
+{{/* The port of a bind address (":8080" -> 8080), empty when turned off. */}}
+{{- define "confighash.port" -}}
+{{- if and . (ne (toString .) "0") }}
+{{- regexReplaceAll "^.*:" (toString .) "" }}
+{{- end }}
+{{- end }}
+
+{{/*
+The controller's permissions, the rules of config/clusterrole.yaml (a chart
+test checks they stay equal): ConfigMaps and Secrets are only listed and
+watched (the cache keeps digests, never payloads); the workloads are
+patched (one merge patch per rollout or baseline); Events are recorded.
+*/}}
+{{- define "confighash.rules" -}}
+- apiGroups: [""]
+  resources: [configmaps, secrets]
+  verbs: [list, watch]
+- apiGroups: [apps]
+  resources: [deployments, statefulsets, daemonsets]
+  verbs: [list, watch, patch]
+- apiGroups: [batch]
+  resources: [cronjobs]
+  verbs: [list, watch, patch]
+- apiGroups: [argoproj.io]
+  resources: [rollouts]
+  verbs: [list, watch, patch]
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+{{- end }}
