@@ -35,12 +35,9 @@ import (
 
 	"github.com/confighash/confighash/controller"
 	"github.com/confighash/confighash/internal/controlplane"
+	"github.com/confighash/confighash/internal/controlplane/cptest"
 	"github.com/confighash/confighash/internal/testtools"
 )
-
-// requireEnv makes missing control plane binaries a failure instead of a
-// skip.
-const requireEnv = "CONFIGHASH_REQUIRE_CONTROLPLANE"
 
 // waitTimeout bounds every poll; the machines running these tests are
 // shared and busy.
@@ -49,52 +46,19 @@ const waitTimeout = 90 * time.Second
 // testWindow is the coalescing window of the controllers in these tests.
 const testWindow = 1500 * time.Millisecond
 
-var shared struct {
-	once sync.Once
-	cp   *controlplane.ControlPlane
-	err  error
-}
-
 func TestMain(m *testing.M) {
 	// Controllers under test log to their own buffers; this catches the
 	// rest (caches built directly by tests).
 	ctrllog.SetLogger(controller.NewLogger(os.Stderr, "text", "info"))
 	code := m.Run()
-	if shared.cp != nil {
-		if err := shared.cp.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop control plane:", err)
-			code = 1
-		}
+	if err := cptest.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
 	}
 	if bins.dir != "" {
 		_ = os.RemoveAll(bins.dir)
 	}
 	os.Exit(code)
-}
-
-// sharedControlPlane starts one control plane for the package, or skips
-// (fails under CONFIGHASH_REQUIRE_CONTROLPLANE) when its binaries are absent.
-func sharedControlPlane(t testing.TB) *controlplane.ControlPlane {
-	t.Helper()
-	dir, err := controlplane.DefaultBinDir()
-	if err == nil {
-		err = controlplane.CheckBinaries(dir)
-	}
-	if err != nil {
-		if os.Getenv(requireEnv) != "" {
-			t.Fatalf("%s is set but the control plane is unavailable: %v", requireEnv, err)
-		}
-		t.Skipf("skipping: control plane binaries not found (%v); run `make controlplane`, or set %s=1 to make this a failure", err, requireEnv)
-	}
-	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		shared.cp, shared.err = controlplane.Start(ctx, controlplane.Options{})
-	})
-	if shared.err != nil {
-		t.Fatalf("start control plane: %v", shared.err)
-	}
-	return shared.cp
 }
 
 // env is one test's namespace on the shared control plane, with clients.
@@ -110,9 +74,11 @@ type env struct {
 
 var nonDNS = regexp.MustCompile(`[^a-z0-9]+`)
 
-func newEnv(t testing.TB) *env {
+func newEnv(t testing.TB) *env { return envOn(t, cptest.Shared(t)) }
+
+// envOn is newEnv on a given control plane.
+func envOn(t testing.TB, cp *controlplane.ControlPlane) *env {
 	t.Helper()
-	cp := sharedControlPlane(t)
 	cfg := cp.RESTConfig()
 	cfg.QPS, cfg.Burst = 200, 400
 	e := &env{t: t, cp: cp, cfg: cfg, cs: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,49 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/confighash/confighash/controller"
-	"github.com/confighash/confighash/internal/controlplane"
+	"github.com/confighash/confighash/internal/controlplane/cptest"
 )
 
 // Faults under the running controller, each asserting no missed change, no
 // duplicate rollout and a bounded number of ReplicaSets. The restarts run on
 // a control plane of their own, so stopping its apiserver or etcd never
 // disturbs the tests sharing the package's control plane.
-
-// privateControlPlane starts a control plane for one test and stops it at
-// the end of the test.
-func privateControlPlane(t *testing.T) *controlplane.ControlPlane {
-	t.Helper()
-	sharedControlPlane(t) // skips or fails exactly like every other test when binaries are absent
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{})
-	require.NoError(t, err, "start a private control plane")
-	t.Cleanup(func() { assert.NoError(t, cp.Stop()) })
-	return cp
-}
-
-// envOn is newEnv on a given control plane.
-func envOn(t *testing.T, cp *controlplane.ControlPlane) *env {
-	t.Helper()
-	cfg := cp.RESTConfig()
-	cfg.QPS, cfg.Burst = 200, 400
-	e := &env{t: t, cp: cp, cfg: cfg, cs: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
-	e.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(e.cs.Discovery()))
-	name := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
-	if len(name) > 50 {
-		name = name[len(name)-50:]
-	}
-	e.ns = strings.Trim(fmt.Sprintf("%s-%04x", name, rand.IntN(1<<16)), "-")
-	_, err := e.cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{})
-	require.NoError(t, err, "create namespace %s", e.ns)
-	return e
-}
 
 // setupOn is setup on a given env: the rendered app applied, a controller
 // running and the Deployment in sync.
@@ -133,7 +97,7 @@ func TestFaultRestarts(t *testing.T) {
 	if os.Getenv("CONFIGHASH_SLOW_TESTS") == "" {
 		t.Skip("slow (about 2 minutes): set CONFIGHASH_SLOW_TESTS=1 to run it")
 	}
-	cp := privateControlPlane(t)
+	cp := cptest.Private(t)
 	for _, c := range []struct {
 		component string
 		stop      func() error

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
-	"github.com/confighash/confighash/internal/controlplane"
+	"github.com/confighash/confighash/internal/controlplane/cptest"
 	"github.com/confighash/confighash/internal/testtools"
 )
 
@@ -395,24 +395,10 @@ func TestPluginFindsCheckoutBinary(t *testing.T) {
 
 // startControlPlane starts a local kube-apiserver and controller manager and
 // returns its kubeconfig and a client. Without the binaries it skips, unless
-// CONFIGHASH_REQUIRE_CONTROLPLANE or CONFIGHASH_REQUIRE_TOOLS is set.
+// CONFIGHASH_REQUIRE_CONTROLPLANE is set.
 func startControlPlane(t *testing.T) (string, kubernetes.Interface) {
 	t.Helper()
-	dir, err := controlplane.DefaultBinDir()
-	if err == nil {
-		err = controlplane.CheckBinaries(dir)
-	}
-	if err != nil {
-		if os.Getenv("CONFIGHASH_REQUIRE_CONTROLPLANE") != "" || os.Getenv("CONFIGHASH_REQUIRE_TOOLS") != "" {
-			t.Fatal(err)
-		}
-		t.Skipf("no control plane (%v): run `make controlplane`", err)
-	}
-	cp, err := controlplane.Start(t.Context(), controlplane.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
+	cp := cptest.Private(t)
 	return cp.KubeconfigPath(), kubernetes.NewForConfigOrDie(cp.RESTConfig())
 }
 

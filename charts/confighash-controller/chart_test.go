@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/controller"
-	"github.com/confighash/confighash/internal/controlplane"
+	"github.com/confighash/confighash/internal/controlplane/cptest"
 	"github.com/confighash/confighash/internal/testtools"
 )
 
@@ -39,51 +39,16 @@ import (
 // local kube-apiserver, and the installed RBAC exercised by the controller
 // running as the chart's ServiceAccount.
 
-const requireEnv = "CONFIGHASH_REQUIRE_CONTROLPLANE"
-
 // waitTimeout bounds every poll; the machines running these tests are busy.
 const waitTimeout = 90 * time.Second
 
-var shared struct {
-	once sync.Once
-	cp   *controlplane.ControlPlane
-	err  error
-}
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.cp != nil {
-		if err := shared.cp.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop control plane:", err)
-			code = 1
-		}
+	if err := cptest.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
 	}
 	os.Exit(code)
-}
-
-// controlPlane starts one control plane for the package, or skips (fails
-// under CONFIGHASH_REQUIRE_CONTROLPLANE) when its binaries are absent.
-func controlPlane(t *testing.T) *controlplane.ControlPlane {
-	t.Helper()
-	dir, err := controlplane.DefaultBinDir()
-	if err == nil {
-		err = controlplane.CheckBinaries(dir)
-	}
-	if err != nil {
-		if os.Getenv(requireEnv) != "" {
-			t.Fatalf("%s is set but the control plane is unavailable: %v", requireEnv, err)
-		}
-		t.Skipf("skipping: control plane binaries not found (%v); run `make controlplane`", err)
-	}
-	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		shared.cp, shared.err = controlplane.Start(ctx, controlplane.Options{})
-	})
-	if shared.err != nil {
-		t.Fatalf("start control plane: %v", shared.err)
-	}
-	return shared.cp
 }
 
 // helm is one real helm binary with its own data, config and cache homes.
@@ -293,7 +258,7 @@ func sa(ns, name string) rest.ImpersonationConfig {
 // chart's ServiceAccount: an edit rolls a managed Deployment, and what the
 // controller should not do is denied.
 func TestChartInstallRBAC(t *testing.T) {
-	cp := controlPlane(t)
+	cp := cptest.Shared(t)
 	admin := cp.RESTConfig()
 	cs := kubernetes.NewForConfigOrDie(admin)
 	for _, tc := range []struct {

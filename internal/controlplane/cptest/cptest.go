@@ -1,0 +1,92 @@
+// Package cptest gives tests a local control plane: one shared by a test
+// package, or a private one for a test that restarts components. Without the
+// binaries a test skips with a message, or fails when
+// CONFIGHASH_REQUIRE_CONTROLPLANE is set (as .ci/run does).
+package cptest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/confighash/confighash/internal/controlplane"
+)
+
+// RequireEnv makes missing binaries a test failure instead of a skip.
+const RequireEnv = "CONFIGHASH_REQUIRE_CONTROLPLANE"
+
+// startTimeout bounds starting a control plane on a busy machine.
+const startTimeout = 3 * time.Minute
+
+var shared struct {
+	once sync.Once
+	cp   *controlplane.ControlPlane
+	err  error
+}
+
+// Require skips the test when the control plane binaries are absent, or
+// fails it when RequireEnv is set.
+func Require(t testing.TB) {
+	t.Helper()
+	dir, err := controlplane.DefaultBinDir()
+	if err == nil {
+		err = controlplane.CheckBinaries(dir)
+	}
+	if err == nil {
+		return
+	}
+	if os.Getenv(RequireEnv) != "" {
+		t.Fatalf("%s is set but the control plane is unavailable: %v", RequireEnv, err)
+	}
+	t.Skipf("skipping: control plane binaries not found (%v); run `make controlplane`, or set %s=1 to make this a failure", err, RequireEnv)
+}
+
+// Shared returns the control plane shared by the test package, starting it
+// on first use. Call Main from TestMain to stop it.
+func Shared(t testing.TB) *controlplane.ControlPlane {
+	t.Helper()
+	Require(t)
+	shared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		shared.cp, shared.err = controlplane.Start(ctx, controlplane.Options{})
+	})
+	if shared.err != nil {
+		t.Fatalf("start the shared control plane: %v", shared.err)
+	}
+	return shared.cp
+}
+
+// Private starts a control plane for one test and stops it when the test
+// ends: for tests that stop or restart components.
+func Private(t testing.TB) *controlplane.ControlPlane {
+	t.Helper()
+	Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	if err != nil {
+		t.Fatalf("start a private control plane: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("stop the private control plane: %v", err)
+		}
+	})
+	return cp
+}
+
+// StopShared stops the shared control plane, if one was started; call it
+// from TestMain after m.Run.
+func StopShared() error {
+	if shared.cp == nil {
+		return nil
+	}
+	if err := shared.cp.Stop(); err != nil {
+		return fmt.Errorf("stop the shared control plane: %w", err)
+	}
+	return nil
+}
