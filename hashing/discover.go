@@ -1,6 +1,7 @@
 package hashing
 
 import (
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,7 +32,7 @@ func Discover(spec *corev1.PodSpec) []Use {
 	if spec == nil {
 		return nil
 	}
-	d := discovery{}
+	d := &discovery{}
 	d.volumes(spec.Volumes)
 	for _, s := range spec.ImagePullSecrets {
 		d.whole(KindSecret, s.Name, true)
@@ -46,48 +47,42 @@ func Discover(spec *corev1.PodSpec) []Use {
 		c := &spec.EphemeralContainers[i].EphemeralContainerCommon
 		d.container(c.Env, c.EnvFrom)
 	}
-	return d.uses()
+	return d.result()
 }
 
-type objectRef struct {
-	kind Kind
-	name string
+// discovery collects uses in the order found; pod specs reference few
+// objects, so a slice beats a map.
+type discovery struct {
+	uses []Use
 }
 
-type use struct {
-	all      bool
-	keys     map[string]struct{}
-	optional bool
-}
-
-type discovery map[objectRef]*use
-
-func (d discovery) entry(kind Kind, name string, optional bool) *use {
-	ref := objectRef{kind, name}
-	u, ok := d[ref]
-	if !ok {
-		u = &use{keys: map[string]struct{}{}, optional: optional}
-		d[ref] = u
+func (d *discovery) entry(kind Kind, name string, optional bool) *Use {
+	for i := range d.uses {
+		if u := &d.uses[i]; u.Kind == kind && u.Name == name {
+			u.Optional = u.Optional && optional
+			return u
+		}
 	}
-	u.optional = u.optional && optional
-	return u
+	d.uses = append(d.uses, Use{Kind: kind, Name: name, Optional: optional})
+	return &d.uses[len(d.uses)-1]
 }
 
-func (d discovery) whole(kind Kind, name string, optional bool) {
+func (d *discovery) whole(kind Kind, name string, optional bool) {
 	if name == "" {
 		return
 	}
-	d.entry(kind, name, optional).all = true
+	d.entry(kind, name, optional).All = true
 }
 
-func (d discovery) key(kind Kind, name, key string, optional bool) {
+func (d *discovery) key(kind Kind, name, key string, optional bool) {
 	if name == "" {
 		return
 	}
-	d.entry(kind, name, optional).keys[key] = struct{}{}
+	u := d.entry(kind, name, optional)
+	u.Keys = append(u.Keys, key)
 }
 
-func (d discovery) items(kind Kind, name string, items []corev1.KeyToPath, optional bool) {
+func (d *discovery) items(kind Kind, name string, items []corev1.KeyToPath, optional bool) {
 	if len(items) == 0 {
 		d.whole(kind, name, optional)
 		return
@@ -97,7 +92,7 @@ func (d discovery) items(kind Kind, name string, items []corev1.KeyToPath, optio
 	}
 }
 
-func (d discovery) volumes(volumes []corev1.Volume) {
+func (d *discovery) volumes(volumes []corev1.Volume) {
 	for i := range volumes {
 		v := &volumes[i].VolumeSource
 		if cm := v.ConfigMap; cm != nil {
@@ -112,7 +107,7 @@ func (d discovery) volumes(volumes []corev1.Volume) {
 	}
 }
 
-func (d discovery) projected(sources []corev1.VolumeProjection) {
+func (d *discovery) projected(sources []corev1.VolumeProjection) {
 	for i := range sources {
 		if cm := sources[i].ConfigMap; cm != nil {
 			d.items(KindConfigMap, cm.Name, cm.Items, isTrue(cm.Optional))
@@ -123,7 +118,7 @@ func (d discovery) projected(sources []corev1.VolumeProjection) {
 	}
 }
 
-func (d discovery) container(env []corev1.EnvVar, envFrom []corev1.EnvFromSource) {
+func (d *discovery) container(env []corev1.EnvVar, envFrom []corev1.EnvFromSource) {
 	for i := range envFrom {
 		if r := envFrom[i].ConfigMapRef; r != nil {
 			d.whole(KindConfigMap, r.Name, isTrue(r.Optional))
@@ -146,18 +141,20 @@ func (d discovery) container(env []corev1.EnvVar, envFrom []corev1.EnvFromSource
 	}
 }
 
-func (d discovery) uses() []Use {
-	out := make([]Use, 0, len(d))
-	for ref, u := range d {
-		use := Use{Kind: ref.kind, Name: ref.name, All: u.all, Optional: u.optional}
-		if !u.all {
-			use.Keys = make([]string, 0, len(u.keys))
-			for k := range u.keys {
-				use.Keys = append(use.Keys, k)
-			}
-			sort.Strings(use.Keys)
+// result finishes the uses: a whole use lists no keys; keys are sorted and
+// without repeats; uses are sorted by kind, then name.
+func (d *discovery) result() []Use {
+	out := d.uses
+	if out == nil {
+		out = []Use{}
+	}
+	for i := range out {
+		if out[i].All {
+			out[i].Keys = nil
+			continue
 		}
-		out = append(out, use)
+		sort.Strings(out[i].Keys)
+		out[i].Keys = slices.Compact(out[i].Keys)
 	}
 	SortUses(out)
 	return out

@@ -1,0 +1,274 @@
+package inject
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// specReader reads the fields of a pod spec that reference ConfigMaps and
+// Secrets straight from the YAML nodes into the API types, with the API
+// server's rules for those fields: case-sensitive names, strings for names
+// and keys, booleans for optional, the last of repeated keys. Other fields
+// are not read. FuzzPodSpecReader holds it to a JSON decode of the same
+// nodes.
+type specReader struct {
+	path []string
+	err  error
+}
+
+func readPodSpec(n *yaml.Node) (*corev1.PodSpec, error) {
+	r := &specReader{}
+	spec := &corev1.PodSpec{}
+	r.fields(n, "spec", func(k string, v *yaml.Node) {
+		switch k {
+		case "volumes":
+			r.list(v, k, func(item *yaml.Node) { spec.Volumes = append(spec.Volumes, r.volume(item)) })
+		case "imagePullSecrets":
+			r.list(v, k, func(item *yaml.Node) {
+				spec.ImagePullSecrets = append(spec.ImagePullSecrets, corev1.LocalObjectReference{Name: r.stringField(item, "name")})
+			})
+		case "initContainers":
+			r.list(v, k, func(item *yaml.Node) { spec.InitContainers = append(spec.InitContainers, r.container(item)) })
+		case "containers":
+			r.list(v, k, func(item *yaml.Node) { spec.Containers = append(spec.Containers, r.container(item)) })
+		case "ephemeralContainers":
+			r.list(v, k, func(item *yaml.Node) {
+				c := r.container(item)
+				spec.EphemeralContainers = append(spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom}})
+			})
+		}
+	})
+	return spec, r.err
+}
+
+func (r *specReader) fail(what string, n *yaml.Node) {
+	if r.err == nil {
+		r.err = fmt.Errorf("line %d: %s", n.Line, what)
+	}
+}
+
+// fields calls f for each entry of mapping n (null is an empty mapping).
+func (r *specReader) fields(n *yaml.Node, name string, f func(k string, v *yaml.Node)) {
+	n = resolve(n)
+	if isNull(n) || r.err != nil {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		r.fail(name+": expected an object", n)
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		f(resolve(n.Content[i]).Value, n.Content[i+1])
+	}
+}
+
+// list calls f for each item of sequence n (null is an empty list).
+func (r *specReader) list(n *yaml.Node, name string, f func(*yaml.Node)) {
+	n = resolve(n)
+	if isNull(n) || r.err != nil {
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		r.fail(name+": expected a list", n)
+		return
+	}
+	for _, item := range n.Content {
+		f(item)
+	}
+}
+
+func (r *specReader) stringField(m *yaml.Node, key string) string {
+	var out string
+	r.fields(m, key, func(k string, v *yaml.Node) {
+		if k == key {
+			out = r.str(v, k)
+		}
+	})
+	return out
+}
+
+func (r *specReader) str(n *yaml.Node, name string) string {
+	n = resolve(n)
+	switch {
+	case isNull(n):
+		return ""
+	case n.Kind != yaml.ScalarNode || n.ShortTag() != yaml.NodeTagString:
+		r.fail(name+": expected a string", n)
+		return ""
+	}
+	return n.Value
+}
+
+func (r *specReader) boolPtr(n *yaml.Node, name string) *bool {
+	n = resolve(n)
+	if isNull(n) {
+		return nil
+	}
+	b, err := strconv.ParseBool(n.Value)
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != yaml.NodeTagBool || err != nil {
+		r.fail(name+": expected true or false", n)
+		return nil
+	}
+	return &b
+}
+
+func (r *specReader) items(n *yaml.Node) []corev1.KeyToPath {
+	var out []corev1.KeyToPath
+	r.list(n, "items", func(item *yaml.Node) {
+		out = append(out, corev1.KeyToPath{Key: r.stringField(item, "key")})
+	})
+	return out
+}
+
+// source reads name (under nameKey), items and optional of a configMap,
+// secret or projected source.
+func (r *specReader) source(n *yaml.Node, nameKey string) (name string, items []corev1.KeyToPath, optional *bool) {
+	r.fields(n, nameKey, func(k string, v *yaml.Node) {
+		switch k {
+		case nameKey:
+			name = r.str(v, k)
+		case "items":
+			items = r.items(v)
+		case "optional":
+			optional = r.boolPtr(v, k)
+		}
+	})
+	return name, items, optional
+}
+
+func (r *specReader) volume(n *yaml.Node) corev1.Volume {
+	var vol corev1.Volume
+	r.fields(n, "volumes[]", func(k string, v *yaml.Node) {
+		switch k {
+		case "configMap":
+			if !isNull(resolve(v)) {
+				name, items, opt := r.source(v, "name")
+				vol.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Items: items, Optional: opt}
+			}
+		case "secret":
+			if !isNull(resolve(v)) {
+				name, items, opt := r.source(v, "secretName")
+				vol.Secret = &corev1.SecretVolumeSource{SecretName: name, Items: items, Optional: opt}
+			}
+		case "projected":
+			if !isNull(resolve(v)) {
+				vol.Projected = &corev1.ProjectedVolumeSource{}
+				r.fields(v, k, func(pk string, pv *yaml.Node) {
+					if pk == "sources" {
+						r.list(pv, pk, func(item *yaml.Node) { vol.Projected.Sources = append(vol.Projected.Sources, r.projection(item)) })
+					}
+				})
+			}
+		}
+	})
+	return vol
+}
+
+func (r *specReader) projection(n *yaml.Node) corev1.VolumeProjection {
+	var p corev1.VolumeProjection
+	r.fields(n, "sources[]", func(k string, v *yaml.Node) {
+		if isNull(resolve(v)) {
+			return
+		}
+		switch k {
+		case "configMap":
+			name, items, opt := r.source(v, "name")
+			p.ConfigMap = &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Items: items, Optional: opt}
+		case "secret":
+			name, items, opt := r.source(v, "name")
+			p.Secret = &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Items: items, Optional: opt}
+		}
+	})
+	return p
+}
+
+func (r *specReader) container(n *yaml.Node) corev1.Container {
+	var c corev1.Container
+	r.fields(n, "containers[]", func(k string, v *yaml.Node) {
+		switch k {
+		case "name":
+			c.Name = r.str(v, k)
+		case "env":
+			r.list(v, k, func(item *yaml.Node) { c.Env = append(c.Env, r.envVar(item)) })
+		case "envFrom":
+			r.list(v, k, func(item *yaml.Node) { c.EnvFrom = append(c.EnvFrom, r.envFrom(item)) })
+		}
+	})
+	return c
+}
+
+func (r *specReader) envVar(n *yaml.Node) corev1.EnvVar {
+	var e corev1.EnvVar
+	r.fields(n, "env[]", func(k string, v *yaml.Node) {
+		switch k {
+		case "name":
+			e.Name = r.str(v, k)
+		case "valueFrom":
+			if isNull(resolve(v)) {
+				return
+			}
+			e.ValueFrom = &corev1.EnvVarSource{}
+			r.fields(v, k, func(sk string, sv *yaml.Node) {
+				if isNull(resolve(sv)) {
+					return
+				}
+				switch sk {
+				case "configMapKeyRef":
+					name, key, opt := r.keyRef(sv)
+					e.ValueFrom.ConfigMapKeyRef = &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key, Optional: opt}
+				case "secretKeyRef":
+					name, key, opt := r.keyRef(sv)
+					e.ValueFrom.SecretKeyRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key, Optional: opt}
+				}
+			})
+		}
+	})
+	return e
+}
+
+func (r *specReader) keyRef(n *yaml.Node) (name, key string, optional *bool) {
+	r.fields(n, "keyRef", func(k string, v *yaml.Node) {
+		switch k {
+		case "name":
+			name = r.str(v, k)
+		case "key":
+			key = r.str(v, k)
+		case "optional":
+			optional = r.boolPtr(v, k)
+		}
+	})
+	return name, key, optional
+}
+
+func (r *specReader) envFrom(n *yaml.Node) corev1.EnvFromSource {
+	var e corev1.EnvFromSource
+	r.fields(n, "envFrom[]", func(k string, v *yaml.Node) {
+		if isNull(resolve(v)) {
+			return
+		}
+		switch k {
+		case "configMapRef":
+			name, opt := r.ref(v)
+			e.ConfigMapRef = &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Optional: opt}
+		case "secretRef":
+			name, opt := r.ref(v)
+			e.SecretRef = &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Optional: opt}
+		}
+	})
+	return e
+}
+
+func (r *specReader) ref(n *yaml.Node) (name string, optional *bool) {
+	r.fields(n, "ref", func(k string, v *yaml.Node) {
+		switch k {
+		case "name":
+			name = r.str(v, k)
+		case "optional":
+			optional = r.boolPtr(v, k)
+		}
+	})
+	return name, optional
+}

@@ -1,0 +1,56 @@
+package inject
+
+import (
+	"reflect"
+	"testing"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/hashing"
+)
+
+var podSpecSeeds = []string{
+	"spec:\n  containers:\n  - name: a\n    env:\n    - name: X\n      valueFrom:\n        configMapKeyRef: {name: c, key: k, optional: true}\n    envFrom:\n    - secretRef: {name: s}\n",
+	"spec:\n  volumes:\n  - name: v\n    configMap: {name: c, items: [{key: a, path: a}]}\n  - name: p\n    projected:\n      sources:\n      - secret: {name: s, optional: false}\n      - configMap: {name: c2}\n  imagePullSecrets: [{name: pull}]\n",
+	"spec:\n  initContainers:\n  - name: i\n    env: [{name: A, valueFrom: {secretKeyRef: {name: s, key: \"1\"}}}]\n  ephemeralContainers:\n  - name: e\n    envFrom: [{configMapRef: {name: c, optional: true}}]\n",
+	"spec:\n  volumes:\n  - name: v\n    secret: {secretName: s, items: [{key: k}]}\n  containers: [{name: a, envFrom: [{configMapRef: {name: 1}}]}]\n",
+	"spec:\n  containers: &c [{name: a, env: [{name: X, valueFrom: {configMapKeyRef: {name: c, key: k, optional: 'yes'}}}]}]\n",
+}
+
+// TestPodSpecReader: the node reader finds the same uses as the JSON
+// decode of the same nodes, and refuses nothing the API types accept.
+func TestPodSpecReader(t *testing.T) {
+	for _, s := range podSpecSeeds {
+		compareReaders(t, s)
+	}
+}
+
+// FuzzPodSpecReader holds the node reader to the JSON decode for any pod
+// spec YAML.
+func FuzzPodSpecReader(f *testing.F) {
+	for _, s := range podSpecSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) { compareReaders(t, s) })
+}
+
+func compareReaders(t *testing.T, s string) {
+	t.Helper()
+	node, err := yaml.Parse(s)
+	if err != nil || node.YNode().Kind != yaml.MappingNode || checkAliases(node.YNode()) != nil {
+		return
+	}
+	viaJSON, jsonErr := podSpecViaJSON(node)
+	direct, directErr := podSpec(node)
+	if directErr != nil && jsonErr == nil {
+		t.Fatalf("the node reader refused what the API types accept: %v\n%s", directErr, s)
+	}
+	if jsonErr != nil || directErr != nil {
+		// The JSON path also checks fields the reader skips (an env
+		// entry's value, say); nothing to compare.
+		return
+	}
+	if a, b := hashing.Discover(viaJSON), hashing.Discover(direct); !reflect.DeepEqual(a, b) {
+		t.Fatalf("readers disagree:\njson   %+v\ndirect %+v\n%s", a, b, s)
+	}
+}
