@@ -23,10 +23,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/confighash/confighash/internal/controlplane"
+	"github.com/confighash/confighash/internal/controlplane/cptest"
 )
-
-// requireEnv makes missing binaries a test failure instead of a skip.
-const requireEnv = "CONFIGHASH_REQUIRE_CONTROLPLANE"
 
 // wantVersion is the Kubernetes version hack/build-controlplane.sh builds.
 const wantVersion = "v1.37.1"
@@ -57,19 +55,7 @@ func TestMain(m *testing.M) {
 // unless CONFIGHASH_REQUIRE_CONTROLPLANE is set, in which case it fails.
 func requireBinaries(t *testing.T) {
 	t.Helper()
-	dir, err := controlplane.DefaultBinDir()
-	if err == nil {
-		err = controlplane.CheckBinaries(dir)
-	}
-	if err == nil {
-		return
-	}
-	if os.Getenv(requireEnv) != "" {
-		t.Fatalf("%s is set but the control plane is unavailable: %v", requireEnv, err)
-	}
-	t.Skipf("skipping: control plane binaries not found (%v); build them with "+
-		"hack/build-controlplane.sh or set %s to point at them; set %s=1 to make this a failure",
-		err, controlplane.BinDirEnv, requireEnv)
+	cptest.Require(t)
 }
 
 // sharedControlPlane returns the package's control plane, starting it on

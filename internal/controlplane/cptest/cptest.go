@@ -41,7 +41,8 @@ func Require(t testing.TB) {
 	if os.Getenv(RequireEnv) != "" {
 		t.Fatalf("%s is set but the control plane is unavailable: %v", RequireEnv, err)
 	}
-	t.Skipf("skipping: control plane binaries not found (%v); run `make controlplane`, or set %s=1 to make this a failure", err, RequireEnv)
+	t.Skipf("skipping: control plane binaries not found (%v); run `make controlplane` or point %s at them; set %s=1 to make this a failure",
+		err, controlplane.BinDirEnv, RequireEnv)
 }
 
 // Shared returns the control plane shared by the test package, starting it
