@@ -15,8 +15,7 @@ import (
 // are not read. FuzzPodSpecReader holds it to a JSON decode of the same
 // nodes.
 type specReader struct {
-	path []string
-	err  error
+	err error
 }
 
 func readPodSpec(n *yaml.Node) (*corev1.PodSpec, error) {

@@ -25,7 +25,7 @@ type edit struct {
 }
 
 func newEditor(text []byte) *editor {
-	e := &editor{text: text, lines: make([]int, 1, bytes.Count(text, []byte("\n"))+1), newline: "\n"}
+	e := &editor{text: text, lines: make([]int, 1, bytes.Count(text, []byte("\n"))+1), newline: "\n", edits: make([]edit, 0, 2)}
 	for i, b := range text {
 		if b == '\n' {
 			e.lines = append(e.lines, i+1)
@@ -63,24 +63,23 @@ func (e *editor) keyStart(n *yaml.Node) (int, bool) {
 
 // set makes annotation key equal value in the metadata of mapping m.
 func (e *editor) set(m *yaml.Node, key, value string) bool {
-	entry := key + ": " + value
 	meta, ok := blockChild(m, "metadata")
 	if !ok {
 		return false
 	}
 	if meta == nil {
-		return e.insertBefore(m, "metadata:", "  annotations:", "    "+entry)
+		return e.insertBefore(m, key, value, "metadata:", "annotations:")
 	}
 	ann, ok := blockChild(meta, "annotations")
 	if !ok {
 		return false
 	}
 	if ann == nil {
-		return e.insertBefore(meta, "annotations:", "  "+entry)
+		return e.insertBefore(meta, key, value, "annotations:")
 	}
 	k, v := child(ann, key)
 	if k == nil {
-		return e.insertBefore(ann, entry)
+		return e.insertBefore(ann, key, value)
 	}
 	return e.replaceScalar(k, v, value)
 }
@@ -109,20 +108,39 @@ func (e *editor) clear(m *yaml.Node, key string) bool {
 	return e.deleteLine(k, v)
 }
 
-// insertBefore inserts lines, indented like m's first key, before that key.
-func (e *editor) insertBefore(m *yaml.Node, lines ...string) bool {
+// insertBefore inserts "key: value" before m's first key, at its
+// indentation, nested under the parent keys given (each two spaces deeper).
+func (e *editor) insertBefore(m *yaml.Node, key, value string, parents ...string) bool {
 	first := m.Content[0]
 	if _, ok := e.keyStart(first); !ok {
 		return false
 	}
-	indent := strings.Repeat(" ", first.Column-1)
-	var b strings.Builder
-	for _, l := range lines {
-		b.WriteString(indent + l + e.newline)
+	indent := first.Column - 1
+	size := (len(parents)+1)*(indent+2*len(parents)+len(e.newline)) + len(key) + 2 + len(value)
+	for _, p := range parents {
+		size += len(p)
 	}
+	var b strings.Builder
+	b.Grow(size)
+	for depth, p := range parents {
+		writeIndent(&b, indent+2*depth)
+		b.WriteString(p)
+		b.WriteString(e.newline)
+	}
+	writeIndent(&b, indent+2*len(parents))
+	b.WriteString(key)
+	b.WriteString(": ")
+	b.WriteString(value)
+	b.WriteString(e.newline)
 	start := e.lineStart(first.Line)
 	e.edits = append(e.edits, edit{start: start, end: start, text: b.String()})
 	return true
+}
+
+func writeIndent(b *strings.Builder, n int) {
+	for ; n > 0; n-- {
+		b.WriteByte(' ')
+	}
 }
 
 // replaceScalar replaces the single-line scalar v of key k with value.
