@@ -95,8 +95,17 @@ func checkMetadata(node *yaml.RNode) error {
 		return fmt.Errorf("metadata is not an object")
 	}
 	for _, name := range []string{"annotations", "labels"} {
-		if f := Child(meta, name); !isNull(f) && f.Kind != yaml.MappingNode {
+		f := Child(meta, name)
+		if isNull(f) {
+			continue
+		}
+		if f.Kind != yaml.MappingNode {
 			return fmt.Errorf("metadata.%s is not a map", name)
+		}
+		for i := 1; i < len(f.Content); i += 2 {
+			if v := f.Content[i]; v.Kind != yaml.ScalarNode {
+				return fmt.Errorf("metadata.%s.%s is not a string", name, f.Content[i-1].Value)
+			}
 		}
 	}
 	for _, name := range []string{"name", "namespace"} {

@@ -199,7 +199,10 @@ func (e *editor) scalarSpan(k, v *yaml.Node) (int, int, bool) {
 			return 0, 0, false
 		}
 	}
-	return start, start + n, n > 0
+	if end := start + n; n == 0 || (end < len(e.text) && !isSpace(e.text[end])) {
+		return 0, 0, false // something glued to the value ("\"\"#"): not a span to replace
+	}
+	return start, start + n, true
 }
 
 func plainEnd(rest []byte) int {
@@ -271,3 +274,5 @@ func isASCII(s string) bool {
 	}
 	return true
 }
+
+func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }

@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -106,16 +107,19 @@ func reencode(text []byte, w inject.Workload, opts inject.Options) ([]byte, erro
 }
 
 // sameContent checks that re-encoded text reads back as the node: the YAML
-// encoder can lose an implicit null in flow style, and confighash must never
-// write a document that means something else.
+// encoder can turn an implicit null in flow style into ”, and confighash
+// must never write a document that means something else. (The nodes are
+// compared through yaml.v3's own decoding; kyaml's JSON conversion shows
+// both as "".)
 func sameContent(node *yaml.RNode, text []byte) error {
 	back, err := parse(text)
 	if err != nil {
 		return fmt.Errorf("re-encoding the document: %w", err)
 	}
-	want, err1 := node.MarshalJSON()
-	got, err2 := back.MarshalJSON()
-	if err1 != nil || err2 != nil || !bytes.Equal(want, got) {
+	var want, got any
+	err1 := node.YNode().Decode(&want)
+	err2 := back.YNode().Decode(&got)
+	if err1 != nil || err2 != nil || !reflect.DeepEqual(want, got) {
 		return fmt.Errorf("this document's layout (flow style) cannot be annotated without changing its meaning; write its metadata in block style")
 	}
 	return nil
