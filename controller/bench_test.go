@@ -192,7 +192,11 @@ func BenchmarkRolloutLatency(b *testing.B) {
 		latencies = append(latencies, r.obs.at(next-1).Sub(t0)-window)
 	}
 	b.StopTimer()
-	time.Sleep(time.Second) // let the Events of the last change be written
+	// The Event of each roll is posted after the patch: wait for all of them
+	// before counting requests.
+	eventually(b, "an Event per change", func(context.Context) (bool, error) {
+		return counter.snapshot()["POST events"] >= changes, nil
+	})
 	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
 	p := func(q float64) time.Duration { return latencies[int(q*float64(len(latencies)-1))] }
 	b.ReportMetric(float64(p(0.5).Microseconds())/1000, "p50-ms")
