@@ -24,7 +24,7 @@ import (
 
 func main() {
 	bin := flag.String("bin", "bin/confighash", "confighash binary, for the start-up figure")
-	rounds := flag.Int("rounds", 3, "rounds; each step keeps its fastest")
+	rounds := flag.Int("rounds", 5, "rounds; each step keeps its fastest")
 	flag.Parse()
 	if err := run(*bin, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

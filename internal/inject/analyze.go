@@ -285,3 +285,20 @@ func externalFindings(w Workload) []Finding {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Severity < out[j].Severity })
 	return out
 }
+
+// Rebind returns the workload with its nodes taken from another parse of
+// the same document (one whose comments are exactly where the document has
+// them, for writing it anew).
+func (w Workload) Rebind(node *yaml.RNode, opts Options) (Workload, error) {
+	w.Node = node
+	if w.Template == nil {
+		return w, nil
+	}
+	path, _ := opts.templatePath(w.group(), w.Kind)
+	tn := Path(node.YNode(), path...)
+	if tn == nil || tn.Kind != yaml.MappingNode {
+		return w, fmt.Errorf("%s: %s is not an object", w.Object, strings.Join(path, "."))
+	}
+	w.Template = yaml.NewRNode(tn)
+	return w, nil
+}

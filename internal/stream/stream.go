@@ -20,6 +20,8 @@ func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) 
 	docs := make([]inject.Doc, 0, len(chunks))
 	chunkOf := make([]int, 0, len(chunks))
 	var buf scanBuffers
+	var toParse [][]byte // documents the config scanner did not read
+	var parsedDoc []int
 	for i, c := range chunks {
 		if !hasContent(c.text) {
 			continue
@@ -28,18 +30,22 @@ func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) 
 		if isConfigKind(c.text) {
 			if content, ok := scanConfig(c.text, &buf); ok {
 				d.Config = &content
-				docs = append(docs, d)
-				chunkOf = append(chunkOf, i)
-				continue
 			}
 		}
-		node, err := parse(c.text)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", where(d), err)
+		if d.Config == nil {
+			toParse = append(toParse, c.text)
+			parsedDoc = append(parsedDoc, len(docs))
 		}
-		d.Node = node
 		docs = append(docs, d)
 		chunkOf = append(chunkOf, i)
+	}
+	nodes, errs := parseBatch(toParse)
+	for j, n := range nodes {
+		d := &docs[parsedDoc[j]]
+		if errs[j] != nil {
+			return nil, nil, fmt.Errorf("%s: %w", where(*d), errs[j])
+		}
+		d.Node = n
 	}
 	report, err := inject.AnalyzeDocs(docs, opts)
 	if err != nil {
@@ -90,6 +96,15 @@ func (e *editor) annotate(m *yaml.Node, key, value string) bool {
 // reencode applies the annotations on the parsed node and writes the
 // document anew, keeping its separator line.
 func reencode(text []byte, w inject.Workload, opts inject.Options) ([]byte, error) {
+	// A document parsed in a batch may have a comment attached elsewhere
+	// than on its own (see parseBatch); writing it anew needs its own parse.
+	node, err := parse(text)
+	if err != nil {
+		return nil, err
+	}
+	if w, err = w.Rebind(node, opts); err != nil {
+		return nil, err
+	}
 	if err := inject.Apply(w, opts); err != nil {
 		return nil, err
 	}
