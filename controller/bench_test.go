@@ -212,7 +212,7 @@ func BenchmarkRolloutLatency(b *testing.B) {
 // createWorkloads creates n ConfigMaps and n Deployments (zero replicas),
 // Deployment i consuming key LOG_LEVEL of ConfigMap app-i, with the
 // render-time hash a render would have written.
-func createWorkloads(b *testing.B, e *env, n int) {
+func createWorkloads(b testing.TB, e *env, n int) {
 	b.Helper()
 	ctx := context.Background()
 	var wg sync.WaitGroup

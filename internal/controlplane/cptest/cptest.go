@@ -65,10 +65,16 @@ func Shared(t testing.TB) *controlplane.ControlPlane {
 // ends: for tests that stop or restart components.
 func Private(t testing.TB) *controlplane.ControlPlane {
 	t.Helper()
+	return PrivateWith(t, controlplane.Options{})
+}
+
+// PrivateWith is Private with options (extra component flags, say).
+func PrivateWith(t testing.TB, opts controlplane.Options) *controlplane.ControlPlane {
+	t.Helper()
 	Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	cp, err := controlplane.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("start a private control plane: %v", err)
 	}
