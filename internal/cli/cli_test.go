@@ -188,3 +188,23 @@ func TestKeyedMode(t *testing.T) {
 	assert.NotEqual(t, want, hashWith(map[string]string{"CONFIGHASH_HMAC_KEY": "another key"}))
 	assert.Equal(t, "v1-sha256:db044c714fc4df8a10d0b42c6a88a3171446b9bab775850b9f7366b47df7ee88", hashWith(nil), "vector 02: the same objects, plain")
 }
+
+// verify's message says why a hash is off: missing (the function did not
+// run) or different (a later config change, another namespace or key).
+func TestVerifyHints(t *testing.T) {
+	stale := strings.Replace(deployment, "  template:\n", "  template:\n    metadata:\n      annotations:\n        confighash.dev/hash: v1-sha256:00\n", 1)
+	for _, tt := range []struct {
+		name, input, want, not string
+	}{
+		{"missing", deployment + "---\n" + configMap, "1 without one: did the function run?", "another value"},
+		{"stale", stale + "---\n" + configMap, "1 with another value: the configs changed after the render", "did the function run"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(t, tt.input, "verify")
+			assert.Equal(t, 1, code)
+			assert.Empty(t, out)
+			assert.Contains(t, errOut, tt.want)
+			assert.NotContains(t, errOut, tt.not)
+		})
+	}
+}

@@ -154,14 +154,27 @@ func runVerify(args []string, stdio IO) error {
 		return err
 	}
 	var bad []string
+	missing, stale := 0, 0
 	for _, e := range explainAll(o, r) {
 		if !e.OptedOut && e.Current != e.Hash {
 			bad = append(bad, fmt.Sprintf("  %s (document %d%s): want %q, found %q", e.Workload, e.Document, pathSuffix(e.Path), e.Hash, e.Current))
+			if e.Current == "" {
+				missing++
+			} else {
+				stale++
+			}
 		}
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("%d workloads lack their current %s (did the function run? kustomize needs --enable-alpha-plugins --enable-exec):\n%s",
-			len(bad), o.Annotation(inject.HashName), strings.Join(bad, "\n"))
+		var hints []string
+		if missing > 0 {
+			hints = append(hints, fmt.Sprintf("%d without one: did the function run? kustomize needs --enable-alpha-plugins --enable-exec", missing))
+		}
+		if stale > 0 {
+			hints = append(hints, fmt.Sprintf("%d with another value: the configs changed after the render, or it used another --namespace or HMAC key", stale))
+		}
+		return fmt.Errorf("%d workloads lack their current %s (%s):\n%s",
+			len(bad), o.Annotation(inject.HashName), strings.Join(hints, "; "), strings.Join(bad, "\n"))
 	}
 	fmt.Fprintf(stdio.Out, "ok: %d workloads, every hash current\n", len(r.Workloads))
 	return nil
