@@ -191,14 +191,16 @@ func scaleChange(b *testing.B, ns string, cs kubernetes.Interface, idx, i int) t
 	b.Helper()
 	ctx := context.Background()
 	name := fmt.Sprintf("app-%d", idx)
-	d, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	// Watch from the list's resourceVersion, the current one: the
+	// Deployment's own may be older than the apiserver's watch cache holds.
+	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	list, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{FieldSelector: selector})
 	require.NoError(b, err)
-	before := d.Spec.Template.Annotations["confighash.dev/controller-hash"]
+	require.Len(b, list.Items, 1, name)
+	before := list.Items[0].Spec.Template.Annotations["confighash.dev/controller-hash"]
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	wi, err := cs.AppsV1().Deployments(ns).Watch(wctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), ResourceVersion: d.ResourceVersion,
-	})
+	wi, err := cs.AppsV1().Deployments(ns).Watch(wctx, metav1.ListOptions{FieldSelector: selector, ResourceVersion: list.ResourceVersion})
 	require.NoError(b, err)
 	defer wi.Stop()
 	t0 := time.Now()
