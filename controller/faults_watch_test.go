@@ -111,14 +111,6 @@ func (p *partition) heal() {
 	p.counts = map[string]int{}
 }
 
-// count is the requests made since the last heal, heldCount those held
-// while cut.
-func (p *partition) count(key string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.counts[key]
-}
-
 func (p *partition) snapshot(m map[string]int) map[string]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -131,6 +123,8 @@ func (p *partition) snapshot(m map[string]int) map[string]int {
 	return out
 }
 
+// expiredCount is the watch streams of key ("WATCH configmaps") that ended
+// in 410 Gone; heldCount the requests of key held while cut.
 func (p *partition) expiredCount(key string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()

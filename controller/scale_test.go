@@ -203,7 +203,7 @@ func scaleChange(b *testing.B, ns string, cs kubernetes.Interface, idx, i int) t
 	wi, err := cs.AppsV1().Deployments(ns).Watch(wctx, metav1.ListOptions{FieldSelector: selector, ResourceVersion: list.ResourceVersion})
 	require.NoError(b, err)
 	defer wi.Stop()
-	t0 := time.Now()
+	var t0 time.Time
 	if i%2 == 0 {
 		cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 		require.NoError(b, err)

@@ -14,9 +14,9 @@ func TestReadSortsAndRejects(t *testing.T) {
 	assert.Equal(t, []int{1000, 5000}, []int{rows[0].Workloads, rows[1].Workloads})
 
 	for in, want := range map[string]string{
-		"":                    "no results",
-		"{":                   "line 1",
-		`{"p50ms":1}`:         "line 1: no workloads",
+		"":                     "no results",
+		"{":                    "line 1",
+		`{"p50ms":1}`:          "line 1: no workloads",
 		"{\"workloads\":1}\nx": "line 2",
 	} {
 		_, err := read(strings.NewReader(in))
