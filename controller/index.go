@@ -23,13 +23,13 @@ const IndexConsumes = "confighash.dev/consumes"
 // discovery as the reconciler, so an event reaches exactly the workloads the
 // reconciler would hash the config for.
 func (r *Reconciler) indexer(kind *workloadKind) client.IndexerFunc {
-	keyed := len(r.opts.Key) > 0
+	keyID := hashing.KeyID(r.opts.Key)
 	return func(obj client.Object) []string {
 		tmpl, err := kind.template(obj)
 		if err != nil || tmpl == nil {
 			return nil
 		}
-		v := inspect(obj.GetAnnotations(), tmpl, r.keys, keyed)
+		v := inspect(obj.GetAnnotations(), tmpl, r.keys, keyID)
 		if !v.Managed {
 			return nil
 		}
@@ -117,7 +117,7 @@ func (r *Reconciler) enqueueConsumers(ctx context.Context, kind hashing.Kind, ob
 // manages reports whether the controller manages a workload object.
 func (r *Reconciler) manages(kind *workloadKind, obj client.Object) bool {
 	tmpl, err := kind.template(obj)
-	return err == nil && tmpl != nil && inspect(obj.GetAnnotations(), tmpl, r.keys, len(r.opts.Key) > 0).Managed
+	return err == nil && tmpl != nil && inspect(obj.GetAnnotations(), tmpl, r.keys, hashing.KeyID(r.opts.Key)).Managed
 }
 
 // workloadHandler queues a managed workload when it appears, when its spec

@@ -130,6 +130,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 		r.memory.with(req, func(e *entry) {
 			if !e.warnedUnknown {
 				e.warnedUnknown = true
+				if v.OtherKeyID != "" {
+					log.Info("render-time hash made with another HMAC key; treating every config as external (give the controller the render's key)",
+						"renderKeyID", v.OtherKeyID, "controllerKeyID", hashing.KeyID(r.opts.Key))
+					return
+				}
 				log.Info("render-time hash of an unknown version or mode; treating every config as external", "hash", v.RawRenderHash)
 			}
 		})
@@ -165,7 +170,7 @@ func (r *Reconciler) view(req Request, obj client.Object, tmpl *corev1.PodTempla
 		t.Annotations = merged(tmpl.Annotations, ot)
 		tmpl = &t
 	}
-	return inspect(meta, tmpl, r.keys, len(r.opts.Key) > 0)
+	return inspect(meta, tmpl, r.keys, hashing.KeyID(r.opts.Key))
 }
 
 func merged(base, over map[string]string) map[string]string {

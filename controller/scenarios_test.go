@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/confighash/confighash/controller"
+	"github.com/confighash/confighash/hashing"
 )
 
 // The DESIGN.md scenarios S1–S10 against the real control plane. Each test
@@ -476,39 +477,51 @@ func (s *scenario) workloadAnnotations() workloadAnnotations {
 
 // The keyed mode end to end: rendered with bin/confighash --hmac-key-file,
 // the controller with the same key computes the same value (S1) and rolls on
-// an edit (S4). A controller without the key sees a hash of another mode: it
-// treats every config as external and records baselines, never rolls for
-// it, and still rolls on a real edit.
+// an edit (S4). A controller without the key, or with another one (it tells
+// by the key id written next to the hash), cannot compare the hash: it treats
+// every config as external and records baselines, never rolls for it, and
+// still rolls on a real edit.
 func TestKeyedMode(t *testing.T) {
 	key := []byte("a-key-only-the-deployer-knows")
-	keyFile := filepath.Join(t.TempDir(), "key")
+	dir := t.TempDir()
+	keyFile, otherKeyFile := filepath.Join(dir, "key"), filepath.Join(dir, "other-key")
 	require.NoError(t, os.WriteFile(keyFile, append(key, '\n'), 0o600))
-	for _, withKey := range []bool{true, false} {
-		t.Run(fmt.Sprintf("controller-keyed=%v", withKey), func(t *testing.T) {
+	require.NoError(t, os.WriteFile(otherKeyFile, []byte("another-key\n"), 0o600))
+	for _, c := range []struct {
+		name, controllerKey string
+		parity              bool
+	}{
+		{"controller-keyed=true", keyFile, true},
+		{"controller-keyed=false", "", false},
+		{"controller-other-key", otherKeyFile, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			s := &scenario{env: e, kind: "Deployment"}
 			e.createSecret("db-creds", map[string]string{"password": "pw-1"})
 			s.rendered = render(t, e.stream(defaultApp("Deployment")), "--hmac-key-file", keyFile)
 			require.Contains(t, s.rendered, "confighash.dev/hash: v1-hmac-sha256:")
+			require.Contains(t, s.rendered, "confighash.dev/key-id: "+hashing.KeyID(key))
 			opts := e.testOptions()
-			if withKey {
-				opts.HMACKeyFile = keyFile
-			}
+			opts.HMACKeyFile = c.controllerKey
 			s.ctrl = e.start(opts)
 			require.NoError(t, e.apply(s.rendered, "kubectl"))
 			o, _ := s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
-			if withKey {
+			if c.parity {
 				assert.Equal(t, o.Input.RenderHash, o.Input.LiveIn, "keyed parity")
 			} else {
-				assert.Empty(t, o.Input.RenderHash, "a keyed render hash is unknown to a plain controller")
-				assert.Contains(t, s.workloadAnnotations().meta["confighash.dev/external-baseline"], "ConfigMap/app-config=v1-sha256:")
+				assert.Empty(t, o.Input.RenderHash, "a keyed render hash is unknown to a controller without the key")
+				assert.Contains(t, s.workloadAnnotations().meta["confighash.dev/external-baseline"], "ConfigMap/app-config=v1-")
 			}
 			assert.Equal(t, 0, s.rollouts())
 			mark := s.ctrl.obs.mark()
 			s.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "debug" })
 			s.expectRoll(mark)
 			assert.Equal(t, 1, s.rollouts())
+			if c.controllerKey == otherKeyFile {
+				assert.Contains(t, s.ctrl.logs.String(), "render-time hash made with another HMAC key")
+			}
 		})
 	}
 }

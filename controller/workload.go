@@ -23,13 +23,14 @@ const (
 
 // keys are the confighash annotation keys under one prefix.
 type keys struct {
-	hash, external, enabled                  string
+	hash, keyID, external, enabled           string
 	controllerHash, controllerBase, baseline string
 }
 
 func newKeys(prefix string) keys {
 	return keys{
 		hash:           annotations.Key(prefix, annotations.Hash),
+		keyID:          annotations.Key(prefix, annotations.KeyID),
 		external:       annotations.Key(prefix, annotations.External),
 		enabled:        annotations.Key(prefix, annotations.Enabled),
 		controllerHash: annotations.Key(prefix, annotations.ControllerHash),
@@ -52,16 +53,20 @@ type view struct {
 	RenderHash    string
 	RawRenderHash string
 	UnknownHash   bool
+	// OtherKeyID is the key id of a keyed render-time hash made with a key
+	// other than the controller's (the hash is then unknown too).
+	OtherKeyID string
 	// The controller's own record.
 	ControllerHash string
 	ControllerBase string
 	Baseline       string
 }
 
-// inspect reads a workload's annotations and pod template. keyed says
-// whether the controller hashes with an HMAC key: a render-time hash of the
-// other mode cannot be compared and counts as unknown.
-func inspect(meta map[string]string, tmpl *corev1.PodTemplateSpec, k keys, keyed bool) view {
+// inspect reads a workload's annotations and pod template. keyID is the
+// controller's HMAC key id, empty without a key: a render-time hash of the
+// other mode, or made with another key, cannot be compared and counts as
+// unknown.
+func inspect(meta map[string]string, tmpl *corev1.PodTemplateSpec, k keys, keyID string) view {
 	var v view
 	if tmpl == nil || meta[k.enabled] == "false" {
 		return v
@@ -74,8 +79,12 @@ func inspect(meta map[string]string, tmpl *corev1.PodTemplateSpec, k keys, keyed
 	v.Managed = true
 	v.RawRenderHash = ta[k.hash]
 	v.RenderHash = v.RawRenderHash
-	if v.RawRenderHash != "" && !usableHash(v.RawRenderHash, keyed) {
+	switch rendered := ta[k.keyID]; {
+	case v.RawRenderHash == "":
+	case !usableHash(v.RawRenderHash, keyID != ""):
 		v.RenderHash, v.UnknownHash = "", true
+	case keyID != "" && rendered != "" && rendered != keyID:
+		v.RenderHash, v.UnknownHash, v.OtherKeyID = "", true, rendered
 	}
 	v.ControllerHash, v.ControllerBase = ta[k.controllerHash], ta[k.controllerBase]
 	v.Baseline = meta[k.baseline]

@@ -36,12 +36,13 @@ func TestInspect(t *testing.T) {
 	tests := []struct {
 		name         string
 		meta, tmpl   map[string]string
-		keyed        bool
+		keyID        string // the controller's; empty without a key
 		wantManaged  bool
 		wantUses     []string
 		wantExternal []string
 		wantRender   string
 		wantUnknown  bool
+		wantOtherKey string
 	}{
 		{name: "no annotation: not managed"},
 		{name: "render hash: managed, nothing external", tmpl: map[string]string{k.hash: plain},
@@ -67,14 +68,18 @@ func TestInspect(t *testing.T) {
 			wantExternal: []string{"Secret/tls"}, wantRender: plain},
 		{name: "keyed render hash, plain controller: unknown", tmpl: map[string]string{k.hash: keyedHash},
 			wantManaged: true, wantUses: all, wantExternal: all, wantUnknown: true},
-		{name: "keyed render hash, keyed controller", tmpl: map[string]string{k.hash: keyedHash}, keyed: true,
+		{name: "keyed render hash without a key id, keyed controller", tmpl: map[string]string{k.hash: keyedHash}, keyID: "00112233aabbccdd",
 			wantManaged: true, wantUses: all, wantRender: keyedHash},
+		{name: "keyed render hash, the controller's key", tmpl: map[string]string{k.hash: keyedHash, k.keyID: "00112233aabbccdd"},
+			keyID: "00112233aabbccdd", wantManaged: true, wantUses: all, wantRender: keyedHash},
+		{name: "keyed render hash, another key: unknown", tmpl: map[string]string{k.hash: keyedHash, k.keyID: "ffeeddccbbaa9988"},
+			keyID: "00112233aabbccdd", wantManaged: true, wantUses: all, wantExternal: all, wantUnknown: true, wantOtherKey: "ffeeddccbbaa9988"},
 		{name: "unknown version", tmpl: map[string]string{k.hash: "v2-sha3:00"},
 			wantManaged: true, wantUses: all, wantExternal: all, wantUnknown: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := inspect(tt.meta, podTemplate(tt.tmpl), k, tt.keyed)
+			v := inspect(tt.meta, podTemplate(tt.tmpl), k, tt.keyID)
 			assert.Equal(t, tt.wantManaged, v.Managed, "managed")
 			if !tt.wantManaged {
 				return
@@ -89,20 +94,21 @@ func TestInspect(t *testing.T) {
 			assert.Equal(t, tt.wantExternal, ext, "external")
 			assert.Equal(t, tt.wantRender, v.RenderHash, "render hash")
 			assert.Equal(t, tt.wantUnknown, v.UnknownHash, "unknown")
+			assert.Equal(t, tt.wantOtherKey, v.OtherKeyID, "other key id")
 		})
 	}
 }
 
 func TestInspectKeepsKeyPrecision(t *testing.T) {
-	v := inspect(map[string]string{ReloaderCMReloadAnnotation: "app"}, podTemplate(nil), newKeys(""), false)
+	v := inspect(map[string]string{ReloaderCMReloadAnnotation: "app"}, podTemplate(nil), newKeys(""), "")
 	assert.Equal(t, []hashing.Use{{Kind: hashing.KindConfigMap, Name: "app", Keys: []string{"LOG_LEVEL"}}}, v.Uses)
 }
 
 func TestCustomPrefix(t *testing.T) {
 	k := newKeys("example.com")
 	assert.Equal(t, "example.com/hash", k.hash)
-	assert.False(t, inspect(nil, podTemplate(map[string]string{"confighash.dev/hash": plain}), k, false).Managed)
-	assert.True(t, inspect(nil, podTemplate(map[string]string{"example.com/hash": plain}), k, false).Managed)
+	assert.False(t, inspect(nil, podTemplate(map[string]string{"confighash.dev/hash": plain}), k, "").Managed)
+	assert.True(t, inspect(nil, podTemplate(map[string]string{"example.com/hash": plain}), k, "").Managed)
 }
 
 func TestRollMessage(t *testing.T) {

@@ -89,6 +89,22 @@ func usesSorted(uses []Use) bool {
 	return true
 }
 
+// keyIDDomain separates the key id from every other use of the key.
+const keyIDDomain = "confighash.dev/key-id/v1\n"
+
+// KeyID names a key without revealing it (section 5 of HASHING.md): 16 hex
+// digits, written next to a keyed value so that a holder of another key can
+// tell "other key" from "changed content". Empty for no key.
+func KeyID(key []byte) string {
+	if len(key) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	_, _ = h.Write([]byte(keyIDDomain))
+	_, _ = h.Write(key)
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
 // IsValue reports whether s has the shape of a confighash value.
 func IsValue(s string) bool {
 	rest, ok := strings.CutPrefix(s, PlainPrefix)

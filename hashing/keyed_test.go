@@ -133,3 +133,13 @@ func TestKeyedModeStopsGuessing(t *testing.T) {
 	_, ok = guess(renderSide("4821", []byte("a-key-only-the-deployer-knows")))
 	assert.False(t, ok, "a keyed hash gives nothing to test guesses against")
 }
+
+// The key id is the one in HASHING.md section 5 (computed independently:
+// python3 -c "import hashlib; print(hashlib.sha256(b'confighash.dev/key-id/v1\n'+b'a-key').hexdigest()[:16])"),
+// differs between keys and is empty without a key.
+func TestKeyID(t *testing.T) {
+	assert.Equal(t, "ecc58aa4c637408d", hashing.KeyID([]byte("a-key")))
+	assert.NotEqual(t, hashing.KeyID([]byte("a-key")), hashing.KeyID([]byte("b-key")))
+	assert.Empty(t, hashing.KeyID(nil))
+	assert.Empty(t, hashing.KeyID([]byte{}))
+}

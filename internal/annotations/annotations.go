@@ -11,6 +11,10 @@ const (
 	// Hash, on a pod template, holds the render-time hash of the in-stream
 	// configs.
 	Hash = "hash"
+	// KeyID, on a pod template next to a keyed Hash, names the HMAC key it
+	// was made with (hashing.KeyID), so that a controller holding another key
+	// knows it cannot compare the hash.
+	KeyID = "key-id"
 	// External, on a workload, lists the configs it consumes from outside the
 	// rendered stream, as Kind/name separated by commas.
 	External = "external"

@@ -208,3 +208,31 @@ func TestVerifyHints(t *testing.T) {
 		})
 	}
 }
+
+// A keyed hash is written with its key id, through the stream and the KRM
+// paths alike; a plain run over keyed output removes the key id with the
+// keyed hash, and a run with another key replaces both.
+func TestKeyIDAnnotation(t *testing.T) {
+	input := deployment + "---\n" + configMap
+	keyID := regexp.MustCompile(`confighash.dev/key-id: (\S+)`)
+	run := func(in string, env map[string]string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code := cli.Run(nil, cli.IO{In: strings.NewReader(in), Out: &out, Err: &errb, Getenv: func(k string) string { return env[k] }})
+		require.Equal(t, 0, code, errb.String())
+		return out.String()
+	}
+	keyed := run(input, map[string]string{"CONFIGHASH_HMAC_KEY": "a-key"})
+	assert.Equal(t, []string{"confighash.dev/key-id: ecc58aa4c637408d", "ecc58aa4c637408d"}, keyID.FindStringSubmatch(keyed), keyed)
+	assert.Contains(t, keyed, "confighash.dev/hash: v1-hmac-sha256:")
+	fromKRM := run(resourceList(input, ""), map[string]string{"CONFIGHASH_HMAC_KEY": "a-key"})
+	assert.Regexp(t, `confighash.dev/key-id: '?ecc58aa4c637408d`, fromKRM) // kyaml quotes annotation values
+
+	plain := run(keyed, nil)
+	assert.NotContains(t, plain, "key-id", plain)
+	assert.Contains(t, plain, "confighash.dev/hash: v1-sha256:")
+
+	other := run(keyed, map[string]string{"CONFIGHASH_HMAC_KEY": "b-key"})
+	assert.Equal(t, 1, strings.Count(other, "key-id"), other)
+	assert.NotContains(t, other, "ecc58aa4c637408d")
+}

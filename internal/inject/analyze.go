@@ -29,6 +29,15 @@ type Workload struct {
 	Hash string
 }
 
+// KeyID is the key id to write next to the hash: the key's in keyed mode
+// when there is a hash, else none.
+func (w Workload) KeyID(opts Options) string {
+	if w.Hash == "" {
+		return ""
+	}
+	return hashing.KeyID(opts.Key)
+}
+
 // ExternalValue renders the external uses for the workload annotation.
 func (w Workload) ExternalValue() string {
 	refs := make([]string, len(w.External))

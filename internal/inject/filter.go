@@ -43,6 +43,9 @@ func Apply(w Workload, opts Options) error {
 	if err := setOrClear(w.Template, opts.Annotation(HashName), w.Hash); err != nil {
 		return err
 	}
+	if err := setOrClear(w.Template, opts.Annotation(KeyIDName), w.KeyID(opts)); err != nil {
+		return err
+	}
 	return setOrClear(w.Node, opts.Annotation(ExternalName), w.ExternalValue())
 }
 

@@ -15,6 +15,8 @@ const DefaultPrefix = annotations.DefaultPrefix
 const (
 	// HashName, on a pod template, holds the render-time hash.
 	HashName = annotations.Hash
+	// KeyIDName, on a pod template next to a keyed hash, names the key.
+	KeyIDName = annotations.KeyID
 	// ExternalName, on a workload, lists what it consumes from outside the
 	// stream, as Kind/name separated by commas, for the controller to watch.
 	ExternalName = annotations.External

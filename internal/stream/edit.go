@@ -24,6 +24,8 @@ type edit struct {
 	text       string
 }
 
+func (e edit) isInsertion() bool { return e.start == e.end }
+
 func newEditor(text []byte) *editor {
 	e := &editor{text: text, lines: make([]int, 1, bytes.Count(text, []byte("\n"))+1), newline: "\n", edits: make([]edit, 0, 2)}
 	for i, b := range text {
@@ -61,31 +63,42 @@ func (e *editor) keyStart(n *yaml.Node) (int, bool) {
 	return at, true
 }
 
-// set makes annotation key equal value in the metadata of mapping m.
-func (e *editor) set(m *yaml.Node, key, value string) bool {
+// kv is one annotation to set; an empty value removes it.
+type kv struct{ key, value string }
+
+// set makes each annotation of kvs equal its value in the metadata of
+// mapping m. New keys are inserted together, ahead of the existing ones.
+func (e *editor) set(m *yaml.Node, kvs []kv) bool {
 	meta, ok := blockChild(m, "metadata")
 	if !ok {
 		return false
 	}
 	if meta == nil {
-		return e.insertBefore(m, key, value, "metadata:", "annotations:")
+		return e.insertBefore(m, kvs, "metadata:", "annotations:")
 	}
 	ann, ok := blockChild(meta, "annotations")
 	if !ok {
 		return false
 	}
 	if ann == nil {
-		return e.insertBefore(meta, key, value, "annotations:")
+		return e.insertBefore(meta, kvs, "annotations:")
 	}
-	k, v := child(ann, key)
-	if k == nil {
-		return e.insertBefore(ann, key, value)
+	var addBuf [2]kv
+	add := addBuf[:0]
+	for _, p := range kvs {
+		k, v := child(ann, p.key)
+		if k == nil {
+			add = append(add, p)
+		} else if !e.replaceScalar(k, v, p.value) {
+			return false
+		}
 	}
-	return e.replaceScalar(k, v, value)
+	return len(add) == 0 || e.insertBefore(ann, add)
 }
 
-// clear removes annotation key from the metadata of mapping m.
-func (e *editor) clear(m *yaml.Node, key string) bool {
+// clear removes annotations keys from the metadata of mapping m; adding
+// says how many set will add to it in the same edit.
+func (e *editor) clear(m *yaml.Node, keys []string, adding int) bool {
 	meta, ok := blockChild(m, "metadata")
 	if !ok || meta == nil {
 		return ok
@@ -94,31 +107,42 @@ func (e *editor) clear(m *yaml.Node, key string) bool {
 	if !ok || ann == nil {
 		return ok
 	}
-	k, v := child(ann, key)
-	if k == nil {
-		return true
+	removed := 0
+	for _, key := range keys {
+		k, v := child(ann, key)
+		if k == nil {
+			continue
+		}
+		if !e.deleteLine(k, v) {
+			return false
+		}
+		removed++
 	}
-	if len(ann.Content) == 2 {
-		// The only annotation: remove the annotations key with it, unless
-		// that would leave metadata empty.
+	if adding == 0 && 2*removed == len(ann.Content) {
+		// No annotation left: remove the annotations key too, unless that
+		// would leave metadata empty.
 		annKey, _ := child(meta, "annotations")
-		return len(meta.Content) > 2 && ann.Content[0].Line > annKey.Line &&
-			e.deleteLine(annKey, nil) && e.deleteLine(k, v)
+		return len(meta.Content) > 2 && ann.Content[0].Line > annKey.Line && e.deleteLine(annKey, nil)
 	}
-	return e.deleteLine(k, v)
+	return true
 }
 
-// insertBefore inserts "key: value" before m's first key, at its
-// indentation, nested under the parent keys given (each two spaces deeper).
-func (e *editor) insertBefore(m *yaml.Node, key, value string, parents ...string) bool {
+// insertBefore inserts a "key: value" line for each of kvs before m's
+// first key, at its indentation, nested under the parent keys given (each
+// two spaces deeper).
+func (e *editor) insertBefore(m *yaml.Node, kvs []kv, parents ...string) bool {
 	first := m.Content[0]
 	if _, ok := e.keyStart(first); !ok {
 		return false
 	}
 	indent := first.Column - 1
-	size := (len(parents)+1)*(indent+2*len(parents)+len(e.newline)) + len(key) + 2 + len(value)
+	inner := indent + 2*len(parents)
+	size := len(parents)*(inner+len(e.newline)) + len(kvs)*(inner+2+len(e.newline))
 	for _, p := range parents {
 		size += len(p)
+	}
+	for _, p := range kvs {
+		size += len(p.key) + len(p.value)
 	}
 	var b strings.Builder
 	b.Grow(size)
@@ -127,11 +151,13 @@ func (e *editor) insertBefore(m *yaml.Node, key, value string, parents ...string
 		b.WriteString(p)
 		b.WriteString(e.newline)
 	}
-	writeIndent(&b, indent+2*len(parents))
-	b.WriteString(key)
-	b.WriteString(": ")
-	b.WriteString(value)
-	b.WriteString(e.newline)
+	for _, p := range kvs {
+		writeIndent(&b, inner)
+		b.WriteString(p.key)
+		b.WriteString(": ")
+		b.WriteString(p.value)
+		b.WriteString(e.newline)
+	}
 	start := e.lineStart(first.Line)
 	e.edits = append(e.edits, edit{start: start, end: start, text: b.String()})
 	return true
@@ -229,7 +255,15 @@ func quotedEnd(rest []byte, q byte) int {
 
 // apply returns the text with the edits made.
 func (e *editor) apply() []byte {
-	sort.SliceStable(e.edits, func(i, j int) bool { return e.edits[i].start < e.edits[j].start })
+	// By position; at one position an insertion goes before a line it
+	// precedes is deleted or replaced.
+	sort.SliceStable(e.edits, func(i, j int) bool {
+		a, b := e.edits[i], e.edits[j]
+		if a.start != b.start {
+			return a.start < b.start
+		}
+		return a.isInsertion() && !b.isInsertion()
+	})
 	out := make([]byte, 0, len(e.text)+128)
 	pos := 0
 	for _, ed := range e.edits {

@@ -3,6 +3,7 @@ package stream_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -26,38 +27,57 @@ func FuzzProcess(f *testing.F) {
 			f.Add(b)
 		}
 	}
+	const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  k: v\n---\n"
+	const dep = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n%s    spec:\n      containers:\n      - name: a\n        envFrom:\n        - configMapRef:\n            name: c\n"
+	for _, meta := range []string{
+		"", // no metadata: both annotations inserted under a new metadata
+		"    metadata:\n      labels:\n        a: b\n",
+		"    metadata:\n      annotations:\n        confighash.dev/hash: v1-sha256:00\n",
+		"    metadata:\n      annotations:\n        confighash.dev/key-id: 0011223344556677\n        confighash.dev/hash: v1-hmac-sha256:00\n",
+		"    metadata:\n      annotations:\n        confighash.dev/key-id: 0011223344556677\n        other: x\n",
+	} {
+		f.Add([]byte(cm + fmt.Sprintf(dep, meta)))
+	}
 	f.Fuzz(func(t *testing.T, input []byte) {
-		out, report, err := stream.Process(input, inject.Options{})
-		if err != nil {
-			return
-		}
-		nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(input), OmitReaderAnnotations: true}).Read()
-		if err != nil || len(nodes) != report.Documents {
-			// kio splits some layouts differently ("--- {...}" on one line,
-			// "---#"): there is nothing to compare.
-			return
-		}
-		want, err := inject.Filter{}.Filter(nodes)
-		if err != nil {
-			t.Fatalf("stream accepted what the filter refused: %v", err)
-		}
-		got, err := (&kio.ByteReader{Reader: bytes.NewReader(out), OmitReaderAnnotations: true}).Read()
-		if err != nil {
-			t.Fatalf("output does not parse: %v\n%s", err, out)
-		}
-		wantJSON, err := asJSON(want)
-		if err != nil {
-			return // not representable as JSON, so not a Kubernetes object
-		}
-		gotJSON, err := asJSON(got)
-		if err != nil || !reflect.DeepEqual(wantJSON, gotJSON) {
-			t.Fatalf("byte edits differ from the filter:\ninput:\n%s\noutput:\n%s", input, out)
-		}
-		again, _, err := stream.Process(out, inject.Options{})
-		if err != nil || !bytes.Equal(again, out) {
-			t.Fatalf("second run changed the output (err %v)", err)
+		// Plain, then keyed (which adds the key id next to the hash).
+		for _, opts := range []inject.Options{{}, {Key: []byte("fuzz-key")}} {
+			checkProcess(t, input, opts)
 		}
 	})
+}
+
+func checkProcess(t *testing.T, input []byte, opts inject.Options) {
+	t.Helper()
+	out, report, err := stream.Process(input, opts)
+	if err != nil {
+		return
+	}
+	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(input), OmitReaderAnnotations: true}).Read()
+	if err != nil || len(nodes) != report.Documents {
+		// kio splits some layouts differently ("--- {...}" on one line,
+		// "---#"): there is nothing to compare.
+		return
+	}
+	want, err := inject.Filter{Options: opts}.Filter(nodes)
+	if err != nil {
+		t.Fatalf("stream accepted what the filter refused: %v", err)
+	}
+	got, err := (&kio.ByteReader{Reader: bytes.NewReader(out), OmitReaderAnnotations: true}).Read()
+	if err != nil {
+		t.Fatalf("output does not parse: %v\n%s", err, out)
+	}
+	wantJSON, err := asJSON(want)
+	if err != nil {
+		return // not representable as JSON, so not a Kubernetes object
+	}
+	gotJSON, err := asJSON(got)
+	if err != nil || !reflect.DeepEqual(wantJSON, gotJSON) {
+		t.Fatalf("byte edits differ from the filter (key %q):\ninput:\n%s\noutput:\n%s", opts.Key, input, out)
+	}
+	again, _, err := stream.Process(out, opts)
+	if err != nil || !bytes.Equal(again, out) {
+		t.Fatalf("second run changed the output (err %v)", err)
+	}
 }
 
 func asJSON(nodes []*yaml.RNode) ([]any, error) {

@@ -55,9 +55,14 @@ func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) 
 	for i, c := range chunks {
 		out[i] = c.text
 	}
+	names := annotationNames{
+		hash:     opts.Annotation(inject.HashName),
+		keyID:    opts.Annotation(inject.KeyIDName),
+		external: opts.Annotation(inject.ExternalName),
+	}
 	for _, w := range report.Workloads {
 		i := chunkOf[w.Index]
-		text, err := rewrite(chunks[i].text, w, opts)
+		text, err := rewrite(chunks[i].text, w, opts, names)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", w.Object, err)
 		}
@@ -66,31 +71,39 @@ func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) 
 	return bytes.Join(out, nil), report, nil
 }
 
+// annotationNames are the annotation keys rewrite writes, built once.
+type annotationNames struct{ hash, keyID, external string }
+
 // rewrite edits one workload document in place, or re-encodes it when its
 // layout cannot be edited in place.
-func rewrite(text []byte, w inject.Workload, opts inject.Options) ([]byte, error) {
+func rewrite(text []byte, w inject.Workload, opts inject.Options, n annotationNames) ([]byte, error) {
 	if w.OptedOut || w.Template == nil {
 		return text, nil
 	}
 	e := newEditor(text)
-	if e.annotate(w.Template.YNode(), opts.Annotation(inject.HashName), w.Hash) &&
-		e.annotate(w.Node.YNode(), opts.Annotation(inject.ExternalName), w.ExternalValue()) {
+	if e.annotate(w.Template.YNode(), kv{n.hash, w.Hash}, kv{n.keyID, w.KeyID(opts)}) &&
+		e.annotate(w.Node.YNode(), kv{n.external, w.ExternalValue()}) {
 		return e.apply(), nil
 	}
 	return reencode(text, w, opts)
 }
 
-// annotate sets or clears one annotation, doing nothing when it already
-// says so.
-func (e *editor) annotate(m *yaml.Node, key, value string) bool {
-	current, has := inject.Annotation(m, key)
-	switch {
-	case value == "" && has:
-		return e.clear(m, key)
-	case value != "" && (!has || current != value):
-		return e.set(m, key, value)
+// annotate sets or clears annotations (an empty value clears), doing
+// nothing for those that already say so.
+func (e *editor) annotate(m *yaml.Node, kvs ...kv) bool {
+	var setBuf [2]kv
+	var clearBuf [2]string
+	set, clear := setBuf[:0], clearBuf[:0]
+	for _, p := range kvs {
+		current, has := inject.Annotation(m, p.key)
+		switch {
+		case p.value == "" && has:
+			clear = append(clear, p.key)
+		case p.value != "" && (!has || current != p.value):
+			set = append(set, p)
+		}
 	}
-	return true
+	return (len(clear) == 0 || e.clear(m, clear, len(set))) && (len(set) == 0 || e.set(m, set))
 }
 
 // reencode applies the annotations on the parsed node and writes the
