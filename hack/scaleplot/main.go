@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -157,9 +158,5 @@ func niceCeil(v float64) float64 {
 	return 10 * p
 }
 
-func label(v float64) string {
-	if v == math.Trunc(v) {
-		return fmt.Sprintf("%.0f", v)
-	}
-	return fmt.Sprintf("%.1f", v)
-}
+// label writes a tick value with as many digits as it needs (1.25, not 1.2).
+func label(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
