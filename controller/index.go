@@ -29,7 +29,7 @@ func (r *Reconciler) indexer(kind *workloadKind) client.IndexerFunc {
 		if err != nil || tmpl == nil {
 			return nil
 		}
-		v := inspect(obj.GetAnnotations(), tmpl, r.keys, keyID)
+		v := inspect(obj.GetNamespace(), obj.GetAnnotations(), tmpl, r.keys, keyID)
 		if !v.Managed {
 			return nil
 		}
@@ -117,7 +117,7 @@ func (r *Reconciler) enqueueConsumers(ctx context.Context, kind hashing.Kind, ob
 // manages reports whether the controller manages a workload object.
 func (r *Reconciler) manages(kind *workloadKind, obj client.Object) bool {
 	tmpl, err := kind.template(obj)
-	return err == nil && tmpl != nil && inspect(obj.GetAnnotations(), tmpl, r.keys, hashing.KeyID(r.opts.Key)).Managed
+	return err == nil && tmpl != nil && inspect(obj.GetNamespace(), obj.GetAnnotations(), tmpl, r.keys, hashing.KeyID(r.opts.Key)).Managed
 }
 
 // workloadHandler queues a managed workload when it appears, when its spec

@@ -170,7 +170,7 @@ func (r *Reconciler) view(req Request, obj client.Object, tmpl *corev1.PodTempla
 		t.Annotations = merged(tmpl.Annotations, ot)
 		tmpl = &t
 	}
-	return inspect(meta, tmpl, r.keys, hashing.KeyID(r.opts.Key))
+	return inspect(req.Namespace, meta, tmpl, r.keys, hashing.KeyID(r.opts.Key))
 }
 
 func merged(base, over map[string]string) map[string]string {

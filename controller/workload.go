@@ -62,17 +62,18 @@ type view struct {
 	Baseline       string
 }
 
-// inspect reads a workload's annotations and pod template. keyID is the
+// inspect reads the annotations and pod template of a workload in
+// namespace ns. keyID is the
 // controller's HMAC key id, empty without a key: a render-time hash of the
 // other mode, or made with another key, cannot be compared and counts as
 // unknown.
-func inspect(meta map[string]string, tmpl *corev1.PodTemplateSpec, k keys, keyID string) view {
+func inspect(ns string, meta map[string]string, tmpl *corev1.PodTemplateSpec, k keys, keyID string) view {
 	var v view
 	if tmpl == nil || meta[k.enabled] == "false" {
 		return v
 	}
 	ta := tmpl.Annotations
-	scope := scopeOf(meta, ta, k)
+	scope := scopeOf(ns, meta, ta, k)
 	if !scope.any() {
 		return v
 	}
@@ -149,7 +150,7 @@ func (s scope) covers(u hashing.Use) bool {
 
 // scopeOf reads the opt-in annotations: confighash's own (the render-time
 // hash, the external list, enabled: "true"), Wave's and Reloader's.
-func scopeOf(meta, tmplAnn map[string]string, k keys) scope {
+func scopeOf(ns string, meta, tmplAnn map[string]string, k keys) scope {
 	var s scope
 	switch {
 	case tmplAnn[k.hash] != "", meta[k.external] != "", meta[k.enabled] == "true",
@@ -163,10 +164,10 @@ func scopeOf(meta, tmplAnn map[string]string, k keys) scope {
 	if isTrue(meta[ReloaderSecAutoAnnotation]) {
 		s.kinds[hashing.KindSecret] = true
 	}
-	for name := range splitNames(meta[ReloaderCMReloadAnnotation]) {
+	for name := range splitNames(meta[ReloaderCMReloadAnnotation], ns) {
 		s.named = append(s.named, hashing.Use{Kind: hashing.KindConfigMap, Name: name, All: true, Optional: true})
 	}
-	for name := range splitNames(meta[ReloaderSecReloadAnnotation]) {
+	for name := range splitNames(meta[ReloaderSecReloadAnnotation], ns) {
 		s.named = append(s.named, hashing.Use{Kind: hashing.KindSecret, Name: name, All: true, Optional: true})
 	}
 	return s
@@ -185,12 +186,17 @@ func splitList(s string) map[string]bool {
 	return out
 }
 
-// splitNames reads Reloader's list of names; it accepts namespace/name and
-// keeps the name (references are always in the workload's namespace).
-func splitNames(s string) map[string]bool {
+// splitNames reads Reloader's list of names. An entry may be written
+// namespace/name: a pod consumes only configs of its own namespace, so an
+// entry naming another namespace is dropped (Reloader never matched it
+// either) rather than read as the same name here.
+func splitNames(s, ns string) map[string]bool {
 	out := map[string]bool{}
 	for item := range splitList(s) {
 		if i := strings.LastIndexByte(item, '/'); i >= 0 {
+			if item[:i] != ns {
+				continue
+			}
 			item = item[i+1:]
 		}
 		if item != "" {

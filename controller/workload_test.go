@@ -62,6 +62,9 @@ func TestInspect(t *testing.T) {
 			meta:        map[string]string{ReloaderCMReloadAnnotation: "app,feature-flags", ReloaderSecReloadAnnotation: "tls"},
 			wantManaged: true, wantUses: []string{"ConfigMap/app", "ConfigMap/feature-flags", "Secret/tls"},
 			wantExternal: []string{"ConfigMap/app", "ConfigMap/feature-flags", "Secret/tls"}},
+		{name: "Reloader named with namespaces: this one's kept, another's dropped",
+			meta:        map[string]string{ReloaderCMReloadAnnotation: "shop/feature-flags,aws-observability/aws-logging"},
+			wantManaged: true, wantUses: []string{"ConfigMap/feature-flags"}, wantExternal: []string{"ConfigMap/feature-flags"}},
 		{name: "Reloader named next to a render hash: the extra ones are external",
 			tmpl: map[string]string{k.hash: plain}, meta: map[string]string{ReloaderSecReloadAnnotation: "tls"},
 			wantManaged: true, wantUses: []string{"ConfigMap/app", "ConfigMap/extra", "Secret/db", "Secret/tls"},
@@ -79,7 +82,7 @@ func TestInspect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := inspect(tt.meta, podTemplate(tt.tmpl), k, tt.keyID)
+			v := inspect("shop", tt.meta, podTemplate(tt.tmpl), k, tt.keyID)
 			assert.Equal(t, tt.wantManaged, v.Managed, "managed")
 			if !tt.wantManaged {
 				return
@@ -100,15 +103,15 @@ func TestInspect(t *testing.T) {
 }
 
 func TestInspectKeepsKeyPrecision(t *testing.T) {
-	v := inspect(map[string]string{ReloaderCMReloadAnnotation: "app"}, podTemplate(nil), newKeys(""), "")
+	v := inspect("shop", map[string]string{ReloaderCMReloadAnnotation: "app"}, podTemplate(nil), newKeys(""), "")
 	assert.Equal(t, []hashing.Use{{Kind: hashing.KindConfigMap, Name: "app", Keys: []string{"LOG_LEVEL"}}}, v.Uses)
 }
 
 func TestCustomPrefix(t *testing.T) {
 	k := newKeys("example.com")
 	assert.Equal(t, "example.com/hash", k.hash)
-	assert.False(t, inspect(nil, podTemplate(map[string]string{"confighash.dev/hash": plain}), k, "").Managed)
-	assert.True(t, inspect(nil, podTemplate(map[string]string{"example.com/hash": plain}), k, "").Managed)
+	assert.False(t, inspect("shop", nil, podTemplate(map[string]string{"confighash.dev/hash": plain}), k, "").Managed)
+	assert.True(t, inspect("shop", nil, podTemplate(map[string]string{"example.com/hash": plain}), k, "").Managed)
 }
 
 func TestRollMessage(t *testing.T) {
