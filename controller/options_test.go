@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
 
 	"github.com/confighash/confighash/controller"
 )
@@ -79,4 +80,20 @@ func TestParseFlagsErrors(t *testing.T) {
 	_, err := controller.ParseFlags([]string{"-h"}, &out)
 	require.ErrorIs(t, err, flag.ErrHelp)
 	assert.Contains(t, out.String(), "-coalesce-window duration")
+}
+
+// Outside a pod, leader election has no namespace to default to: the error
+// names the flag to pass.
+func TestLeaderElectionNeedsNamespaceOutsideCluster(t *testing.T) {
+	if _, err := os.Stat("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		t.Skip("running in a pod: the namespace defaults to the pod's")
+	}
+	opts := controller.DefaultOptions()
+	opts.LeaderElect = true
+	opts.RESTConfig = &rest.Config{Host: "https://127.0.0.1:1"}
+	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
+	_, _, err := controller.NewManager(opts)
+	require.Error(t, err)
+	// The check comes before anything connects: the address is never tried.
+	assert.Equal(t, "--leader-elect outside a cluster needs --leader-election-namespace (no pod namespace to put the Lease in)", err.Error())
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -39,6 +40,10 @@ func Run(ctx context.Context, opts Options) error {
 	return mgr.Start(ctx)
 }
 
+// inClusterNamespaceFile holds the pod's namespace, where the Lease goes by
+// default.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
 // NewManager builds a controller-runtime manager with the confighash
 // controller set up, from completed or raw options.
 func NewManager(opts Options) (manager.Manager, *Reconciler, error) {
@@ -52,6 +57,12 @@ func NewManager(opts Options) (manager.Manager, *Reconciler, error) {
 		log = NewLogger(os.Stderr, opts.LogFormat, opts.LogLevel)
 		ctrllog.SetLogger(log)
 		klog.SetLogger(log.WithName("client-go"))
+	}
+	if opts.LeaderElect && opts.LeaderElectionNamespace == "" {
+		// The Lease defaults to the pod's namespace; outside a pod there is none.
+		if _, err := os.Stat(inClusterNamespaceFile); err != nil {
+			return nil, nil, errors.New("--leader-elect outside a cluster needs --leader-election-namespace (no pod namespace to put the Lease in)")
+		}
 	}
 	cfg, err := restConfig(opts)
 	if err != nil {
