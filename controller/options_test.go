@@ -3,6 +3,7 @@ package controller_test
 import (
 	"bytes"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -92,6 +93,7 @@ func TestLeaderElectionNeedsNamespaceOutsideCluster(t *testing.T) {
 	opts.LeaderElect = true
 	opts.RESTConfig = &rest.Config{Host: "https://127.0.0.1:1"}
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
+	opts.Logger = controller.NewLogger(io.Discard, "text", "info") // leave the process-wide loggers alone
 	_, _, err := controller.NewManager(opts)
 	require.Error(t, err)
 	// The check comes before anything connects: the address is never tried.

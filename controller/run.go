@@ -51,18 +51,18 @@ func NewManager(opts Options) (manager.Manager, *Reconciler, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if opts.LeaderElect && opts.LeaderElectionNamespace == "" {
+		// The Lease defaults to the pod's namespace; outside a pod there is none.
+		if _, err := os.Stat(inClusterNamespaceFile); err != nil {
+			return nil, nil, errors.New("--leader-elect outside a cluster needs --leader-election-namespace (no pod namespace to put the Lease in)")
+		}
+	}
 	log := opts.Logger
 	if log.GetSink() == nil {
 		// A process of its own: every library logs through the same logger.
 		log = NewLogger(os.Stderr, opts.LogFormat, opts.LogLevel)
 		ctrllog.SetLogger(log)
 		klog.SetLogger(log.WithName("client-go"))
-	}
-	if opts.LeaderElect && opts.LeaderElectionNamespace == "" {
-		// The Lease defaults to the pod's namespace; outside a pod there is none.
-		if _, err := os.Stat(inClusterNamespaceFile); err != nil {
-			return nil, nil, errors.New("--leader-elect outside a cluster needs --leader-election-namespace (no pod namespace to put the Lease in)")
-		}
 	}
 	cfg, err := restConfig(opts)
 	if err != nil {
