@@ -23,13 +23,12 @@ const IndexConsumes = "confighash.dev/consumes"
 // discovery as the reconciler, so an event reaches exactly the workloads the
 // reconciler would hash the config for.
 func (r *Reconciler) indexer(kind *workloadKind) client.IndexerFunc {
-	keyID := hashing.KeyID(r.opts.Key)
 	return func(obj client.Object) []string {
 		tmpl, err := kind.template(obj)
 		if err != nil || tmpl == nil {
 			return nil
 		}
-		v := inspect(obj.GetNamespace(), obj.GetAnnotations(), tmpl, r.keys, keyID)
+		v := inspect(obj.GetNamespace(), obj.GetAnnotations(), tmpl, r.keys, r.keyID)
 		if !v.Managed {
 			return nil
 		}
@@ -117,7 +116,7 @@ func (r *Reconciler) enqueueConsumers(ctx context.Context, kind hashing.Kind, ob
 // manages reports whether the controller manages a workload object.
 func (r *Reconciler) manages(kind *workloadKind, obj client.Object) bool {
 	tmpl, err := kind.template(obj)
-	return err == nil && tmpl != nil && inspect(obj.GetNamespace(), obj.GetAnnotations(), tmpl, r.keys, hashing.KeyID(r.opts.Key)).Managed
+	return err == nil && tmpl != nil && inspect(obj.GetNamespace(), obj.GetAnnotations(), tmpl, r.keys, r.keyID).Managed
 }
 
 // workloadHandler queues a managed workload when it appears, when its spec

@@ -60,6 +60,7 @@ type Reconciler struct {
 	recorder EventRecorder
 	kinds    map[string]*workloadKind
 	keys     keys
+	keyID    string // hashing.KeyID of the HMAC key, empty without one
 	opts     Options
 	metrics  *metrics
 	memory   *memory
@@ -72,7 +73,7 @@ type Reconciler struct {
 func newReconciler(reader client.Reader, writer client.Writer, rec EventRecorder, kinds []*workloadKind, m *metrics, opts Options, log logr.Logger) *Reconciler {
 	r := &Reconciler{
 		reader: reader, writer: writer, recorder: rec,
-		kinds: map[string]*workloadKind{}, keys: newKeys(opts.AnnotationPrefix), opts: opts,
+		kinds: map[string]*workloadKind{}, keys: newKeys(opts.AnnotationPrefix), keyID: hashing.KeyID(opts.Key), opts: opts,
 		metrics: m, memory: newMemory(), limiter: rate.NewLimiter(rate.Limit(opts.RolloutsPerSecond), opts.RolloutBurst),
 		now: time.Now, log: log,
 	}
@@ -132,7 +133,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 				e.warnedUnknown = true
 				if v.OtherKeyID != "" {
 					log.Info("render-time hash made with another HMAC key; treating every config as external (give the controller the render's key)",
-						"renderKeyID", v.OtherKeyID, "controllerKeyID", hashing.KeyID(r.opts.Key))
+						"renderKeyID", v.OtherKeyID, "controllerKeyID", r.keyID)
 					return
 				}
 				log.Info("render-time hash of an unknown version or mode; treating every config as external", "hash", v.RawRenderHash)
@@ -170,7 +171,7 @@ func (r *Reconciler) view(req Request, obj client.Object, tmpl *corev1.PodTempla
 		t.Annotations = merged(tmpl.Annotations, ot)
 		tmpl = &t
 	}
-	return inspect(req.Namespace, meta, tmpl, r.keys, hashing.KeyID(r.opts.Key))
+	return inspect(req.Namespace, meta, tmpl, r.keys, r.keyID)
 }
 
 func merged(base, over map[string]string) map[string]string {

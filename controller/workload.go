@@ -63,10 +63,9 @@ type view struct {
 }
 
 // inspect reads the annotations and pod template of a workload in
-// namespace ns. keyID is the
-// controller's HMAC key id, empty without a key: a render-time hash of the
-// other mode, or made with another key, cannot be compared and counts as
-// unknown.
+// namespace ns. keyID is the controller's HMAC key id, empty without a key:
+// a render-time hash of the other mode, or made with another key, cannot be
+// compared and counts as unknown.
 func inspect(ns string, meta map[string]string, tmpl *corev1.PodTemplateSpec, k keys, keyID string) view {
 	var v view
 	if tmpl == nil || meta[k.enabled] == "false" {
