@@ -62,6 +62,13 @@ type Input struct {
 	LiveExternal map[string]string
 	// Missing lists the required (non-optional) configs that do not exist.
 	Missing []string
+	// KeyID is the controller's HMAC key id (empty without a key);
+	// ControllerKeyID and BaselineKeyID the key ids its records were made
+	// under. A record made under another key is unknown, never "changed":
+	// rotating the key must not roll every workload the controller touched.
+	KeyID           string
+	ControllerKeyID string
+	BaselineKeyID   string
 }
 
 // Record is the state the controller writes.
@@ -71,6 +78,9 @@ type Record struct {
 	ControllerBase string
 	// Baseline goes on the workload metadata; empty means remove it.
 	Baseline string
+	// KeyID goes on the pod template with ControllerHash (a roll); the
+	// baseline carries it too.
+	KeyID string
 }
 
 // Decision is the outcome of Decide.
@@ -105,18 +115,27 @@ func Decide(in Input) Decision {
 	roll := Record{
 		ControllerHash: in.LiveAll,
 		ControllerBase: baseOf(in.RawRenderHash),
-		Baseline:       FormatBaseline(in.LiveExternal),
+		Baseline:       FormatBaseline(in.LiveExternal, in.KeyID),
+		KeyID:          in.KeyID,
 	}
-	// A record in another mode (plain vs keyed) is unknown, never "changed":
-	// switching modes must not roll every workload.
+	// A record in another mode (plain vs keyed), or made under another key,
+	// is unknown, never "changed": switching modes or rotating the key must
+	// not roll every workload.
 	controllerHash := sameMode(in.ControllerHash, in.LiveAll)
+	if in.ControllerKeyID != in.KeyID {
+		controllerHash = ""
+	}
 	if controllerHash != "" && in.ControllerBase == baseOf(in.RawRenderHash) {
 		if in.LiveAll == controllerHash {
 			return Decision{Action: ActionNone, Reason: ReasonInSync}
 		}
 		return Decision{Action: ActionRoll, Reason: ReasonChangedSinceRoll, Record: roll}
 	}
-	changed, unrecorded := compareBaseline(in.Baseline, in.LiveExternal)
+	baseline := in.Baseline
+	if in.BaselineKeyID != in.KeyID {
+		baseline = nil
+	}
+	changed, unrecorded := compareBaseline(baseline, in.LiveExternal)
 	if in.RenderHash != "" && in.LiveIn != in.RenderHash {
 		return Decision{Action: ActionRoll, Reason: ReasonRenderMismatch, Record: roll, Changed: changed}
 	}
@@ -167,17 +186,28 @@ func compareBaseline(baseline, live map[string]string) (changed []string, unreco
 	return changed, unrecorded
 }
 
+// baselineKeyID is the entry of the external-baseline annotation that
+// names the HMAC key its hashes were made with.
+const baselineKeyID = "key-id"
+
 // FormatBaseline renders per-config hashes as the external-baseline
-// annotation: Kind/name=hash pairs sorted by Kind/name, joined by commas.
-func FormatBaseline(m map[string]string) string {
+// annotation: Kind/name=hash pairs sorted by Kind/name, joined by commas,
+// after a key-id=<id> entry in keyed mode. No hashes, no annotation.
+func FormatBaseline(m map[string]string, keyID string) string {
+	if len(m) == 0 {
+		return ""
+	}
 	refs := make([]string, 0, len(m))
 	for ref := range m {
 		refs = append(refs, ref)
 	}
 	sort.Strings(refs)
 	var b strings.Builder
-	for i, ref := range refs {
-		if i > 0 {
+	if keyID != "" {
+		b.WriteString(baselineKeyID + "=" + keyID)
+	}
+	for _, ref := range refs {
+		if b.Len() > 0 {
 			b.WriteByte(',')
 		}
 		b.WriteString(ref)
@@ -187,22 +217,30 @@ func FormatBaseline(m map[string]string) string {
 	return b.String()
 }
 
-// ParseBaseline reads the external-baseline annotation. It returns nil for
-// an absent or malformed value, so the controller records a fresh baseline
-// instead of trusting a damaged one.
-func ParseBaseline(s string) map[string]string {
+// ParseBaseline reads the external-baseline annotation and the key id it
+// was made under. It returns nil for an absent or malformed value, so the
+// controller records a fresh baseline instead of trusting a damaged one.
+func ParseBaseline(s string) (map[string]string, string) {
 	if s == "" {
-		return nil
+		return nil, ""
 	}
 	out := map[string]string{}
-	for _, pair := range strings.Split(s, ",") {
+	keyID := ""
+	for i, pair := range strings.Split(s, ",") {
 		ref, h, ok := strings.Cut(pair, "=")
+		if i == 0 && ok && ref == baselineKeyID && h != "" {
+			keyID = h
+			continue
+		}
 		if !ok || ref == "" || h == "" || !strings.Contains(ref, "/") {
-			return nil
+			return nil, ""
 		}
 		out[ref] = h
 	}
-	return out
+	if len(out) == 0 {
+		return nil, ""
+	}
+	return out, keyID
 }
 
 // Wait is how long a roll must still wait: the mismatch must have persisted

@@ -52,6 +52,27 @@ func TestDecide(t *testing.T) {
 				Record: controller.Record{ControllerHash: h("all2"), ControllerBase: h("r"), Baseline: "Secret/db=" + h("db2")}},
 		},
 		{
+			name: "keyed: the baseline and the controller hash carry the key id",
+			in: controller.Input{RenderHash: k("r"), RawRenderHash: k("r"), LiveIn: k("r"), LiveAll: k("all2"), KeyID: "id-a", BaselineKeyID: "id-a",
+				Baseline: map[string]string{"Secret/db": k("db1")}, LiveExternal: map[string]string{"Secret/db": k("db2")}},
+			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonExternalChanged, Changed: []string{"Secret/db"},
+				Record: controller.Record{ControllerHash: k("all2"), ControllerBase: k("r"), Baseline: "key-id=id-a,Secret/db=" + k("db2"), KeyID: "id-a"}},
+		},
+		{
+			name: "key rotated: a baseline made under the old key is recorded again, no roll",
+			in: controller.Input{RenderHash: k("r"), RawRenderHash: k("r"), LiveIn: k("r"), LiveAll: k("all"), KeyID: "id-b", BaselineKeyID: "id-a",
+				Baseline: map[string]string{"Secret/db": k("db-under-a")}, LiveExternal: map[string]string{"Secret/db": k("db-under-b")}},
+			want: controller.Decision{Action: controller.ActionRecordBaseline, Reason: controller.ReasonNewExternal,
+				Record: controller.Record{Baseline: "key-id=id-b,Secret/db=" + k("db-under-b")}},
+		},
+		{
+			name: "key rotated: a controller hash made under the old key is unknown, no roll",
+			in: controller.Input{ControllerHash: k("all-under-a"), ControllerBase: controller.NoRenderHash, ControllerKeyID: "id-a",
+				LiveAll: k("all-under-b"), KeyID: "id-b", BaselineKeyID: "id-b",
+				Baseline: map[string]string{"Secret/db": k("db")}, LiveExternal: map[string]string{"Secret/db": k("db")}},
+			want: controller.Decision{Action: controller.ActionNone, Reason: controller.ReasonInSync},
+		},
+		{
 			name: "after a roll, pods reflect the controller hash even though the render hash is stale",
 			in: controller.Input{RenderHash: h("r"), RawRenderHash: h("r"), ControllerHash: h("all2"), ControllerBase: h("r"),
 				LiveIn: h("r2"), LiveAll: h("all2")},
@@ -129,11 +150,24 @@ func TestDecide(t *testing.T) {
 
 func TestBaselineRoundTrip(t *testing.T) {
 	m := map[string]string{"Secret/b": h("2"), "ConfigMap/a": h("1")}
-	s := controller.FormatBaseline(m)
+	s := controller.FormatBaseline(m, "")
 	assert.Equal(t, "ConfigMap/a="+h("1")+",Secret/b="+h("2"), s)
-	assert.Equal(t, m, controller.ParseBaseline(s))
-	for _, bad := range []string{"", "garbage", "ConfigMap/a=", "=x", "noslash=" + h("1"), "ConfigMap/a=" + h("1") + ","} {
-		assert.Nil(t, controller.ParseBaseline(bad), bad)
+	got, keyID := controller.ParseBaseline(s)
+	assert.Equal(t, m, got)
+	assert.Empty(t, keyID)
+
+	keyed := controller.FormatBaseline(m, "0011223344556677")
+	assert.Equal(t, "key-id=0011223344556677,ConfigMap/a="+h("1")+",Secret/b="+h("2"), keyed)
+	got, keyID = controller.ParseBaseline(keyed)
+	assert.Equal(t, m, got)
+	assert.Equal(t, "0011223344556677", keyID)
+	assert.Empty(t, controller.FormatBaseline(nil, "0011223344556677"), "no hashes, no annotation")
+
+	for _, bad := range []string{"", "garbage", "ConfigMap/a=", "=x", "noslash=" + h("1"), "ConfigMap/a=" + h("1") + ",",
+		"key-id=0011", "ConfigMap/a=" + h("1") + ",key-id=0011", "key-id=,ConfigMap/a=" + h("1")} {
+		got, keyID := controller.ParseBaseline(bad)
+		assert.Nil(t, got, bad)
+		assert.Empty(t, keyID, bad)
 	}
 }
 
@@ -166,9 +200,10 @@ func TestWait(t *testing.T) {
 //   - when the live content matches the render and every baseline, nothing
 //     rolls.
 func FuzzDecide(f *testing.F) {
-	f.Add(uint8(1), uint8(1), uint8(0), uint8(0), uint8(1), uint8(2), uint8(3), uint8(3), false, false)
-	f.Add(uint8(1), uint8(2), uint8(3), uint8(1), uint8(0), uint8(0), uint8(1), uint8(2), true, true)
-	f.Fuzz(func(t *testing.T, render, liveIn, ctrlHash, ctrlBase, liveAll, extA, baseA, extB uint8, keyed, missing bool) {
+	f.Add(uint8(1), uint8(1), uint8(0), uint8(0), uint8(1), uint8(2), uint8(3), uint8(3), false, false, uint8(0))
+	f.Add(uint8(1), uint8(2), uint8(3), uint8(1), uint8(0), uint8(0), uint8(1), uint8(2), true, true, uint8(0))
+	f.Add(uint8(1), uint8(1), uint8(3), uint8(1), uint8(2), uint8(2), uint8(1), uint8(2), true, false, uint8(5))
+	f.Fuzz(func(t *testing.T, render, liveIn, ctrlHash, ctrlBase, liveAll, extA, baseA, extB uint8, keyed, missing bool, keys uint8) {
 		val := func(n uint8) string {
 			if n%5 == 0 {
 				return ""
@@ -202,6 +237,10 @@ func FuzzDecide(f *testing.F) {
 		if missing {
 			in.Missing = []string{"ConfigMap/b"}
 		}
+		// The controller's key id and those of its two records, each one of
+		// none, a or b.
+		ids := []string{"", "id-a", "id-b"}
+		in.KeyID, in.ControllerKeyID, in.BaselineKeyID = ids[keys%3], ids[keys/3%3], ids[keys/9%3]
 		d := controller.Decide(in)
 		if !reflect.DeepEqual(d, controller.Decide(in)) {
 			t.Fatal("Decide is not deterministic")
@@ -215,22 +254,22 @@ func FuzzDecide(f *testing.F) {
 		after := in
 		switch d.Action {
 		case controller.ActionRoll:
-			after.ControllerHash, after.ControllerBase = d.Record.ControllerHash, d.Record.ControllerBase
-			after.Baseline = controller.ParseBaseline(d.Record.Baseline)
+			after.ControllerHash, after.ControllerBase, after.ControllerKeyID = d.Record.ControllerHash, d.Record.ControllerBase, d.Record.KeyID
+			after.Baseline, after.BaselineKeyID = controller.ParseBaseline(d.Record.Baseline)
 		case controller.ActionRecordBaseline:
-			after.Baseline = controller.ParseBaseline(d.Record.Baseline)
+			after.Baseline, after.BaselineKeyID = controller.ParseBaseline(d.Record.Baseline)
 		}
 		if again := controller.Decide(after); again.Action != controller.ActionNone {
 			t.Fatalf("after %s (%s), deciding again gives %s (%s); input %+v", d.Action, d.Reason, again.Action, again.Reason, in)
 		}
 		inSync := in.RenderHash == "" || in.LiveIn == in.RenderHash
 		for ref, v := range in.LiveExternal {
-			if b, ok := in.Baseline[ref]; ok && b != v {
+			if b, ok := in.Baseline[ref]; ok && b != v && in.BaselineKeyID == in.KeyID {
 				inSync = false
 			}
 		}
-		if inSync && in.ControllerHash == "" && d.Action == controller.ActionRoll {
-			t.Fatalf("rolled although live content matches the render and baselines: %+v", in)
+		if inSync && (in.ControllerHash == "" || in.ControllerKeyID != in.KeyID) && d.Action == controller.ActionRoll {
+			t.Fatalf("rolled although live content matches the render and the baselines of this key: %+v", in)
 		}
 	})
 }

@@ -194,8 +194,9 @@ func (r *Reconciler) observe(ctx context.Context, ns string, v view) (Input, map
 	in := Input{
 		RenderHash: v.RenderHash, RawRenderHash: v.RawRenderHash,
 		ControllerHash: v.ControllerHash, ControllerBase: v.ControllerBase,
-		Baseline: ParseBaseline(v.Baseline),
+		KeyID: r.keyID, ControllerKeyID: v.ControllerKeyID,
 	}
+	in.Baseline, in.BaselineKeyID = ParseBaseline(v.Baseline)
 	for _, u := range v.Uses {
 		c, rv, found, err := r.content(ctx, ns, u.Kind, u.Name)
 		if err != nil {
@@ -328,7 +329,8 @@ func (r *Reconciler) roll(ctx context.Context, req Request, kind *workloadKind, 
 		e.lastRoll, e.firstMismatch, e.changes = now, time.Time{}, nil
 		if r.opts.DryRun {
 			e.overlayMeta = map[string]string{r.keys.baseline: d.Record.Baseline}
-			e.overlayTemplate = map[string]string{r.keys.controllerHash: d.Record.ControllerHash, r.keys.controllerBase: d.Record.ControllerBase}
+			e.overlayTemplate = map[string]string{r.keys.controllerHash: d.Record.ControllerHash, r.keys.controllerBase: d.Record.ControllerBase,
+				r.keys.controllerKeyID: d.Record.KeyID}
 		}
 	})
 	msg := rollMessage(changes, v.Uses, d, req.Namespace)
@@ -388,10 +390,18 @@ func (r *Reconciler) patch(kind *workloadKind, obj client.Object, rec Record, ro
 			node[f] = next
 			node = next
 		}
-		node["metadata"] = map[string]any{"annotations": map[string]any{
+		ann := map[string]any{
 			r.keys.controllerHash: rec.ControllerHash,
 			r.keys.controllerBase: rec.ControllerBase,
-		}}
+		}
+		tmpl, _ := kind.template(obj)
+		switch {
+		case rec.KeyID != "":
+			ann[r.keys.controllerKeyID] = rec.KeyID
+		case tmpl != nil && tmpl.Annotations[r.keys.controllerKeyID] != "":
+			ann[r.keys.controllerKeyID] = nil // a plain record now
+		}
+		node["metadata"] = map[string]any{"annotations": ann}
 	}
 	raw, _ := json.Marshal(p) // maps of strings always marshal
 	return raw

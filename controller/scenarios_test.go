@@ -526,6 +526,54 @@ func TestKeyedMode(t *testing.T) {
 	}
 }
 
+// Rotating the HMAC key: the controller's records (the external baseline,
+// the controller hash) carry the key id, so records made under the old key
+// are recorded again, not read as changes. The rotation costs the one
+// rollout the new render's pod template brings, and the controller still
+// rolls on a real edit afterwards.
+func TestKeyRotation(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	keyA, keyB := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	require.NoError(t, os.WriteFile(keyA, []byte("the-old-key\n"), 0o600))
+	require.NoError(t, os.WriteFile(keyB, []byte("the-new-key\n"), 0o600))
+	e := newEnv(t)
+	s := &scenario{env: e, kind: "Deployment"}
+	e.createSecret("db-creds", map[string]string{"password": "pw-1"}) // external: not in the stream
+	opts := e.testOptions()
+	opts.HMACKeyFile = keyA
+	s.ctrl = e.start(opts)
+	require.NoError(t, e.apply(render(t, e.stream(defaultApp("Deployment")), "--hmac-key-file", keyA), "kubectl"))
+	s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
+
+	// The controller rolls an out-of-band edit under key A.
+	mark := s.ctrl.obs.mark()
+	s.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte("pw-2") })
+	s.expectRoll(mark)
+	require.Equal(t, 1, s.rollouts())
+	a := s.workloadAnnotations()
+	require.True(t, strings.HasPrefix(a.meta["confighash.dev/external-baseline"], "key-id="+hashing.KeyID([]byte("the-old-key"))+","), a.meta)
+	require.Equal(t, hashing.KeyID([]byte("the-old-key")), a.template["confighash.dev/controller-key-id"])
+
+	// Rotate: stop the controller, apply the render made with key B (its
+	// pod template changes: one rollout), start the controller with key B.
+	s.ctrl.stop(t)
+	require.NoError(t, e.apply(render(t, e.stream(defaultApp("Deployment")), "--hmac-key-file", keyB), "kubectl"))
+	require.Equal(t, 2, s.rollouts(), "the new render's pod template")
+	opts.HMACKeyFile = keyB
+	s.ctrl = e.start(opts)
+	o, _ := s.ctrl.obs.waitFor(t, 0, "in sync under key B", is("Deployment", "in_sync"))
+	assert.Equal(t, o.Input.RenderHash, o.Input.LiveIn, "the new render's hash is the controller's")
+	assert.Equal(t, 2, s.rollouts(), "no rollout of the controller's own for the rotation")
+	assert.True(t, strings.HasPrefix(s.workloadAnnotations().meta["confighash.dev/external-baseline"], "key-id="+hashing.KeyID([]byte("the-new-key"))+","),
+		"the baseline is recorded again under key B")
+
+	mark = s.ctrl.obs.mark()
+	s.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte("pw-3") })
+	s.expectRoll(mark)
+	assert.Equal(t, 3, s.rollouts(), "a real edit still rolls")
+}
+
 // Workloads nobody opted in, and one opted out with a stale render-time
 // hash, are never touched when the config they consume changes.
 func TestUnmanagedAndOptedOut(t *testing.T) {

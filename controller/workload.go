@@ -23,19 +23,20 @@ const (
 
 // keys are the confighash annotation keys under one prefix.
 type keys struct {
-	hash, keyID, external, enabled           string
-	controllerHash, controllerBase, baseline string
+	hash, keyID, external, enabled                            string
+	controllerHash, controllerBase, controllerKeyID, baseline string
 }
 
 func newKeys(prefix string) keys {
 	return keys{
-		hash:           annotations.Key(prefix, annotations.Hash),
-		keyID:          annotations.Key(prefix, annotations.KeyID),
-		external:       annotations.Key(prefix, annotations.External),
-		enabled:        annotations.Key(prefix, annotations.Enabled),
-		controllerHash: annotations.Key(prefix, annotations.ControllerHash),
-		controllerBase: annotations.Key(prefix, annotations.ControllerBase),
-		baseline:       annotations.Key(prefix, annotations.ExternalBaseline),
+		hash:            annotations.Key(prefix, annotations.Hash),
+		keyID:           annotations.Key(prefix, annotations.KeyID),
+		external:        annotations.Key(prefix, annotations.External),
+		enabled:         annotations.Key(prefix, annotations.Enabled),
+		controllerHash:  annotations.Key(prefix, annotations.ControllerHash),
+		controllerBase:  annotations.Key(prefix, annotations.ControllerBase),
+		controllerKeyID: annotations.Key(prefix, annotations.ControllerKeyID),
+		baseline:        annotations.Key(prefix, annotations.ExternalBaseline),
 	}
 }
 
@@ -57,9 +58,10 @@ type view struct {
 	// other than the controller's (the hash is then unknown too).
 	OtherKeyID string
 	// The controller's own record.
-	ControllerHash string
-	ControllerBase string
-	Baseline       string
+	ControllerHash  string
+	ControllerBase  string
+	ControllerKeyID string
+	Baseline        string
 }
 
 // inspect reads the annotations and pod template of a workload in
@@ -86,7 +88,7 @@ func inspect(ns string, meta map[string]string, tmpl *corev1.PodTemplateSpec, k 
 	case keyID != "" && rendered != "" && rendered != keyID:
 		v.RenderHash, v.UnknownHash, v.OtherKeyID = "", true, rendered
 	}
-	v.ControllerHash, v.ControllerBase = ta[k.controllerHash], ta[k.controllerBase]
+	v.ControllerHash, v.ControllerBase, v.ControllerKeyID = ta[k.controllerHash], ta[k.controllerBase], ta[k.controllerKeyID]
 	v.Baseline = meta[k.baseline]
 
 	discovered := hashing.Discover(&tmpl.Spec)

@@ -32,6 +32,9 @@ const (
 	// ControllerBase, on a pod template, is the render-time hash in place when
 	// the controller last rolled ("none" when there was none).
 	ControllerBase = "controller-base"
+	// ControllerKeyID, on a pod template in keyed mode, is the id of the HMAC
+	// key ControllerHash was made with.
+	ControllerKeyID = "controller-key-id"
 	// ExternalBaseline, on the workload's own metadata (so writing it does not
 	// roll pods), records the content of each external config as the pods
 	// last saw it.
