@@ -98,7 +98,14 @@ func envOn(t testing.TB, cp *controlplane.ControlPlane) *env {
 // eventually polls cond every 50ms until it holds or waitTimeout passes.
 func eventually(t testing.TB, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	eventuallyWithin(t, waitTimeout, 50*time.Millisecond, what, cond)
+}
+
+// eventuallyWithin polls cond every interval until it holds or timeout
+// passes.
+func eventuallyWithin(t testing.TB, timeout, interval time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var last error
 	for {
@@ -111,8 +118,8 @@ func eventually(t testing.TB, what string, cond func(ctx context.Context) (bool,
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("timed out after %s waiting for %s (last error: %v)", waitTimeout, what, last)
-		case <-time.After(50 * time.Millisecond):
+			t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
+		case <-time.After(interval):
 		}
 	}
 }

@@ -105,36 +105,40 @@ func envString(name, def string) string {
 	return def
 }
 
-const scaleWindow = 200 * time.Millisecond
+const (
+	scaleWindow = 200 * time.Millisecond
+	scalePoll   = 200 * time.Millisecond
+)
 
 func runScale(b *testing.B, w, changes int) ScaleResult {
 	e := newEnv(b)
-	ctx := context.Background()
 	cfg := rest.CopyConfig(e.cfg)
 	cfg.QPS, cfg.Burst = 2000, 4000
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	created := time.Now()
 	createScale(b, e.ns, cs, w)
 	b.Logf("%d workloads, %d ConfigMaps, %d Secrets created in %s", w, 2*w, w, time.Since(created).Round(time.Second))
-	waitFor(b, 20*time.Minute, "the Deployment controller to observe every Deployment", func() bool {
+	// Polled every 200ms: these waits read thousands of objects or a
+	// controller's metrics.
+	eventuallyWithin(b, 20*time.Minute, scalePoll, "the Deployment controller to observe every Deployment", func(ctx context.Context) (bool, error) {
 		list, err := cs.AppsV1().Deployments(e.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false
+			return false, err
 		}
 		for _, d := range list.Items {
 			if d.Status.ObservedGeneration < d.Generation {
-				return false
+				return false, nil
 			}
 		}
-		return len(list.Items) == w
+		return len(list.Items) == w, nil
 	})
 
 	r := ScaleResult{Workloads: w, ConfigMaps: 2 * w, Secrets: w, Changes: changes}
 	p := e.startProcess("scale", "--coalesce-window", scaleWindow.String(), "--max-rollouts-per-second", "1000",
 		"--rollout-burst", "1000", "--log-level", "info")
 	start := time.Now()
-	waitFor(b, 20*time.Minute, "every workload in sync", func() bool {
-		return p.metric("confighash_reconciles_total", `result="in_sync"`) >= float64(w)
+	eventuallyWithin(b, 20*time.Minute, scalePoll, "every workload in sync", func(context.Context) (bool, error) {
+		return p.metric("confighash_reconciles_total", `result="in_sync"`) >= float64(w), nil
 	})
 	r.StartupSeconds = time.Since(start).Seconds()
 	writes := func() float64 {
@@ -154,8 +158,8 @@ func runScale(b *testing.B, w, changes int) ScaleResult {
 		latencies = append(latencies, scaleChange(b, e.ns, cs, idx, i))
 	}
 	// Each roll's Event is posted after its patch: wait for them all.
-	waitFor(b, 2*time.Minute, "an Event per change", func() bool {
-		return p.metric("rest_client_requests_total", `method="POST"`)-post0 >= float64(changes)
+	eventuallyWithin(b, 2*time.Minute, scalePoll, "an Event per change", func(context.Context) (bool, error) {
+		return p.metric("rest_client_requests_total", `method="POST"`)-post0 >= float64(changes), nil
 	})
 	per := func(now, before float64) float64 { return (now - before) / float64(changes) }
 	r.GetPerChange = per(p.metric("rest_client_requests_total", `method="GET"`), get0)
@@ -170,18 +174,6 @@ func runScale(b *testing.B, w, changes int) ScaleResult {
 	r.P50ms, r.P99ms = q(0.5), q(0.99)
 	p.signal(syscall.SIGTERM)
 	return r
-}
-
-// waitFor polls cond every 200ms until it holds or the timeout passes.
-func waitFor(b testing.TB, timeout time.Duration, what string, cond func() bool) {
-	b.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			b.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // scaleChange edits workload idx's ConfigMap (even i) or Secret (odd i)
