@@ -79,7 +79,7 @@ check-fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
 .PHONY: test
-test: build tools controlplane check-fmt vet lint ## Build, lint, then run every test (real kustomize, helm, control plane) and a short fuzz run.
+test: build tools controlplane check-fmt vet lint tidy-check crosscheck ## Build, lint, then run every test (real kustomize, helm, control plane) and a short fuzz run.
 	go test -count=1 -race -timeout 45m ./...
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 
@@ -100,8 +100,19 @@ demo: build tools ## Render the seed demo, change its ConfigMap, render again an
 	bash hack/demo.sh
 
 .PHONY: tidy-check
-tidy-check: ## Fail when go mod tidy would change go.mod or go.sum.
-	go mod tidy && git diff --exit-code go.mod go.sum
+tidy-check: ## Fail when go mod tidy would change go.mod or go.sum (direct dependencies must not be marked // indirect).
+	@tmp=$$(mktemp -d) && cp go.mod go.sum $$tmp/ && go mod tidy && \
+	  if ! diff -u $$tmp/go.mod go.mod || ! diff -u $$tmp/go.sum go.sum; then \
+	    cp $$tmp/go.mod $$tmp/go.sum . ; rm -rf $$tmp; echo "go mod tidy changes go.mod/go.sum: run it and commit the result" >&2; exit 1; fi; \
+	  rm -rf $$tmp
+
+# PYTHON is the first python3 that has PyYAML (Debian's python3-yaml lands in /usr/bin/python3).
+PYTHON ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import yaml' 2>/dev/null && { command -v $$p; break; }; done)
+
+.PHONY: crosscheck
+crosscheck: ## Check testdata/vectors against hack/crosscheck-vectors.py, an independent implementation of HASHING.md.
+	@test -n "$(PYTHON)" || { echo "crosscheck needs python3 with PyYAML (Debian: apt-get install python3-yaml)" >&2; exit 1; }
+	$(PYTHON) hack/crosscheck-vectors.py
 
 .PHONY: clean
 clean: ## Remove bin/.
