@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"strings"
@@ -78,6 +79,15 @@ type Options struct {
 	ArgoRollouts string
 	// Concurrency is the number of workloads reconciled in parallel.
 	Concurrency int
+	// KubeAPIQPS and KubeAPIBurst limit the requests the controller sends to
+	// the API server, on the client side. Zero or less (the default) sends
+	// them unthrottled and leaves the pacing to the API server's Priority and
+	// Fairness, as controller-runtime does: client-go's own default of 5
+	// requests per second would hold the first baselines of 1,000 workloads
+	// for over three minutes and cap rolls below --max-rollouts-per-second.
+	// KubeAPIBurst zero means twice KubeAPIQPS.
+	KubeAPIQPS   float64
+	KubeAPIBurst int
 	// LogFormat is json or text; LogLevel info or debug.
 	LogFormat string
 	LogLevel  string
@@ -178,6 +188,8 @@ func (o *Options) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.HMACKeyFile, "hmac-key-file", o.HMACKeyFile, "file holding the HMAC key of the keyed hash mode, the key bin/confighash --hmac-key-file uses (also $CONFIGHASH_HMAC_KEY_FILE, or the key itself in $CONFIGHASH_HMAC_KEY)")
 	fs.StringVar(&o.ArgoRollouts, "argo-rollouts", o.ArgoRollouts, "manage Argo Rollouts: auto (when the CRD is served), enabled or disabled")
 	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "workloads reconciled in parallel")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "client-side limit of requests per second to the API server; 0 or less: none, the API server's Priority and Fairness paces them")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "requests allowed at once above --kube-api-qps (0: twice the rate)")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "json or text")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "info or debug")
 }
@@ -207,6 +219,9 @@ func (o Options) Complete() (Options, error) {
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 1
+	}
+	if o.KubeAPIQPS > 0 && o.KubeAPIBurst <= 0 {
+		o.KubeAPIBurst = max(1, int(math.Ceil(2*o.KubeAPIQPS)))
 	}
 	if o.HMACKeyFile != "" && len(o.Key) == 0 {
 		raw, err := os.ReadFile(o.HMACKeyFile)

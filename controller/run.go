@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 
 	"github.com/go-logr/logr"
@@ -64,10 +65,13 @@ func NewManager(opts Options) (manager.Manager, *Reconciler, error) {
 		ctrllog.SetLogger(log)
 		klog.SetLogger(log.WithName("client-go"))
 	}
-	cfg, err := restConfig(opts)
+	cfg, err := RESTConfig(opts)
 	if err != nil {
 		return nil, nil, err
 	}
+	// Time spent waiting on a client-side limiter shows in
+	// rest_client_rate_limiter_duration_seconds (nothing without one).
+	crmetrics.RegisterRESTClientMetrics(crmetrics.MetricRateLimiterLatency)
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, nil, err
@@ -89,15 +93,33 @@ func NewManager(opts Options) (manager.Manager, *Reconciler, error) {
 	return mgr, r, nil
 }
 
-func restConfig(opts Options) (*rest.Config, error) {
+// RESTConfig is the client configuration of the controller: opts.RESTConfig
+// (copied) or the kubeconfig, with the client-side rate limit of
+// opts.KubeAPIQPS and opts.KubeAPIBurst. Without one (zero), a configuration
+// that sets no rate of its own gets none (QPS -1), as controller-runtime's
+// config.GetConfig gives: the API server's Priority and Fairness paces the
+// requests, instead of client-go's default of 5 per second.
+func RESTConfig(opts Options) (*rest.Config, error) {
+	var cfg *rest.Config
 	if opts.RESTConfig != nil {
-		return rest.CopyConfig(opts.RESTConfig), nil
+		cfg = rest.CopyConfig(opts.RESTConfig)
+	} else {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = opts.Kubeconfig
+		var err error
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+		}
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = opts.Kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	switch {
+	case opts.KubeAPIQPS > 0:
+		cfg.QPS, cfg.Burst = float32(opts.KubeAPIQPS), opts.KubeAPIBurst
+		if cfg.Burst <= 0 {
+			cfg.Burst = max(1, int(math.Ceil(2*opts.KubeAPIQPS)))
+		}
+	case opts.KubeAPIQPS < 0 || cfg.QPS == 0:
+		cfg.QPS = -1
 	}
 	return cfg, nil
 }
