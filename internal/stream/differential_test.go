@@ -1,0 +1,251 @@
+package stream_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/confighash/confighash/fn"
+	"github.com/confighash/confighash/internal/benchgen"
+	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/stream"
+	"github.com/confighash/confighash/internal/testtools"
+)
+
+// TestDifferential runs every input the project has through stream mode (the
+// Helm post-renderer) and KRM mode (the function) and holds them to each
+// other: both accept or both reject the input; when they accept it, every
+// document comes out semantically equal with the same hash, and stream mode
+// changed nothing but annotation lines. The inputs are every YAML and JSON
+// file of the repository (testdata, examples, charts, install manifests), the
+// fuzz corpora, generated streams and, when CONFIGHASH_CORPUS is set, the
+// shared corpus.
+func TestDifferential(t *testing.T) {
+	inputs := repositoryInputs(t)
+	for k, v := range generatedInputs() {
+		inputs[k] = v
+	}
+	if dir := os.Getenv("CONFIGHASH_CORPUS"); dir != "" {
+		for k, v := range corpusStreams(t) {
+			inputs["corpus/"+k] = v
+		}
+	} else {
+		t.Log("CONFIGHASH_CORPUS is not set: the shared corpus is left out of the differential run")
+	}
+	require.Greater(t, len(inputs), 40, "the differential run needs the project's inputs")
+
+	accepted := 0
+	for name, input := range inputs {
+		t.Run(name, func(t *testing.T) {
+			if differential(t, input, inject.Options{DefaultNamespace: "shop"}) {
+				accepted++
+			}
+		})
+	}
+	t.Logf("%d inputs, %d accepted by both modes", len(inputs), accepted)
+	assert.Greater(t, accepted, 20, "most inputs are valid streams")
+}
+
+// differential compares the two modes on one input and reports whether they
+// accepted it.
+func differential(t *testing.T, input []byte, opts inject.Options) bool {
+	t.Helper()
+	out, _, streamErr := stream.Process(input, opts)
+	krm, krmErr := runKRM(input, opts)
+	if streamErr != nil || krmErr != nil {
+		if (streamErr == nil) != (krmErr == nil) {
+			t.Errorf("the modes disagree on whether the input is valid:\nstream mode: %v\nKRM mode:    %v", streamErr, krmErr)
+		}
+		if streamErr != nil {
+			assert.Nil(t, out, "no partial output on error")
+			t.Logf("both modes reject the input: %v", streamErr)
+		}
+		return false
+	}
+	assertAnnotationLinesOnly(t, string(input), string(out), inject.DefaultPrefix)
+
+	got := semantic(t, out)
+	want := semantic(t, krm)
+	require.Len(t, got, len(want), "documents")
+	for i := range want {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Errorf("document %d differs:\nstream mode: %v\nKRM mode:    %v", i, got[i], want[i])
+		}
+	}
+	again, _, err := stream.Process(out, opts)
+	require.NoError(t, err)
+	assert.Equal(t, string(out), string(again), "a second run changes nothing")
+	return true
+}
+
+// runKRM wraps the stream's documents in a ResourceList, runs the function on
+// it and returns the items it wrote as a plain stream, without the
+// annotations kyaml adds for a ResourceList.
+func runKRM(input []byte, opts inject.Options) ([]byte, error) {
+	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(input), OmitReaderAnnotations: true}).Read()
+	if err != nil {
+		return nil, err
+	}
+	var rl bytes.Buffer
+	if err := (kio.ByteWriter{Writer: &rl, WrappingKind: kio.ResourceListKind, WrappingAPIVersion: kio.ResourceListAPIVersion}).Write(nodes); err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if _, err := fn.Run(fn.Processor{Base: opts}, &rl, &out); err != nil {
+		return nil, err
+	}
+	items, err := (&kio.ByteReader{Reader: &out, OmitReaderAnnotations: true}).Read()
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	err = kio.ByteWriter{Writer: &b, ClearAnnotations: []string{
+		kioutil.IndexAnnotation, kioutil.PathAnnotation, kioutil.IdAnnotation,
+		kioutil.LegacyIndexAnnotation, kioutil.LegacyPathAnnotation, kioutil.LegacyIdAnnotation, //nolint:staticcheck
+	}}.Write(items)
+	return b.Bytes(), err
+}
+
+// semantic returns each document of a stream as the JSON value the API
+// server would read, with empty annotation maps dropped.
+func semantic(t *testing.T, stream []byte) []any {
+	t.Helper()
+	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(stream), OmitReaderAnnotations: true}).Read()
+	require.NoError(t, err)
+	out := make([]any, len(nodes))
+	for i, n := range nodes {
+		s, err := n.String()
+		require.NoError(t, err)
+		j, err := sigsyaml.YAMLToJSON([]byte(s))
+		require.NoError(t, err, "document %d", i)
+		var v any
+		require.NoError(t, sigsyaml.Unmarshal(j, &v))
+		out[i] = dropEmptyMetadata(v)
+	}
+	return out
+}
+
+// dropEmptyMetadata removes empty or null annotations and metadata maps at
+// every depth: `metadata: {}` and a missing metadata are the same object.
+func dropEmptyMetadata(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, c := range v {
+			c = dropEmptyMetadata(c)
+			if m, ok := c.(map[string]any); (k == "annotations" || k == "metadata") && (c == nil || ok && len(m) == 0) {
+				delete(v, k)
+				continue
+			}
+			v[k] = c
+		}
+	case []any:
+		for i := range v {
+			v[i] = dropEmptyMetadata(v[i])
+		}
+	}
+	return v
+}
+
+var (
+	// keyLine is a metadata or annotations key confighash may add, expand or
+	// remove around its annotations, in YAML or JSON.
+	keyLine = regexp.MustCompile(`^\s*"?(metadata|annotations)"?\s*:\s*(\{\s*\}?|null|~)?\s*,?\s*(#.*)?\r?$`)
+	// closeLine closes a JSON object confighash opened.
+	closeLine = regexp.MustCompile(`^\s*\},?\s*\r?$`)
+)
+
+// assertAnnotationLinesOnly fails unless every line that differs between in
+// and out holds a confighash annotation, or is a metadata or annotations key
+// (or the brace closing one in JSON) around them.
+func assertAnnotationLinesOnly(t *testing.T, in, out, prefix string) {
+	t.Helper()
+	ours := func(line string) bool {
+		return strings.Contains(line, prefix+"/") || keyLine.MatchString(line) || closeLine.MatchString(line)
+	}
+	a, b := strings.Split(in, "\n"), strings.Split(out, "\n")
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case i < len(a) && j < len(b) && a[i] == b[j]:
+			i, j = i+1, j+1
+		case j < len(b) && ours(b[j]):
+			j++
+		case i < len(a) && ours(a[i]):
+			i++
+		default:
+			t.Fatalf("stream mode changed more than annotation lines, at input line %d / output line %d:\n< %q\n> %q", i+1, j+1, at(a, i), at(b, j))
+		}
+	}
+}
+
+// repositoryInputs reads every YAML and JSON file of the repository, and the
+// fuzz corpora of the stream package.
+func repositoryInputs(t *testing.T) map[string][]byte {
+	t.Helper()
+	root := testtools.RepoRoot(t)
+	out := map[string][]byte{}
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "bin", "node_modules":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		switch {
+		case strings.HasSuffix(path, ".yaml"), strings.HasSuffix(path, ".yml"), strings.HasSuffix(path, ".json"):
+			out[rel] = b
+		case strings.Contains(rel, filepath.Join("testdata", "fuzz")+string(filepath.Separator)):
+			for k, v := range fuzzInputs(b) {
+				out[rel+"#"+strconv.Itoa(k)] = v
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return out
+}
+
+// fuzzInputs returns the []byte and string values of a Go fuzz corpus file.
+func fuzzInputs(file []byte) map[int][]byte {
+	out := map[int][]byte{}
+	for i, line := range strings.Split(string(file), "\n") {
+		for _, p := range []string{"[]byte(", "string("} {
+			if rest, ok := strings.CutPrefix(line, p); ok {
+				if s, err := strconv.Unquote(strings.TrimSuffix(rest, ")")); err == nil {
+					out[i] = []byte(s)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// generatedInputs are benchmark streams at a small size, and the same with
+// the layouts users write by hand.
+func generatedInputs() map[string][]byte {
+	small := benchgen.Spec{Deployments: 30, ConfigMaps: 30, Secrets: 10, ConfigMapBytes: 300}
+	return map[string][]byte{
+		"generated/benchgen":        benchgen.Stream(small),
+		"generated/benchgen (CRLF)": bytes.ReplaceAll(benchgen.Stream(small), []byte("\n"), []byte("\r\n")),
+	}
+}
