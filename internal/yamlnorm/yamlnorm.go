@@ -1,0 +1,300 @@
+// Package yamlnorm makes a parsed YAML document mean what the API server
+// will store for it (what sigs.k8s.io/yaml.YAMLToJSON, used by kubectl and
+// Helm, produces): anchors, aliases and merge keys are expanded, while a key
+// written twice in one mapping and an alias bomb are refused.
+package yamlnorm
+
+import (
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// MaxNodes bounds how many nodes one document may expand to through
+// aliases, so that an alias bomb is refused instead of filling memory.
+const MaxNodes = 1_000_000
+
+// mergeTag is the tag yaml.v3 gives a plain "<<" key.
+const mergeTag = "!!merge"
+
+// Result tells which nodes of an expanded document are not where the text
+// has them: copies made for aliases and merge keys, mappings that received
+// merged entries, and nodes under an anchor some alias refers to (writing
+// there would change every use of the anchor). A nil Result means the
+// document had nothing to expand.
+type Result struct {
+	moved map[*yaml.Node]bool
+}
+
+// Editable reports whether text edits at the positions of nodes change
+// those nodes only: none of them is a copy, received merged entries or lies
+// under an anchor that an alias repeats elsewhere.
+func (r *Result) Editable(nodes ...*yaml.Node) bool {
+	if r == nil {
+		return true
+	}
+	for _, n := range nodes {
+		if n != nil && r.moved[n] {
+			return false
+		}
+	}
+	return true
+}
+
+// Normalise checks n for repeated mapping keys and, when it holds aliases or
+// merge keys, expands them in place (bounded by MaxNodes) and clears its
+// anchors. Errors name the path of the offending mapping and its lines.
+func Normalise(n *yaml.Node) (*Result, error) {
+	if n == nil {
+		return nil, nil
+	}
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	special, err := check(n, "")
+	if err != nil || !special {
+		return nil, err
+	}
+	if _, err := expandedSize(n, map[*yaml.Node]int{}); err != nil {
+		return nil, err
+	}
+	r := &Result{moved: map[*yaml.Node]bool{}}
+	for anchor := range referenced(n, map[*yaml.Node]bool{}) {
+		markAll(anchor, r.moved)
+	}
+	x := expander{r: r, done: map[*yaml.Node]bool{}}
+	if err := x.expand(n); err != nil {
+		return nil, err
+	}
+	clearAnchors(n)
+	return r, nil
+}
+
+// check walks the tree as written (aliases not followed: their anchors are
+// checked where they are defined), refuses a key written twice in a mapping,
+// and reports whether the tree holds an alias or a merge key.
+func check(n *yaml.Node, path string) (bool, error) {
+	special := false
+	switch n.Kind {
+	case yaml.AliasNode:
+		return true, nil
+	case yaml.MappingNode:
+		seen := make(map[string]int, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Tag == mergeTag || k.Kind == yaml.AliasNode {
+				special = true
+			}
+			name := keyName(k)
+			if line, dup := seen[name]; dup {
+				return false, fmt.Errorf("%skey %q appears twice (lines %d and %d); the API server would keep only one", at(path), name, line, k.Line)
+			}
+			seen[name] = k.Line
+			s, err := check(n.Content[i+1], join(path, name))
+			if err != nil {
+				return false, err
+			}
+			special = special || s
+		}
+		return special, nil
+	}
+	for i, c := range n.Content {
+		s, err := check(c, fmt.Sprintf("%s[%d]", path, i))
+		if err != nil {
+			return false, err
+		}
+		special = special || s
+	}
+	return special, nil
+}
+
+func keyName(k *yaml.Node) string {
+	if k.Tag == mergeTag {
+		return "<<"
+	}
+	if k.Kind == yaml.AliasNode && k.Alias != nil {
+		k = k.Alias
+	}
+	return k.Value
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func at(path string) string {
+	if path == "" {
+		return ""
+	}
+	return path + ": "
+}
+
+// inProgress marks a node being sized, to catch an alias inside its own
+// anchor.
+const inProgress = -1
+
+func expandedSize(n *yaml.Node, memo map[*yaml.Node]int) (int, error) {
+	if n.Kind == yaml.AliasNode {
+		if n.Alias == nil {
+			return 0, fmt.Errorf("unknown anchor %q", n.Value)
+		}
+		n = n.Alias
+	}
+	switch size, seen := memo[n]; {
+	case seen && size == inProgress:
+		return 0, fmt.Errorf("anchor %q contains an alias to itself", n.Anchor)
+	case seen:
+		return size, nil
+	}
+	memo[n] = inProgress
+	size := 1
+	for _, c := range n.Content {
+		s, err := expandedSize(c, memo)
+		if err != nil {
+			return 0, err
+		}
+		size += s
+		if size > MaxNodes {
+			return 0, fmt.Errorf("document contains excessive aliasing (expands to more than %d nodes)", MaxNodes)
+		}
+	}
+	memo[n] = size
+	return size, nil
+}
+
+// referenced collects the anchored nodes that aliases refer to.
+func referenced(n *yaml.Node, out map[*yaml.Node]bool) map[*yaml.Node]bool {
+	if n.Kind == yaml.AliasNode {
+		out[n.Alias] = true
+		return out
+	}
+	for _, c := range n.Content {
+		referenced(c, out)
+	}
+	return out
+}
+
+func markAll(n *yaml.Node, set map[*yaml.Node]bool) {
+	set[n] = true
+	for _, c := range n.Content {
+		markAll(c, set)
+	}
+}
+
+// expander replaces aliases by copies of their (expanded) anchors and
+// applies merge keys the way sigs.k8s.io/yaml does: the entries of a
+// mapping are applied in the order written, a merge key setting every key
+// of its map (of its maps, the first taking precedence, for a list), so
+// that a later entry overrides an earlier one.
+type expander struct {
+	r    *Result
+	done map[*yaml.Node]bool
+}
+
+func (x *expander) expand(n *yaml.Node) error {
+	if x.done[n] {
+		return nil
+	}
+	x.done[n] = true
+	for i, c := range n.Content {
+		if c.Kind == yaml.AliasNode {
+			if err := x.expand(c.Alias); err != nil {
+				return err
+			}
+			n.Content[i] = x.copy(c.Alias)
+			continue
+		}
+		if err := x.expand(c); err != nil {
+			return err
+		}
+	}
+	if n.Kind == yaml.MappingNode {
+		return x.merge(n)
+	}
+	return nil
+}
+
+func (x *expander) copy(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.Anchor = ""
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, k := range n.Content {
+		c.Content[i] = x.copy(k)
+	}
+	x.r.moved[&c] = true
+	return &c
+}
+
+func (x *expander) merge(n *yaml.Node) error {
+	hasMerge := false
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		hasMerge = hasMerge || n.Content[i].Tag == mergeTag
+	}
+	if !hasMerge {
+		return nil
+	}
+	out := make([]*yaml.Node, 0, len(n.Content))
+	index := map[string]int{}
+	set := func(k, v *yaml.Node) {
+		if i, ok := index[k.Value]; ok {
+			out[i+1] = v
+			return
+		}
+		index[k.Value] = len(out)
+		out = append(out, k, v)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Tag != mergeTag {
+			set(k, v)
+			continue
+		}
+		var maps []*yaml.Node
+		switch v.Kind {
+		case yaml.MappingNode:
+			maps = []*yaml.Node{v}
+		case yaml.SequenceNode:
+			for j := len(v.Content) - 1; j >= 0; j-- {
+				maps = append(maps, v.Content[j])
+			}
+		}
+		if len(maps) == 0 && !(v.Kind == yaml.SequenceNode) {
+			return fmt.Errorf("line %d: a merge key (<<) takes a map or a list of maps", k.Line)
+		}
+		for _, m := range maps {
+			if m.Kind != yaml.MappingNode {
+				return fmt.Errorf("line %d: a merge key (<<) takes a map or a list of maps", k.Line)
+			}
+			for j := 0; j+1 < len(m.Content); j += 2 {
+				set(x.copy(m.Content[j]), x.copy(m.Content[j+1]))
+			}
+		}
+	}
+	n.Content = out
+	x.r.moved[n] = true
+	return nil
+}
+
+func clearAnchors(n *yaml.Node) {
+	n.Anchor = ""
+	for _, c := range n.Content {
+		clearAnchors(c)
+	}
+}
+
+// Describe names a node kind for error messages.
+func Describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a map"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return "a " + strings.TrimPrefix(n.Tag, "!!")
+	}
+	return "nothing"
+}
