@@ -27,6 +27,9 @@ type Workload struct {
 	// Hash is the value for the pod template; empty when nothing is consumed
 	// from the stream.
 	Hash string
+	// warnings are findings about the workload's references (ambiguous
+	// kustomize renames).
+	warnings []string
 }
 
 // KeyID is the key id to write next to the hash: the key's in keyed mode
@@ -94,7 +97,7 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 		return nil, err
 	}
 	objects := make([]Object, len(docs))
-	configs := configIndex{}
+	configs := configIndex{byName: map[configKey]hashing.Content{}}
 	for i, d := range docs {
 		o, err := identify(d, opts.DefaultNamespace)
 		if err != nil {
@@ -116,7 +119,7 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 		}
 		if ok {
 			r.Workloads = append(r.Workloads, w)
-			r.Findings = append(r.Findings, externalFindings(w)...)
+			r.Findings = append(r.Findings, workloadFindings(w)...)
 		}
 	}
 	return r, nil
@@ -146,24 +149,27 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 	if err != nil {
 		return w, false, fmt.Errorf("%s: %s.spec: %w", o, strings.Join(path, "."), err)
 	}
-	lookup := configs.lookup(o.Namespace)
-	for _, u := range hashing.Discover(spec) {
-		if c, found := lookup(u.Kind, u.Name); found {
-			u.Name = c.Name // the name the cluster will see (kustomize's hash suffix)
-			w.InStream = append(w.InStream, u)
-		} else {
-			w.External = append(w.External, u)
-		}
+	context, err := readBuildContext(node.YNode())
+	if err != nil {
+		return w, false, fmt.Errorf("%s: %w", o, err)
 	}
+	// References name objects as they will be once kustomize has fixed
+	// them: in-stream uses carry the names the cluster will hold.
+	r := &resolver{configs: configs, context: context, namespace: o.Namespace}
+	w.InStream, w.External = r.resolveUses(hashing.Discover(spec))
+	w.warnings = r.findings
 	if len(w.InStream) > 0 {
-		w.Hash = hashing.Compute(o.Namespace, w.InStream, lookup, hashing.Options{Key: opts.Key})
+		w.Hash = hashing.Compute(o.Namespace, w.InStream, r.lookup, hashing.Options{Key: opts.Key})
 	}
 	return w, true, nil
 }
 
 // configIndex holds the content of the stream's ConfigMaps and Secrets by
-// namespace, kind and name.
-type configIndex map[configKey]hashing.Content
+// namespace, kind and name, and those kustomize has renamed or moved.
+type configIndex struct {
+	byName  map[configKey]hashing.Content
+	renamed []renamedConfig
+}
 
 type configKey struct {
 	namespace string
@@ -173,7 +179,7 @@ type configKey struct {
 
 // addDoc indexes a ConfigMap or Secret document, or those among the items
 // of a v1 List, ConfigMapList or SecretList (kubectl applies the items).
-func (c configIndex) addDoc(d Doc, o Object, defaultNamespace string) error {
+func (c *configIndex) addDoc(d Doc, o Object, defaultNamespace string) error {
 	if d.Config != nil {
 		content := *d.Config
 		content.Namespace = o.Namespace
@@ -204,9 +210,9 @@ func (c configIndex) addDoc(d Doc, o Object, defaultNamespace string) error {
 	return nil
 }
 
-func (c configIndex) add(node *yaml.RNode, o Object) error {
+func (c *configIndex) add(node *yaml.RNode, o Object) error {
 	key := configKey{o.Namespace, hashing.Kind(o.Kind), o.Name}
-	if _, dup := c[key]; dup {
+	if _, dup := c.byName[key]; dup {
 		return fmt.Errorf("%s: the stream holds this %s twice", o, o.Kind)
 	}
 	content, err := readContent(node, o)
@@ -216,6 +222,13 @@ func (c configIndex) add(node *yaml.RNode, o Object) error {
 	if content.Name, err = finalName(node, o.Name); err != nil {
 		return fmt.Errorf("%s: %w", o, err)
 	}
+	context, err := readBuildContext(node.YNode())
+	if err != nil {
+		return fmt.Errorf("%s: %w", o, err)
+	}
+	if context.previous != nil {
+		c.renamed = append(c.renamed, renamedConfig{key: key, context: context})
+	}
 	return c.put(o, content)
 }
 
@@ -223,12 +236,12 @@ func (c configIndex) add(node *yaml.RNode, o Object) error {
 // rename it, under its final name too.
 func (c configIndex) put(o Object, content hashing.Content) error {
 	key := configKey{o.Namespace, hashing.Kind(o.Kind), o.Name}
-	if _, dup := c[key]; dup {
+	if _, dup := c.byName[key]; dup {
 		return fmt.Errorf("%s: the stream holds this %s twice", o, o.Kind)
 	}
-	c[key] = content
+	c.byName[key] = content
 	if content.Name != o.Name {
-		c[configKey{o.Namespace, key.kind, content.Name}] = content
+		c.byName[configKey{o.Namespace, key.kind, content.Name}] = content
 	}
 	return nil
 }
@@ -237,7 +250,7 @@ func (c configIndex) put(o Object, content hashing.Content) error {
 // indexed under both of its names).
 func (c configIndex) count() int {
 	n := 0
-	for k, content := range c {
+	for k, content := range c.byName {
 		if k.name == content.Name {
 			n++
 		}
@@ -247,7 +260,7 @@ func (c configIndex) count() int {
 
 func (c configIndex) lookup(namespace string) hashing.Lookup {
 	return func(kind hashing.Kind, name string) (hashing.Content, bool) {
-		content, ok := c[configKey{namespace, kind, name}]
+		content, ok := c.byName[configKey{namespace, kind, name}]
 		return content, ok
 	}
 }
@@ -280,8 +293,11 @@ func finalName(node *yaml.RNode, name string) (string, error) {
 	return name + "-" + suffix, nil
 }
 
-func externalFindings(w Workload) []Finding {
+func workloadFindings(w Workload) []Finding {
 	var out []Finding
+	for _, msg := range w.warnings {
+		out = append(out, Finding{Object: w.Object, Severity: SeverityWarning, Message: msg})
+	}
 	for _, u := range w.External {
 		f := Finding{Object: w.Object, Severity: SeverityWarning}
 		if u.Optional {

@@ -1,0 +1,197 @@
+package examples_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	k8syaml "sigs.k8s.io/yaml"
+
+	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/testtools"
+)
+
+// execPath matches the exec function path of the fixtures, relative to
+// each kustomization; copyTree makes it absolute.
+var execPath = regexp.MustCompile(`path: \S*bin/confighash`)
+
+// copyTree copies a fixture tree into a temp dir and points its exec
+// functions at the confighash binary under test.
+func copyTree(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	bin := testtools.Tool(t, "confighash")
+	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		b = execPath.ReplaceAll(b, []byte("path: "+bin))
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	require.NoError(t, err)
+	return dst
+}
+
+// podTemplatePaths are where the fixtures' workloads hold their pod
+// templates, CloneSet included (configured in its functionConfig).
+var podTemplatePaths = map[string][]string{
+	"Deployment":  {"spec", "template"},
+	"StatefulSet": {"spec", "template"},
+	"DaemonSet":   {"spec", "template"},
+	"CronJob":     {"spec", "jobTemplate", "spec", "template"},
+	"CloneSet":    {"spec", "template"},
+}
+
+// rendered is what the test reads back from a final render.
+type rendered struct {
+	hash, external string
+	// want is the hash computed independently from the final objects, and
+	// wantExternal the uses not among them.
+	want, wantExternal string
+}
+
+// independentHashes computes, from the final objects alone (typed reads and
+// the hashing package, not the filter), what every workload consumes from
+// the render and its hash, next to what the render wrote.
+func independentHashes(t *testing.T, out string) map[string]rendered {
+	t.Helper()
+	nodes, err := kio.FromBytes([]byte(out))
+	require.NoError(t, err)
+	configs := map[string]hashing.Content{}
+	for _, n := range nodes {
+		if n.GetApiVersion() != "v1" {
+			continue
+		}
+		raw, err := n.MarshalJSON()
+		require.NoError(t, err)
+		switch n.GetKind() {
+		case "ConfigMap":
+			var cm corev1.ConfigMap
+			require.NoError(t, k8syaml.Unmarshal(raw, &cm))
+			c, err := hashing.ConfigMapContent(&cm)
+			require.NoError(t, err)
+			configs["ConfigMap/"+cm.Namespace+"/"+cm.Name] = c
+		case "Secret":
+			var s corev1.Secret
+			require.NoError(t, k8syaml.Unmarshal(raw, &s))
+			configs["Secret/"+s.Namespace+"/"+s.Name] = hashing.SecretContent(&s)
+		}
+	}
+	got := map[string]rendered{}
+	for _, n := range nodes {
+		path, ok := podTemplatePaths[n.GetKind()]
+		if !ok {
+			continue
+		}
+		tpl, err := n.Pipe(kyaml.Lookup(path...))
+		require.NoError(t, err)
+		require.NotNil(t, tpl, "%s has no pod template", n.GetName())
+		specNode, err := tpl.Pipe(kyaml.Lookup("spec"))
+		require.NoError(t, err)
+		raw, err := specNode.MarshalJSON()
+		require.NoError(t, err)
+		var spec corev1.PodSpec
+		require.NoError(t, k8syaml.Unmarshal(raw, &spec))
+		ns := n.GetNamespace()
+		lookup := func(kind hashing.Kind, name string) (hashing.Content, bool) {
+			c, ok := configs[string(kind)+"/"+ns+"/"+name]
+			return c, ok
+		}
+		var inStream []hashing.Use
+		var external []string
+		for _, u := range hashing.Discover(&spec) {
+			if _, ok := lookup(u.Kind, u.Name); ok {
+				inStream = append(inStream, u)
+			} else {
+				external = append(external, u.Ref())
+			}
+		}
+		r := rendered{
+			hash:         tpl.GetAnnotations()["confighash.dev/hash"],
+			external:     n.GetAnnotations()["confighash.dev/external"],
+			wantExternal: strings.Join(external, ","),
+		}
+		if len(inStream) > 0 {
+			r.want = hashing.Compute(ns, inStream, lookup, hashing.Options{})
+		}
+		got[n.GetKind()+"/"+ns+"/"+n.GetName()] = r
+	}
+	return got
+}
+
+// TestKustomizeRenames renders overlays as people write them, with the real
+// kustomize running bin/confighash as an exec function, and checks the
+// final output: every workload carries the hash of exactly what it consumes
+// under the names the cluster will hold, computed independently from the
+// final objects; only configs really missing from the render are external.
+func TestKustomizeRenames(t *testing.T) {
+	cases := []struct {
+		name string
+		// tree is the fixture under testdata/kustomize, build the
+		// kustomization to build inside it.
+		tree, build string
+		// external lists, per workload (Kind/namespace/name), what it
+		// consumes from outside the render; every workload hashes something.
+		external map[string]string
+	}{
+		{name: "namePrefix", tree: "prefix", build: ".",
+			external: map[string]string{"Deployment//prod-web": "Secret/vault-token"}},
+		{name: "nameSuffix with generators", tree: "suffix-generators", build: ".",
+			external: map[string]string{"StatefulSet//db-eu": "", "CronJob//backup-eu": ""}},
+		{name: "namespace, prefix, suffix and a generator", tree: "namespace", build: ".",
+			external: map[string]string{"DaemonSet/shop/shop-agent-v2": ""}},
+		{name: "base holds the transformer", tree: "base-transformer", build: "overlay",
+			external: map[string]string{"Deployment//team-api": ""}},
+		{name: "component renames and generates", tree: "components", build: "app",
+			external: map[string]string{"Deployment//blue-ui": ""}},
+		{name: "two candidates, kustomize's prefix rules", tree: "ambiguous", build: ".",
+			external: map[string]string{"Deployment//a-web": "", "Deployment//lonely": "ConfigMap/cfg"}},
+		{name: "CRD workload with nameReference configuration", tree: "crd-workload", build: ".",
+			external: map[string]string{"CloneSet//prod-shop": ""}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyTree(t, filepath.Join("..", "testdata", "kustomize", tc.tree))
+			out := kustomizeBuild(t, filepath.Join(dir, tc.build))
+			got := independentHashes(t, out)
+			require.Equal(t, sortedKeys(tc.external), sortedKeys(got), "workloads in the render\n%s", out)
+			for id, wantExternal := range tc.external {
+				r := got[id]
+				assert.Equal(t, wantExternal, r.wantExternal, "%s: the fixture's really external configs", id)
+				require.NotEmpty(t, r.want, "%s consumes something from the render", id)
+				assert.Equal(t, r.want, r.hash, "%s: hash of what it consumes, by the final names\n%s", id, out)
+				assert.Equal(t, wantExternal, r.external, "%s: external annotation", id)
+			}
+			verify := testtools.Run(t, dir, nil, []byte(out), testtools.Tool(t, "confighash"), "verify")
+			assert.Zero(t, verify.ExitCode, "confighash verify on the final render\n%s", verify.Stderr)
+		})
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
