@@ -6,6 +6,9 @@ import (
 	"io"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/yamlnorm"
 )
 
 // parseBatch reads many documents with one yaml.v3 decoder instead of one
@@ -25,8 +28,14 @@ import (
 // a comment that opens a document (one followed by a blank line, say) to the
 // document before it. Nothing reads comments but re-encoding, which parses
 // its document on its own (reencode).
-func parseBatch(texts [][]byte) ([]*yaml.RNode, []error) {
+//
+// Every node is then normalised (yamlnorm): anchors, aliases and merge keys
+// expanded as the API server's YAML reader expands them, keys written twice
+// and alias bombs refused. The results say which nodes are no longer where
+// the text has them.
+func parseBatch(texts [][]byte) ([]*yaml.RNode, []*yamlnorm.Result, []error) {
 	nodes := make([]*yaml.RNode, len(texts))
+	norms := make([]*yamlnorm.Result, len(texts))
 	errs := make([]error, len(texts))
 	var batch []int
 	var startLine []int
@@ -61,10 +70,35 @@ func parseBatch(texts [][]byte) ([]*yaml.RNode, []error) {
 	}
 	for i, t := range texts {
 		if nodes[i] == nil {
-			nodes[i], errs[i] = parse(t)
+			nodes[i], errs[i] = parseRaw(t)
+		}
+		if errs[i] == nil {
+			norms[i], errs[i] = yamlnorm.Normalise(nodes[i].YNode())
 		}
 	}
-	return nodes, errs
+	return nodes, norms, errs
+}
+
+// editable checks that a workload's annotations can be written in place:
+// neither the workload's nor its pod template's metadata (nor the template
+// itself) comes from an alias, a merge key, or an anchor repeated elsewhere,
+// where an edit of the text would change more than this one object.
+func editable(norm *yamlnorm.Result, w inject.Workload) error {
+	if norm == nil || w.OptedOut || w.Template == nil {
+		return nil
+	}
+	for _, n := range []*yaml.Node{w.Node.YNode(), w.Template.YNode()} {
+		meta := inject.Child(n, "metadata")
+		ann := inject.Child(meta, "annotations")
+		nodes := []*yaml.Node{n, meta, ann}
+		if ann != nil {
+			nodes = append(nodes, ann.Content...)
+		}
+		if !norm.Editable(nodes...) {
+			return errors.New("the pod template's metadata (or the object's) comes from a YAML alias, merge key or repeated anchor: writing the annotation there would change every use of the anchor; write that metadata out in place")
+		}
+	}
+	return nil
 }
 
 // decodeAll decodes exactly n documents from text, or reports failure.

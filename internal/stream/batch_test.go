@@ -33,7 +33,7 @@ func FuzzParseBatch(f *testing.F) {
 				texts = append(texts, c.text)
 			}
 		}
-		nodes, errs := parseBatch(texts)
+		nodes, _, errs := parseBatch(texts)
 		for i, text := range texts {
 			want, wantErr := parse(text)
 			if fmt.Sprint(errs[i]) != fmt.Sprint(wantErr) {
@@ -51,7 +51,7 @@ func FuzzParseBatch(f *testing.F) {
 
 func TestParseBatchLines(t *testing.T) {
 	texts := [][]byte{[]byte("---\na: 1\n"), []byte("---\n# c\nb:\n  c: 2"), []byte("---\nd: 3\n")}
-	nodes, errs := parseBatch(texts)
+	nodes, _, errs := parseBatch(texts)
 	for i := range texts {
 		if errs[i] != nil {
 			t.Fatal(errs[i])

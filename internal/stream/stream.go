@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/yamlnorm"
 )
 
 // Process hashes a multi-document YAML stream. The output equals the input
@@ -39,13 +40,15 @@ func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) 
 		docs = append(docs, d)
 		chunkOf = append(chunkOf, i)
 	}
-	nodes, errs := parseBatch(toParse)
+	nodes, norms, errs := parseBatch(toParse)
+	normOf := map[int]*yamlnorm.Result{}
 	for j, n := range nodes {
 		d := &docs[parsedDoc[j]]
 		if errs[j] != nil {
 			return nil, nil, fmt.Errorf("%s: %w", where(*d), errs[j])
 		}
 		d.Node = n
+		normOf[d.Index] = norms[j]
 	}
 	report, err := inject.AnalyzeDocs(docs, opts)
 	if err != nil {
@@ -62,6 +65,9 @@ func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) 
 	}
 	for _, w := range report.Workloads {
 		i := chunkOf[w.Index]
+		if err := editable(normOf[w.Index], w); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", w.Object, err)
+		}
 		text, err := rewrite(chunks[i].text, w, opts, names)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", w.Object, err)
@@ -153,9 +159,23 @@ func sameContent(node *yaml.RNode, text []byte) error {
 	return nil
 }
 
-// parse reads one document. yaml.Unmarshal reads from the byte slice
-// directly, which allocates far less than a Decoder over a reader.
+// parse reads one document and normalises it (yamlnorm): what it returns
+// reads as the API server will read the document.
 func parse(text []byte) (*yaml.RNode, error) {
+	n, err := parseRaw(text)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := yamlnorm.Normalise(n.YNode()); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// parseRaw reads one document as written. yaml.Unmarshal reads from the
+// byte slice directly, which allocates far less than a Decoder over a
+// reader.
+func parseRaw(text []byte) (*yaml.RNode, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(text, &doc); err != nil {
 		return nil, err
