@@ -59,6 +59,7 @@ var podTemplatePaths = map[string][]string{
 	"DaemonSet":   {"spec", "template"},
 	"CronJob":     {"spec", "jobTemplate", "spec", "template"},
 	"CloneSet":    {"spec", "template"},
+	"Worker":      {"spec", "runner", "template"},
 }
 
 // rendered is what the test reads back from a final render.
@@ -194,4 +195,54 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// TestExtraWorkloadKinds runs a CRD workload end to end, its pod template
+// location given each way a user can give it: the functionConfig's
+// workloads and the --workload flag as exec args under the real kustomize,
+// --workload in stream mode, a kpt-style ConfigMap functionConfig in KRM
+// mode. Without the configuration the kind is not a workload.
+func TestExtraWorkloadKinds(t *testing.T) {
+	t.Run("kustomize, --workload as exec args", func(t *testing.T) {
+		dir := copyTree(t, filepath.Join("..", "testdata", "kustomize", "crd-workload"))
+		fc := filepath.Join(dir, "confighash.yaml")
+		edit(t, fc, "workloads:\n- {group: apps.kruise.io, kind: CloneSet, path: spec/template}\n", "")
+		edit(t, fc, "      exec:\n", "      exec:\n        args: [--workload, CloneSet.apps.kruise.io=spec/template]\n")
+		got := independentHashes(t, kustomizeBuild(t, dir))
+		r := got["CloneSet//prod-shop"]
+		require.NotEmpty(t, r.want)
+		assert.Equal(t, r.want, r.hash)
+		assert.Empty(t, r.external)
+
+		edit(t, fc, "        args: [--workload, CloneSet.apps.kruise.io=spec/template]\n", "")
+		assert.Empty(t, independentHashes(t, kustomizeBuild(t, dir))["CloneSet//prod-shop"].hash, "not configured: not a workload")
+	})
+
+	stream, err := os.ReadFile(filepath.Join("..", "testdata", "kustomize", "crd-stream", "stream.yaml"))
+	require.NoError(t, err)
+	want := independentHashes(t, string(stream))["Worker/jobs/crunch"].want
+	require.NotEmpty(t, want)
+	bin := testtools.Tool(t, "confighash")
+
+	t.Run("stream mode, --workload", func(t *testing.T) {
+		res := testtools.Run(t, "", nil, stream, bin, "--workload", "Worker.example.com=spec/runner/template")
+		require.Zero(t, res.ExitCode, res.Stderr)
+		got := independentHashes(t, res.Stdout)["Worker/jobs/crunch"]
+		assert.Equal(t, want, got.hash)
+		assert.Empty(t, got.external)
+		assert.Contains(t, res.Stdout, "# A CRD whose pod template", "stream mode keeps comments")
+
+		res = testtools.Run(t, "", nil, stream, bin)
+		require.Zero(t, res.ExitCode, res.Stderr)
+		assert.Equal(t, string(stream), res.Stdout, "not configured: not a workload, nothing changes")
+	})
+
+	t.Run("KRM, ConfigMap functionConfig", func(t *testing.T) {
+		fc := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fn\ndata:\n  workloads: Worker.example.com=spec/runner/template\n"
+		body := strings.SplitN(string(stream), "\n", 3)[2] // without the leading comment lines
+		rl := resourceList(t, body, fc, "")
+		res := testtools.Run(t, "", nil, []byte(rl), bin)
+		require.Zero(t, res.ExitCode, res.Stderr)
+		assert.Equal(t, want, independentHashes(t, res.Stdout)["Worker/jobs/crunch"].hash)
+	})
 }
