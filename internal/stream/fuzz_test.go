@@ -14,6 +14,7 @@ import (
 
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/stream"
+	"github.com/confighash/confighash/internal/yamlnorm"
 )
 
 // FuzzProcess checks the byte editor against the kyaml filter: for any input
@@ -38,6 +39,18 @@ func FuzzProcess(f *testing.F) {
 	} {
 		f.Add([]byte(cm + fmt.Sprintf(dep, meta)))
 	}
+	// What the API server reads differently from the text: anchors, aliases
+	// and merge keys (expanded), a key written twice (refused), an alias bomb.
+	for _, in := range []string{
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: &v x\n  k: *v\n---\n" + fmt.Sprintf(dep, ""),
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  <<: {k: v}\n  j: w\n---\n" + fmt.Sprintf(dep, ""),
+		cm + "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  labels: &l {app: d}\nspec:\n  selector: {matchLabels: *l}\n  template:\n    metadata:\n      labels: *l\n    spec:\n      containers:\n      - &c {name: a, envFrom: [{configMapRef: {name: c}}]}\n      initContainers: [*c]\n",
+		cm + "apiVersion: apps/v1\nkind: Deployment\nmetadata: &m\n  name: d\nspec:\n  template:\n    metadata: *m\n",
+		cm + "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  name: e\nspec: {}\nspec: {}\n",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\nx:\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n  b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n  c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n  d: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n",
+	} {
+		f.Add([]byte(in))
+	}
 	f.Fuzz(func(t *testing.T, input []byte) {
 		// Plain, then keyed (which adds the key id next to the hash).
 		for _, opts := range []inject.Options{{}, {Key: []byte("fuzz-key")}} {
@@ -58,6 +71,12 @@ func checkProcess(t *testing.T, input []byte, opts inject.Options) {
 		// "---#"): there is nothing to compare.
 		return
 	}
+	// The KRM path (bin/confighash) expands each item as the stream does.
+	for _, n := range nodes {
+		if _, err := yamlnorm.Normalise(n.YNode()); err != nil {
+			t.Fatalf("stream accepted what normalisation refused: %v", err)
+		}
+	}
 	want, err := inject.Filter{Options: opts}.Filter(nodes)
 	if err != nil {
 		t.Fatalf("stream accepted what the filter refused: %v", err)
@@ -65,6 +84,11 @@ func checkProcess(t *testing.T, input []byte, opts inject.Options) {
 	got, err := (&kio.ByteReader{Reader: bytes.NewReader(out), OmitReaderAnnotations: true}).Read()
 	if err != nil {
 		t.Fatalf("output does not parse: %v\n%s", err, out)
+	}
+	for _, n := range got {
+		if _, err := yamlnorm.Normalise(n.YNode()); err != nil {
+			t.Fatalf("output does not normalise: %v", err)
+		}
 	}
 	wantJSON, err := asJSON(want)
 	if err != nil {
