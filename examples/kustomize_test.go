@@ -246,3 +246,21 @@ func TestExtraWorkloadKinds(t *testing.T) {
 		assert.Equal(t, want, independentHashes(t, res.Stdout)["Worker/jobs/crunch"].hash)
 	})
 }
+
+// TestKustomizeRenameAfterFunction: a function cannot know renames made
+// after it runs (an overlay adding namePrefix on top of a base that holds
+// confighash, or a component holding confighash under a kustomization that
+// renames). The hash then names the base's names; `confighash verify` on
+// the final render is the guard that says so. Put confighash in the
+// outermost kustomization that renames.
+func TestKustomizeRenameAfterFunction(t *testing.T) {
+	dir := copyTree(t, filepath.Join("..", "testdata", "kustomize", "base-transformer"))
+	edit(t, filepath.Join(dir, "overlay", "kustomization.yaml"), "resources:\n", "namePrefix: late-\nresources:\n")
+	out := kustomizeBuild(t, filepath.Join(dir, "overlay"))
+	r := independentHashes(t, out)["Deployment//late-team-api"]
+	require.NotEmpty(t, r.hash)
+	assert.NotEqual(t, r.want, r.hash, "the base's function hashed the names before the overlay's prefix")
+	verify := testtools.Run(t, dir, nil, []byte(out), testtools.Tool(t, "confighash"), "verify")
+	assert.Equal(t, 1, verify.ExitCode)
+	assert.Contains(t, verify.Stderr, "Deployment late-team-api")
+}
