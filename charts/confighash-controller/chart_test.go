@@ -178,6 +178,7 @@ func TestChartTemplate(t *testing.T) {
 			for _, a := range c.Args {
 				assert.NotContains(t, a, "--namespaces")
 				assert.NotContains(t, a, "--hmac-key-file")
+				assert.NotContains(t, a, "--kube-api-", "no client-side limit unless asked for")
 			}
 			assert.Subset(t, c.Args, []string{"--coalesce-window=2s", "--min-roll-interval=30s",
 				"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"})
@@ -225,6 +226,16 @@ func TestChartTemplate(t *testing.T) {
 			}
 			le := typed[rbacv1.Role](t, objs["Role/ops/ch-confighash-controller-leader-election"])
 			assert.Equal(t, leaderRules, le.Rules, "the leader election rules of config/core")
+		})
+		t.Run("client-rate-limit", func(t *testing.T) {
+			objs := objects(t, h.mustRun(t, "template", "ch", chartDir(t), "--namespace", "ops",
+				"--set", "kubeAPIQPS=50", "--set", "kubeAPIBurst=100"))
+			args := typed[appsv1.Deployment](t, objs["Deployment/ops/ch-confighash-controller"]).Spec.Template.Spec.Containers[0].Args
+			assert.Subset(t, args, []string{"--kube-api-qps=50", "--kube-api-burst=100"})
+			opts, err := controller.ParseFlags(args, io.Discard)
+			require.NoError(t, err)
+			assert.InDelta(t, 50.0, opts.KubeAPIQPS, 0)
+			assert.Equal(t, 100, opts.KubeAPIBurst)
 		})
 		t.Run("keyed-servicemonitor-no-leader-election", func(t *testing.T) {
 			objs := objects(t, h.mustRun(t, "template", "ch", chartDir(t), "--namespace", "ops",
