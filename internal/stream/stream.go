@@ -14,8 +14,8 @@ import (
 
 // Process hashes a multi-document YAML stream. The output equals the input
 // byte for byte but for the annotation lines confighash adds, changes or
-// removes; a document laid out in a way it does not edit in place (flow-style
-// metadata, say) is re-encoded on its own. On error there is no output.
+// removes; a document laid out in a way it cannot edit in place (see
+// rewrite) is re-encoded on its own. On error there is no output.
 func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) {
 	chunks := split(input)
 	docs := make([]inject.Doc, 0, len(chunks))
@@ -82,34 +82,24 @@ type annotationNames struct{ hash, keyID, external string }
 
 // rewrite edits one workload document in place, or re-encodes it when its
 // layout cannot be edited in place.
+//
+// The editor handles block and flow (JSON) mappings, empty or null metadata
+// and annotations, comments and CRLF line ends. What is left to reencode is
+// what has no exact byte span to edit: an annotation to change or remove
+// whose value is a block scalar, spans lines or carries a tag or anchor; a
+// metadata or annotations node with an anchor (or an alias to one, which
+// other objects share); a null written as nothing inside a flow mapping; a
+// block mapping none of whose keys starts its line.
 func rewrite(text []byte, w inject.Workload, opts inject.Options, n annotationNames) ([]byte, error) {
 	if w.OptedOut || w.Template == nil {
 		return text, nil
 	}
-	e := newEditor(text)
+	e := newEditor(text, w.Node.YNode())
 	if e.annotate(w.Template.YNode(), kv{n.hash, w.Hash}, kv{n.keyID, w.KeyID(opts)}) &&
 		e.annotate(w.Node.YNode(), kv{n.external, w.ExternalValue()}) {
 		return e.apply(), nil
 	}
 	return reencode(text, w, opts)
-}
-
-// annotate sets or clears annotations (an empty value clears), doing
-// nothing for those that already say so.
-func (e *editor) annotate(m *yaml.Node, kvs ...kv) bool {
-	var setBuf [2]kv
-	var clearBuf [2]string
-	set, clear := setBuf[:0], clearBuf[:0]
-	for _, p := range kvs {
-		current, has := inject.Annotation(m, p.key)
-		switch {
-		case p.value == "" && has:
-			clear = append(clear, p.key)
-		case p.value != "" && (!has || current != p.value):
-			set = append(set, p)
-		}
-	}
-	return (len(clear) == 0 || e.clear(m, clear, len(set))) && (len(set) == 0 || e.set(m, set))
 }
 
 // reencode applies the annotations on the parsed node and writes the

@@ -1,0 +1,135 @@
+package stream_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/stream"
+)
+
+const layoutConfig = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  k: v\n---\n"
+
+// vaultLike is laid out as the HashiCorp Vault chart renders its injector:
+// blank lines, zero-indented sequences, metadata ahead of spec. %s is the
+// pod template's metadata line.
+const vaultLike = `# Source: vault/templates/injector-deployment.yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vault-agent-injector
+
+  labels:
+    app.kubernetes.io/name: vault-agent-injector
+spec:
+  replicas: 1
+  template:
+    %s
+    spec:
+
+      containers:
+        - name: sidecar-injector
+          envFrom:
+            - configMapRef:
+                name: cfg
+`
+
+// TestEmptyMetadataLayouts: a pod template whose metadata or annotations
+// are empty ({} or null) is edited in place; every other line is kept.
+func TestEmptyMetadataLayouts(t *testing.T) {
+	for _, meta := range []string{
+		"metadata: {}",
+		"metadata:",
+		"metadata: ~",
+		"metadata:\n      annotations: {}",
+		"metadata:\n      annotations:",
+		"metadata:\n      annotations: null\n      labels:\n        a: b",
+		"metadata:\n      labels: {a: b}\n      annotations: {}  # none yet",
+		"metadata: {labels: {a: b}}",
+	} {
+		t.Run(meta, func(t *testing.T) {
+			in := layoutConfig + strings.Replace(vaultLike, "%s", meta, 1)
+			out, r, err := stream.Process([]byte(in), inject.Options{})
+			require.NoError(t, err)
+			require.Len(t, r.Workloads, 1)
+			assertOnlyMetadataChanged(t, in, string(out), meta)
+			assert.Equal(t, r.Workloads[0].Hash, templateAnnotations(t, out)["confighash.dev/hash"])
+			again, _, err := stream.Process(out, inject.Options{})
+			require.NoError(t, err)
+			assert.Equal(t, string(out), string(again), "a second run changes nothing")
+		})
+	}
+}
+
+// assertOnlyMetadataChanged checks that out holds every line of in but the
+// template's metadata lines, in order.
+func assertOnlyMetadataChanged(t *testing.T, in, out, meta string) {
+	t.Helper()
+	skip := map[string]bool{}
+	for _, l := range strings.Split(meta, "\n") {
+		skip[strings.TrimSpace(l)] = true
+	}
+	outLines := strings.Split(out, "\n")
+	j := 0
+	for _, l := range strings.Split(in, "\n") {
+		if skip[strings.TrimSpace(l)] {
+			continue
+		}
+		for j < len(outLines) && outLines[j] != l {
+			j++
+		}
+		if !assert.Less(t, j, len(outLines), "line %q lost or moved:\n%s", l, out) {
+			return
+		}
+		j++
+	}
+}
+
+// templateAnnotations reads the last document's pod template annotations
+// through sigs.k8s.io/yaml, as kubectl does; a value that is not a string
+// fails the test.
+func templateAnnotations(t *testing.T, out []byte) map[string]string {
+	t.Helper()
+	docs := strings.Split(string(out), "\n---\n")
+	var obj struct {
+		Spec struct {
+			Template struct {
+				Metadata struct {
+					Annotations map[string]json.RawMessage `json:"annotations"`
+				} `json:"metadata"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	require.NoError(t, sigsyaml.Unmarshal([]byte(docs[len(docs)-1]), &obj))
+	got := map[string]string{}
+	for k, raw := range obj.Spec.Template.Metadata.Annotations {
+		var s string
+		require.NoError(t, json.Unmarshal(raw, &s), "annotation %s is %s, not a string", k, raw)
+		got[k] = s
+	}
+	return got
+}
+
+// TestKeyIDQuoted: key ids that look like numbers (all digits, digits
+// around an e) are written as strings.
+func TestKeyIDQuoted(t *testing.T) {
+	for _, key := range []string{"key3816", "key1376"} {
+		in := layoutConfig + strings.Replace(vaultLike, "%s", "metadata:\n      labels:\n        a: b", 1)
+		opts := inject.Options{Key: []byte(key)}
+		out, r, err := stream.Process([]byte(in), opts)
+		require.NoError(t, err)
+		got := templateAnnotations(t, out)
+		assert.Equal(t, r.Workloads[0].KeyID(opts), got["confighash.dev/key-id"], key)
+		// An unquoted key id left by an older version is rewritten.
+		stale := strings.Replace(string(out), `"`+got["confighash.dev/key-id"]+`"`, got["confighash.dev/key-id"], 1)
+		require.NotEqual(t, string(out), stale)
+		again, _, err := stream.Process([]byte(stale), opts)
+		require.NoError(t, err)
+		assert.Equal(t, string(out), string(again), key)
+	}
+}
