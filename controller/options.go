@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 
+	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/annotations"
 )
 
@@ -155,7 +155,7 @@ func ParseFlags(args []string, out io.Writer) (Options, error) {
 		o.HMACKeyFile = os.Getenv("CONFIGHASH_HMAC_KEY_FILE")
 	}
 	if o.HMACKeyFile == "" {
-		o.Key = bytes.TrimSpace([]byte(os.Getenv("CONFIGHASH_HMAC_KEY")))
+		o.Key = hashing.TrimKey([]byte(os.Getenv("CONFIGHASH_HMAC_KEY")))
 	}
 	return o.Complete()
 }
@@ -228,7 +228,7 @@ func (o Options) Complete() (Options, error) {
 		if err != nil {
 			return o, fmt.Errorf("reading the HMAC key: %w", err)
 		}
-		if o.Key = bytes.TrimSpace(raw); len(o.Key) == 0 {
+		if o.Key = hashing.TrimKey(raw); len(o.Key) == 0 {
 			return o, fmt.Errorf("the HMAC key file %s is empty", o.HMACKeyFile)
 		}
 	}

@@ -8,7 +8,7 @@ alone, used to compute and cross-check testdata/vectors/*.yaml.
 Needs PyYAML. The Go tests check the same vectors; this script is how the
 expected values were obtained without trusting the Go code.
 """
-import base64, glob, hashlib, hmac, json, os, struct, sys
+import base64, glob, hashlib, hmac, json, os, re, struct, sys
 import yaml
 
 MAGIC = b"confighash.dev/hash/v1\n"
@@ -16,15 +16,37 @@ MAGIC = b"confighash.dev/hash/v1\n"
 def u32(n): return struct.pack(">I", n)
 def lp(s): b = s.encode(); return u32(len(b)) + b
 
+B64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+
+def b64(s):
+    """Section 3: the standard alphabet with padding; CR and LF are ignored;
+    anything else (spaces, missing padding, data after it) is an error; the
+    unused bits of the last character are ignored."""
+    s = string(s).replace("\r", "").replace("\n", "")
+    if not B64.fullmatch(s): raise ValueError("not valid base64")
+    return base64.b64decode(s)
+
+def string(v):
+    """Section 3: every value must be a string (the API server refuses a
+    number, a boolean, null, a list or a map)."""
+    if not isinstance(v, str): raise ValueError(f"value is {type(v).__name__}, not a string")
+    return v
+
 def content(obj):
     keys = {}
     if obj["kind"] == "ConfigMap":
-        for k, v in (obj.get("data") or {}).items(): keys[k] = v.encode()
-        for k, v in (obj.get("binaryData") or {}).items(): keys[k] = base64.b64decode(v)
+        for k, v in (obj.get("data") or {}).items(): keys[k] = string(v).encode()
+        for k, v in (obj.get("binaryData") or {}).items():
+            if k in keys: raise ValueError(f"key {k} in data and binaryData")
+            keys[k] = b64(v)
     else:
-        for k, v in (obj.get("data") or {}).items(): keys[k] = base64.b64decode(v)
-        for k, v in (obj.get("stringData") or {}).items(): keys[k] = v.encode()
+        for k, v in (obj.get("data") or {}).items(): keys[k] = b64(v)
+        for k, v in (obj.get("stringData") or {}).items(): keys[k] = string(v).encode()
     return {k: hashlib.sha256(v).digest() for k, v in keys.items()}
+
+def trim_key(key):
+    """Section 5: ASCII white space around the key is not part of it."""
+    return key.encode().strip(b" \t\n\v\f\r") if key else b""
 
 def uses(spec):
     out = {}
@@ -72,8 +94,9 @@ def compute(ns, spec, objects, key, in_stream_only=False):
         for k in keys:
             enc += lp(k)
             enc += (b"\x01" + obj[k]) if k in obj else b"\x00"
+    key = trim_key(key)
     if key:
-        return "v1-hmac-sha256:" + hmac.new(key.encode(), enc, hashlib.sha256).hexdigest()
+        return "v1-hmac-sha256:" + hmac.new(key, enc, hashlib.sha256).hexdigest()
     return "v1-sha256:" + hashlib.sha256(enc).hexdigest()
 
 def objects_of(docs):

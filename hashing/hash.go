@@ -1,6 +1,7 @@
 package hashing
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
@@ -175,3 +176,13 @@ func hasRepeat(sorted []string) bool {
 	}
 	return false
 }
+
+// keySpace is the white space TrimKey removes: ASCII space, tab, line feed,
+// vertical tab, form feed and carriage return (section 5 of HASHING.md).
+const keySpace = " \t\n\v\f\r"
+
+// TrimKey returns the HMAC key held in raw, the content of a key file or
+// variable: the ASCII white space around it (an editor's or echo's final
+// newline) is not part of the key; any other byte, non-breaking spaces
+// included, is.
+func TrimKey(raw []byte) []byte { return bytes.Trim(raw, keySpace) }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/fn"
+	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/yamlnorm"
 )
@@ -127,19 +128,20 @@ func parseFlagSet(fs *flag.FlagSet, args []string, stdio IO) (options, error) {
 
 // hmacKey reads the keyed-mode key: the flag's file, else
 // $CONFIGHASH_HMAC_KEY_FILE, else $CONFIGHASH_HMAC_KEY; none means the plain
-// hash. Surrounding white space is not part of the key.
+// hash. Surrounding ASCII white space is not part of the key
+// (hashing.TrimKey).
 func hmacKey(file string, getenv func(string) string) ([]byte, error) {
 	if file == "" {
 		file = getenv("CONFIGHASH_HMAC_KEY_FILE")
 	}
 	if file == "" {
-		return []byte(strings.TrimSpace(getenv("CONFIGHASH_HMAC_KEY"))), nil
+		return hashing.TrimKey([]byte(getenv("CONFIGHASH_HMAC_KEY"))), nil
 	}
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("reading the HMAC key: %w", err)
 	}
-	key := bytes.TrimSpace(raw)
+	key := hashing.TrimKey(raw)
 	if len(key) == 0 {
 		return nil, fmt.Errorf("the HMAC key file %s is empty", file)
 	}
@@ -194,7 +196,7 @@ func normaliseResourceList(input []byte) ([]byte, error) {
 			if it.Kind != yaml.MappingNode {
 				return nil, fmt.Errorf("ResourceList items[%d] is not an object (found %s)", i, yamlnorm.Describe(it))
 			}
-			name := strings.TrimSpace(inject.Child(it, "kind").Value + " " + inject.Child(inject.Child(it, "metadata"), "name").Value)
+			name := strings.TrimSpace(valueOf(inject.Child(it, "kind")) + " " + valueOf(inject.Path(it, "metadata", "name")))
 			r, err := yamlnorm.Normalise(it)
 			if err != nil {
 				return nil, fmt.Errorf("ResourceList items[%d] (%s): %w", i, name, err)
@@ -214,6 +216,13 @@ func normaliseResourceList(input []byte) ([]byte, error) {
 		return nil, fmt.Errorf("writing the expanded ResourceList: %w", err)
 	}
 	return []byte(out), nil
+}
+
+func valueOf(n *yaml.Node) string {
+	if n == nil {
+		return ""
+	}
+	return n.Value
 }
 
 // isResourceList reports whether the first document of input is a KRM

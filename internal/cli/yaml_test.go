@@ -172,3 +172,12 @@ func TestAnnotationInsideAnAlias(t *testing.T) {
 		})
 	}
 }
+
+// TestItemWithoutKindOrName: an item naming no kind or name that holds a
+// repeated key is still reported, not a crash.
+func TestItemWithoutKindOrName(t *testing.T) {
+	code, out, errOut := run(t, "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- a: 1\n  a: 2\n")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, `items[0]`)
+}

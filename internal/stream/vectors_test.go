@@ -27,7 +27,7 @@ func TestVectorsAtRenderTime(t *testing.T) {
 			require.NoError(t, err)
 			deployment := `{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w"}, "spec": {"template": {"spec": ` + string(spec) + `}}}`
 			input := []byte(v.Manifest + "\n---\n" + deployment + "\n")
-			opts := inject.Options{Key: []byte(v.Key), DefaultNamespace: v.Namespace}
+			opts := inject.Options{Key: v.KeyBytes(), DefaultNamespace: v.Namespace}
 			want, external := v.Expected, ""
 			if v.RenderTime != nil {
 				want, external = v.RenderTime.Expected, strings.Join(v.RenderTime.External, ",")

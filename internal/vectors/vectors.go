@@ -24,7 +24,8 @@ type Vector struct {
 	File        string `json:"-"`
 	Description string `json:"description"`
 	Namespace   string `json:"namespace"`
-	// Key is the HMAC key; empty for the plain hash.
+	// Key is the HMAC key as a key file holds it (KeyBytes trims it);
+	// empty for the plain hash.
 	Key     string         `json:"key,omitempty"`
 	PodSpec corev1.PodSpec `json:"podSpec"`
 	// Manifest holds the objects as a user writes them: YAML documents,
@@ -94,9 +95,12 @@ func (v Vector) APIServerContents() ([]hashing.Content, error) {
 	return decodeAll(docs, v.Namespace)
 }
 
+// KeyBytes is the HMAC key the vector's key file gives (hashing.TrimKey).
+func (v Vector) KeyBytes() []byte { return hashing.TrimKey([]byte(v.Key)) }
+
 // Compute hashes the vector's pod spec against contents.
 func (v Vector) Compute(contents []hashing.Content) string {
-	return hashing.Compute(v.Namespace, hashing.Discover(&v.PodSpec), Index(contents), hashing.Options{Key: []byte(v.Key)})
+	return hashing.Compute(v.Namespace, hashing.Discover(&v.PodSpec), Index(contents), hashing.Options{Key: v.KeyBytes()})
 }
 
 // Index returns a Lookup over contents.
