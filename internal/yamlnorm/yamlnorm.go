@@ -294,6 +294,14 @@ func Describe(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
+		switch n.Tag {
+		case yaml.NodeTagInt, yaml.NodeTagFloat:
+			return "a number"
+		case yaml.NodeTagBool:
+			return "a boolean"
+		case yaml.NodeTagNull:
+			return "null"
+		}
 		return "a " + strings.TrimPrefix(n.Tag, "!!")
 	}
 	return "nothing"
