@@ -61,6 +61,10 @@ func Run(args []string, stdio IO) int {
 			return exit(runExplain(args[1:], stdio), stdio)
 		case "verify":
 			return exit(runVerify(args[1:], stdio), stdio)
+		case "diff":
+			return runDiff(args[1:], stdio)
+		case "status":
+			return runStatus(args[1:], stdio)
 		}
 	}
 	o, err := parseFlagSet(flag.NewFlagSet("confighash", flag.ContinueOnError), args, stdio)

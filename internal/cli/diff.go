@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/rolldiff"
+)
+
+const diffUsage = `confighash diff compares two renders and tells which workloads roll, and why.
+
+Usage:
+  confighash diff [flags] OLD NEW
+
+OLD and NEW are files holding a plain YAML stream or a KRM ResourceList
+(helm template, kustomize build, with or without confighash's annotations);
+"-" reads one of them from standard input. The summary comes first, then a
+table of the workloads that roll, are new or removed. Names only: values of
+ConfigMaps and Secrets are never shown.
+
+Exit status: 0, or with --exit-code 1 when a workload rolls, is new or is
+removed; 2 on an error when --exit-code is given (1 without it).
+
+Flags:
+`
+
+// diffExitChanged and diffExitError are the exit codes of diff --exit-code.
+const (
+	diffExitChanged = 1
+	diffExitError   = 2
+)
+
+// errChanged tells Run that diff --exit-code found changes; it prints
+// nothing.
+var errChanged = errors.New("workloads roll")
+
+func runDiff(args []string, stdio IO) int {
+	err := diff(args, stdio)
+	switch {
+	case errors.Is(err, errChanged):
+		return diffExitChanged
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		code := exit(err, stdio)
+		var ec exitCodeError
+		if errors.As(err, &ec) {
+			code = diffExitError
+		}
+		return code
+	}
+	return 0
+}
+
+// exitCodeError marks an error of a diff run with --exit-code, which exits 2
+// so that a pipeline tells an error from changes.
+type exitCodeError struct{ error }
+
+func (e exitCodeError) Unwrap() error { return e.error }
+
+func diff(args []string, stdio IO) error {
+	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
+	fs.SetOutput(stdio.Err)
+	fs.Usage = func() {
+		fmt.Fprint(stdio.Err, diffUsage)
+		fs.PrintDefaults()
+	}
+	var o inject.Options
+	var keyFile string
+	fs.StringVar(&o.Prefix, "prefix", inject.DefaultPrefix, "annotation prefix")
+	fs.StringVar(&o.DefaultNamespace, "namespace", "", "namespace of objects that name none (Helm's release namespace)")
+	fs.Var(workloadFlag{&o.Workloads}, "workload", "pod template of another kind, as Kind.group=path (repeatable)")
+	fs.StringVar(&keyFile, "hmac-key-file", "", "file holding the HMAC key the renders are hashed with (also $CONFIGHASH_HMAC_KEY_FILE, $CONFIGHASH_HMAC_KEY)")
+	asJSON := fs.Bool("json", false, "print JSON (schema in docs/diff.md)")
+	markdown := fs.Bool("markdown", false, "print Markdown, for a pull-request comment")
+	exitCode := fs.Bool("exit-code", false, "exit 1 when a workload rolls, is new or is removed (errors exit 2)")
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	wrap := func(err error) error {
+		if err != nil && *exitCode {
+			return exitCodeError{err}
+		}
+		return err
+	}
+	if len(files) != 2 {
+		return wrap(fmt.Errorf("diff takes two renders, OLD and NEW (found %d arguments; see --help)", len(files)))
+	}
+	if files[0] == "-" && files[1] == "-" {
+		return wrap(errors.New("only one of OLD and NEW can be standard input"))
+	}
+	if *asJSON && *markdown {
+		return wrap(errors.New("--json and --markdown exclude each other"))
+	}
+	if o.Key, err = hmacKey(keyFile, stdio.Getenv); err != nil {
+		return wrap(err)
+	}
+	if err := o.Validate(); err != nil {
+		return wrap(err)
+	}
+	var renders [2]*rolldiff.Render
+	for i, name := range files {
+		input, err := readInput(name, stdio.In)
+		if err != nil {
+			return wrap(err)
+		}
+		if renders[i], err = rolldiff.Read(name, input, o); err != nil {
+			return wrap(err)
+		}
+	}
+	res := rolldiff.Compare(renders[0], renders[1])
+	switch {
+	case *asJSON:
+		enc := json.NewEncoder(stdio.Out)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(res)
+	case *markdown:
+		err = rolldiff.WriteMarkdown(stdio.Out, res)
+	default:
+		err = rolldiff.WriteText(stdio.Out, res)
+	}
+	if err != nil {
+		return wrap(fmt.Errorf("writing the diff: %w", err))
+	}
+	if *exitCode && res.Changed() {
+		return errChanged
+	}
+	return nil
+}
+
+// parseInterspersed parses flags written before, between or after the
+// positional arguments, and returns those.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// readInput reads a file, or standard input for "-".
+func readInput(name string, stdin io.Reader) ([]byte, error) {
+	if name == "-" {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("reading standard input: %w", err)
+		}
+		return b, nil
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	return b, nil
+}

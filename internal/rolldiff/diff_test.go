@@ -1,0 +1,298 @@
+package rolldiff_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/rolldiff"
+	"github.com/confighash/confighash/internal/stream"
+)
+
+const base = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: app, namespace: shop}
+data: {LOG_LEVEL: info, UNUSED: x, PORT: "80"}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: shop}
+stringData: {password: hunter2-secret-value}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: web:1
+        env:
+        - name: LOG_LEVEL
+          valueFrom: {configMapKeyRef: {name: app, key: LOG_LEVEL}}
+        - name: PORT
+          valueFrom: {configMapKeyRef: {name: app, key: PORT}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: shop}
+spec:
+  template:
+    spec:
+      containers:
+      - name: api
+        image: api:1
+        envFrom: [{secretRef: {name: creds}}]
+        volumeMounts: [{name: cfg, mountPath: /etc/app}]
+      volumes:
+      - name: cfg
+        configMap: {name: app, items: [{key: PORT, path: port}]}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: report, namespace: shop}
+spec:
+  schedule: "@daily"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          containers:
+          - name: report
+            image: report:1
+            env:
+            - name: TOKEN
+              valueFrom: {secretKeyRef: {name: token, key: value}}
+`
+
+// edit applies string replacements to base, each of which must match.
+func edit(t *testing.T, pairs ...string) string {
+	t.Helper()
+	s := base
+	for i := 0; i+1 < len(pairs); i += 2 {
+		require.Contains(t, s, pairs[i], "edit %q", pairs[i])
+		s = strings.Replace(s, pairs[i], pairs[i+1], 1)
+	}
+	return s
+}
+
+func compare(t *testing.T, old, cur string, opts inject.Options) rolldiff.Result {
+	t.Helper()
+	o, err := rolldiff.Read("old", []byte(old), opts)
+	require.NoError(t, err)
+	n, err := rolldiff.Read("new", []byte(cur), opts)
+	require.NoError(t, err)
+	return rolldiff.Compare(o, n)
+}
+
+func byID(r rolldiff.Result) map[string]rolldiff.Workload {
+	out := map[string]rolldiff.Workload{}
+	for _, w := range r.Workloads {
+		out[w.Kind+"/"+w.Name] = w
+	}
+	return out
+}
+
+func TestCompare(t *testing.T) {
+	secretDoc := "apiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: shop}\nstringData: {password: hunter2-secret-value}\n---\n"
+	tokenDoc := "---\napiVersion: v1\nkind: Secret\nmetadata: {name: token, namespace: shop}\nstringData: {value: t0ken-secret}\n"
+	tests := []struct {
+		name string
+		old  string
+		new  string
+		// rolls lists Kind/name of the workloads that roll; status the
+		// other statuses expected.
+		rolls  []string
+		status map[string]rolldiff.Status
+		// configs: Kind/name → the config changes expected on it, as
+		// "Kind/name change added|removed|changed".
+		configs map[string][]string
+		// fields: Kind/name → the template fields expected.
+		fields map[string][]string
+	}{
+		{
+			name: "a key consumed by one workload changes",
+			old:  base, new: edit(t, "LOG_LEVEL: info", "LOG_LEVEL: debug"),
+			rolls:   []string{"Deployment/web"},
+			configs: map[string][]string{"Deployment/web": {"ConfigMap/app keys ||LOG_LEVEL"}},
+		},
+		{
+			name: "a key nobody consumes changes",
+			old:  base, new: edit(t, "UNUSED: x", "UNUSED: y"),
+		},
+		{
+			name: "a key two workloads consume changes",
+			old:  base, new: edit(t, `PORT: "80"`, `PORT: "81"`),
+			rolls: []string{"Deployment/api", "Deployment/web"},
+			configs: map[string][]string{
+				"Deployment/web": {"ConfigMap/app keys ||PORT"},
+				"Deployment/api": {"ConfigMap/app keys ||PORT"},
+			},
+		},
+		{
+			name: "a key added to a Secret consumed whole",
+			old:  base, new: edit(t, "password: hunter2-secret-value", "password: hunter2-secret-value, user: admin"),
+			rolls:   []string{"Deployment/api"},
+			configs: map[string][]string{"Deployment/api": {"Secret/creds keys user||"}},
+		},
+		{
+			name: "a key removed from a Secret consumed whole",
+			old:  edit(t, "password: hunter2-secret-value", "password: hunter2-secret-value, user: admin"), new: base,
+			rolls:   []string{"Deployment/api"},
+			configs: map[string][]string{"Deployment/api": {"Secret/creds keys |user|"}},
+		},
+		{
+			name: "an image changes",
+			old:  base, new: edit(t, "image: web:1", "image: web:2"),
+			rolls:  []string{"Deployment/web"},
+			fields: map[string][]string{"Deployment/web": {"containers[web].image"}},
+		},
+		{
+			name: "a CronJob's resources change",
+			old:  base, new: edit(t, "image: report:1", "image: report:1\n            resources: {limits: {cpu: 100m}}"),
+			rolls:  []string{"CronJob/report"},
+			fields: map[string][]string{"CronJob/report": {"containers[report].resources"}},
+		},
+		{
+			name: "a label and a confighash annotation change",
+			old:  base, new: edit(t, "labels: {app: web}", "labels: {app: web, tier: front}\n      annotations: {confighash.dev/hash: whatever}"),
+			rolls:  []string{"Deployment/web"},
+			fields: map[string][]string{"Deployment/web": {"metadata.labels[tier]"}},
+		},
+		{
+			name: "a Secret leaves the render",
+			old:  base, new: strings.Replace(base, secretDoc, "", 1),
+			rolls:   []string{"Deployment/api"},
+			configs: map[string][]string{"Deployment/api": {"Secret/creds left-render ||"}},
+		},
+		{
+			name: "an external Secret joins the render",
+			old:  base, new: base + tokenDoc,
+			rolls:   []string{"CronJob/report"},
+			configs: map[string][]string{"CronJob/report": {"Secret/token joined-render ||"}},
+		},
+		{
+			name: "new and removed workloads",
+			old:  base, new: edit(t, "name: web, namespace", "name: web2, namespace"),
+			status: map[string]rolldiff.Status{"Deployment/web": rolldiff.StatusRemoved, "Deployment/web2": rolldiff.StatusNew},
+		},
+		{
+			name: "a workload opted out changes its image, not its config",
+			old:  edit(t, "name: web, namespace: shop}", "name: web, namespace: shop, annotations: {confighash.dev/enabled: \"false\"}}"),
+			new: edit(t, "name: web, namespace: shop}", "name: web, namespace: shop, annotations: {confighash.dev/enabled: \"false\"}}",
+				"LOG_LEVEL: info", "LOG_LEVEL: debug", "image: web:1", "image: web:2"),
+			rolls:  []string{"Deployment/web"},
+			fields: map[string][]string{"Deployment/web": {"containers[web].image"}},
+		},
+		{
+			name: "a kustomize hash-suffixed ConfigMap is renamed",
+			old: edit(t, "name: app, namespace", "name: app-5m2b4c8tk9, namespace", "name: app, key: LOG_LEVEL", "name: app-5m2b4c8tk9, key: LOG_LEVEL",
+				"name: app, key: PORT", "name: app-5m2b4c8tk9, key: PORT", "name: app, items", "name: app-5m2b4c8tk9, items"),
+			new: edit(t, "name: app, namespace", "name: app-7gkm9t2b6d, namespace", "name: app, key: LOG_LEVEL", "name: app-7gkm9t2b6d, key: LOG_LEVEL",
+				"name: app, key: PORT", "name: app-7gkm9t2b6d, key: PORT", "name: app, items", "name: app-7gkm9t2b6d, items", "LOG_LEVEL: info", "LOG_LEVEL: debug"),
+			rolls: []string{"Deployment/api", "Deployment/web"},
+			configs: map[string][]string{
+				"Deployment/web": {"ConfigMap/app-7gkm9t2b6d renamed ||LOG_LEVEL"},
+				"Deployment/api": {"ConfigMap/app-7gkm9t2b6d renamed ||"},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := compare(t, tc.old, tc.new, inject.Options{})
+			ids := byID(res)
+			var rolls []string
+			for id, w := range ids {
+				if w.Status == rolldiff.StatusRolls {
+					rolls = append(rolls, id)
+					assert.NotEmpty(t, w.Reasons, "%s rolls without a reason", id)
+				}
+				if want, ok := tc.status[id]; ok {
+					assert.Equal(t, want, w.Status, id)
+				} else if w.Status != rolldiff.StatusRolls {
+					assert.Equal(t, rolldiff.StatusUnchanged, w.Status, id)
+				}
+				var configs []string
+				for _, c := range w.Configs {
+					configs = append(configs, c.Kind+"/"+c.Name+" "+c.Change+" "+strings.Join(c.Added, ",")+"|"+strings.Join(c.Removed, ",")+"|"+strings.Join(c.Changed, ","))
+				}
+				assert.Equal(t, tc.configs[id], configs, "config changes of %s", id)
+				var fields []string
+				for _, f := range w.Template {
+					fields = append(fields, f.Path)
+				}
+				assert.Equal(t, tc.fields[id], fields, "template changes of %s", id)
+			}
+			assert.ElementsMatch(t, tc.rolls, rolls)
+			assert.Equal(t, len(tc.rolls), res.Rolling)
+			assert.Equal(t, len(tc.rolls)+len(tc.status) > 0, res.Changed())
+			assert.True(t, strings.HasPrefix(res.Summary, fmt.Sprintf("%d of %d ", len(tc.rolls), res.Total)), res.Summary)
+
+			// Names only: no value of the inputs reaches any output.
+			var out bytes.Buffer
+			require.NoError(t, rolldiff.WriteText(&out, res))
+			require.NoError(t, rolldiff.WriteMarkdown(&out, res))
+			require.NoError(t, json.NewEncoder(&out).Encode(res))
+			for _, secret := range []string{"hunter2", "t0ken", "debug", "admin"} {
+				assert.NotContains(t, out.String(), secret)
+			}
+		})
+	}
+}
+
+// TestStaleHash: renders that carry confighash's annotations are compared
+// on content, and an annotation that does not match it is reported.
+func TestStaleHash(t *testing.T) {
+	rendered, _, err := stream.Process([]byte(base), inject.Options{})
+	require.NoError(t, err)
+	// The new render edits the ConfigMap without rendering again: its
+	// annotations are those of the old content.
+	edited := strings.Replace(string(rendered), "LOG_LEVEL: info", "LOG_LEVEL: debug", 1)
+	res := compare(t, string(rendered), edited, inject.Options{})
+	web := byID(res)["Deployment/web"]
+	assert.Equal(t, rolldiff.StatusRolls, web.Status)
+	require.Len(t, web.StaleHashes, 1)
+	assert.Equal(t, "new", web.StaleHashes[0].Render)
+	assert.Equal(t, web.OldHash, web.StaleHashes[0].Found)
+	assert.Equal(t, web.NewHash, web.StaleHashes[0].Computed)
+	assert.Empty(t, web.Template, "confighash's annotations are not template changes")
+	for id, w := range byID(res) {
+		if id != "Deployment/web" {
+			assert.Empty(t, w.StaleHashes, id)
+		}
+	}
+	assert.Contains(t, res.Summary, "1 with a hash annotation that does not match its content")
+}
+
+// TestResourceListInput: a KRM ResourceList is read as its items.
+func TestResourceListInput(t *testing.T) {
+	var items []string
+	for _, doc := range strings.Split(base, "\n---\n") {
+		items = append(items, "- "+strings.ReplaceAll(strings.TrimSpace(doc), "\n", "\n  "))
+	}
+	list := "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n" + strings.Join(items, "\n") + "\n"
+	res := compare(t, list, edit(t, "LOG_LEVEL: info", "LOG_LEVEL: debug"), inject.Options{})
+	assert.Equal(t, 3, res.Total)
+	assert.Equal(t, 1, res.Rolling)
+	assert.Equal(t, rolldiff.StatusRolls, byID(res)["Deployment/web"].Status)
+}
+
+// TestKeyedHashes: with an HMAC key the hashes are keyed, and the diff is
+// the same.
+func TestKeyedHashes(t *testing.T) {
+	res := compare(t, base, edit(t, "LOG_LEVEL: info", "LOG_LEVEL: debug"), inject.Options{Key: []byte("k3y")})
+	web := byID(res)["Deployment/web"]
+	assert.Equal(t, rolldiff.StatusRolls, web.Status)
+	assert.NotEqual(t, web.OldHash, web.NewHash)
+	plain := byID(compare(t, base, base, inject.Options{}))["Deployment/web"]
+	assert.NotEqual(t, plain.OldHash, web.OldHash, "keyed hash differs from the plain one")
+}

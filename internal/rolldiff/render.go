@@ -1,0 +1,138 @@
+package rolldiff
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/inject"
+)
+
+// Render is one side of a diff: the analysed stream and the content of its
+// ConfigMaps and Secrets.
+type Render struct {
+	// Name says where the render came from (a file name, or "-").
+	Name    string
+	report  *inject.Report
+	configs map[configRef]hashing.Content
+	opts    inject.Options
+}
+
+// configRef names one ConfigMap or Secret of a render.
+type configRef struct {
+	Kind      hashing.Kind
+	Namespace string
+	Name      string
+}
+
+func (c configRef) String() string {
+	return string(c.Kind) + " " + hashing.ObjectName(c.Namespace, c.Name)
+}
+
+// Read parses a render: a plain multi-document YAML (or JSON) stream, or a
+// KRM ResourceList whose items are the objects. name is used in errors.
+func Read(name string, input []byte, opts inject.Options) (*Render, error) {
+	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(input), OmitReaderAnnotations: true}).Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading the render: %w", name, err)
+	}
+	report, err := inject.Analyze(nodes, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	r := &Render{Name: name, report: report, configs: map[configRef]hashing.Content{}, opts: opts}
+	for i, n := range nodes {
+		if err := r.addConfigs(n, opts.DefaultNamespace); err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
+		}
+	}
+	return r, nil
+}
+
+// Workloads returns how many workloads the render holds.
+func (r *Render) Workloads() int { return len(r.report.Workloads) }
+
+// addConfigs indexes a ConfigMap or Secret, or those among a v1 List's
+// items. A ConfigMap the analysis accepted reads here too: errors are only
+// for documents inject did not look at.
+func (r *Render) addConfigs(n *yaml.RNode, defaultNamespace string) error {
+	y := n.YNode()
+	if y.Kind != yaml.MappingNode {
+		return nil
+	}
+	apiVersion, kind := scalar(y, "apiVersion"), scalar(y, "kind")
+	if apiVersion != "v1" {
+		return nil
+	}
+	switch kind {
+	case "List", "ConfigMapList", "SecretList":
+		items := inject.Child(y, "items")
+		if items == nil || items.Kind != yaml.SequenceNode {
+			return nil
+		}
+		for i, it := range items.Content {
+			if err := r.addConfigs(yaml.NewRNode(it), defaultNamespace); err != nil {
+				return fmt.Errorf("items[%d]: %w", i, err)
+			}
+		}
+		return nil
+	case string(hashing.KindConfigMap), string(hashing.KindSecret):
+	default:
+		return nil
+	}
+	meta := inject.Child(y, "metadata")
+	ref := configRef{Kind: hashing.Kind(kind), Namespace: scalar(meta, "namespace"), Name: scalar(meta, "name")}
+	if ref.Namespace == "" {
+		ref.Namespace = defaultNamespace
+	}
+	c, err := readContent(y, ref)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ref, err)
+	}
+	r.configs[ref] = c
+	return nil
+}
+
+// readContent reads a config's key digests with the API server's rules:
+// strings in data and stringData, base64 in binaryData and in a Secret's
+// data, stringData over data. Errors never quote a value.
+func readContent(y *yaml.Node, ref configRef) (hashing.Content, error) {
+	c := hashing.Content{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name, Keys: map[string]hashing.Digest{}}
+	fields := []struct {
+		name   string
+		base64 bool
+	}{{"data", false}, {"binaryData", true}}
+	if ref.Kind == hashing.KindSecret {
+		fields[0].base64, fields[1].name, fields[1].base64 = true, "stringData", false
+	}
+	for _, f := range fields {
+		m := inject.Child(y, f.name)
+		if m == nil || m.Kind != yaml.MappingNode {
+			continue
+		}
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			key, v := m.Content[i].Value, m.Content[i+1]
+			raw := []byte(v.Value)
+			if f.base64 {
+				var err error
+				if raw, err = base64.StdEncoding.DecodeString(strings.TrimSpace(v.Value)); err != nil {
+					return c, fmt.Errorf("%s.%s: not valid base64", f.name, key)
+				}
+			}
+			c.Keys[key] = hashing.DigestOf(raw)
+		}
+	}
+	return c, nil
+}
+
+func scalar(m *yaml.Node, key string) string {
+	if v := inject.Child(m, key); v != nil && v.Kind == yaml.ScalarNode {
+		return v.Value
+	}
+	return ""
+}

@@ -1,0 +1,121 @@
+package rolldiff
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// cause is the short form of why a workload rolls, for the summary.
+func (w Workload) cause() string {
+	var parts []string
+	for _, c := range w.Configs {
+		parts = append(parts, c.reason())
+	}
+	if len(w.Template) > 0 {
+		parts = append(parts, templateCause(w.Template))
+	}
+	if len(parts) == 0 {
+		return "its consumed config changed"
+	}
+	return strings.Join(parts, " and ")
+}
+
+// summary is the one-line summary: how many roll, grouped by cause, then
+// the new and removed workloads and stale hashes.
+func summary(r Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d %s %s", r.Rolling, r.Total, plural(r.Total, "workload", "workloads"), plural(r.Rolling, "rolls", "roll"))
+	counts := map[string]int{}
+	stale := 0
+	for _, w := range r.Workloads {
+		if w.Status == StatusRolls {
+			counts[w.cause()]++
+		}
+		if len(w.StaleHashes) > 0 {
+			stale++
+		}
+	}
+	causes := make([]string, 0, len(counts))
+	for c := range counts {
+		causes = append(causes, c)
+	}
+	sort.Slice(causes, func(i, j int) bool {
+		if counts[causes[i]] != counts[causes[j]] {
+			return counts[causes[i]] > counts[causes[j]]
+		}
+		return causes[i] < causes[j]
+	})
+	for i, c := range causes {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d because %s", counts[c], c)
+	}
+	var extra []string
+	if r.New > 0 {
+		extra = append(extra, fmt.Sprintf("%d new", r.New))
+	}
+	if r.Removed > 0 {
+		extra = append(extra, fmt.Sprintf("%d removed", r.Removed))
+	}
+	if stale > 0 {
+		extra = append(extra, fmt.Sprintf("%d with a hash annotation that does not match its content", stale))
+	}
+	if len(extra) > 0 {
+		b.WriteString("; " + strings.Join(extra, ", "))
+	}
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// Notable returns the workloads worth a line in a table: those that roll,
+// are new or removed, or carry a stale hash.
+func (r Result) Notable() []Workload {
+	var out []Workload
+	for _, w := range r.Workloads {
+		if w.Status != StatusUnchanged || len(w.StaleHashes) > 0 {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// Why is the workload's line of explanation for a table.
+func (w Workload) Why() []string {
+	var out []string
+	switch w.Status {
+	case StatusNew:
+		out = append(out, "new workload")
+	case StatusRemoved:
+		out = append(out, "removed")
+	}
+	out = append(out, w.Reasons...)
+	if w.OptedOut {
+		out = append(out, "opted out of confighash")
+	}
+	for _, s := range w.StaleHashes {
+		found := s.Found
+		if found == "" {
+			found = `""`
+		}
+		out = append(out, fmt.Sprintf("the %s render's hash annotation %s does not match its content", s.Render, short(found)))
+	}
+	return out
+}
+
+// short abbreviates a hash value for tables: its mode and 12 hex digits.
+func short(h string) string {
+	if i := strings.IndexByte(h, ':'); i >= 0 && len(h) > i+13 {
+		return h[:i+13] + "…"
+	}
+	return h
+}

@@ -1,0 +1,283 @@
+package rolldiff
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/internal/inject"
+)
+
+// templateOf returns the workload's pod template as plain values; also for
+// an opted-out workload, whose template inject does not keep.
+func templateOf(r *Render, w inject.Workload) map[string]any {
+	t := w.Template
+	if t == nil && w.Node != nil {
+		path := []string{"spec", "template"}
+		if w.Kind == "CronJob" {
+			path = []string{"spec", "jobTemplate", "spec", "template"}
+		}
+		for _, k := range r.opts.Workloads {
+			if k.Kind == w.Kind && (k.Group == "" || strings.HasPrefix(w.APIVersion, k.Group+"/")) {
+				path = strings.Split(k.Path, "/")
+			}
+		}
+		if n := inject.Path(w.Node.YNode(), path...); n != nil && n.Kind == yaml.MappingNode {
+			t = yaml.NewRNode(n)
+		}
+	}
+	if t == nil {
+		return nil
+	}
+	m, err := t.Map()
+	if err != nil {
+		return nil // inject read it already; a template it accepted decodes
+	}
+	return m
+}
+
+// templateChanges lists the fields that differ between two pod templates,
+// ignoring annotations under confighash's prefix (annPrefix ends with a
+// slash). renames maps config names of the new template to the old names
+// they replace (kustomize hash suffixes): such a reference alone is not a
+// template change, the config diff tells it.
+func templateChanges(old, cur map[string]any, annPrefix string, renames map[string]string) []FieldChange {
+	old, cur = withoutOwn(old, annPrefix), withoutOwn(cur, annPrefix)
+	if len(renames) > 0 {
+		cur, _ = rename(cur, renames).(map[string]any)
+	}
+	var out []FieldChange
+	for _, k := range unionKeys(old, cur) {
+		o, n := old[k], cur[k]
+		if reflect.DeepEqual(o, n) {
+			continue
+		}
+		switch k {
+		case "metadata":
+			out = append(out, metadataChanges(asMap(o), asMap(n))...)
+		case "spec":
+			out = append(out, specChanges(asMap(o), asMap(n))...)
+		default:
+			out = append(out, FieldChange{Path: k, Field: k})
+		}
+	}
+	return out
+}
+
+func metadataChanges(old, cur map[string]any) []FieldChange {
+	var out []FieldChange
+	for _, k := range unionKeys(old, cur) {
+		o, n := old[k], cur[k]
+		if reflect.DeepEqual(o, n) {
+			continue
+		}
+		if k == "labels" || k == "annotations" {
+			om, nm := asMap(o), asMap(n)
+			for _, key := range unionKeys(om, nm) {
+				if !reflect.DeepEqual(om[key], nm[key]) {
+					out = append(out, FieldChange{Path: "metadata." + k + "[" + key + "]", Field: k})
+				}
+			}
+			continue
+		}
+		out = append(out, FieldChange{Path: "metadata." + k, Field: "metadata." + k})
+	}
+	return out
+}
+
+// specChanges compares pod specs: containers and volumes by name, the
+// other fields whole.
+func specChanges(old, cur map[string]any) []FieldChange {
+	var out []FieldChange
+	for _, k := range unionKeys(old, cur) {
+		o, n := old[k], cur[k]
+		if reflect.DeepEqual(o, n) {
+			continue
+		}
+		switch k {
+		case "containers", "initContainers", "ephemeralContainers":
+			out = append(out, namedListChanges(k, o, n, true)...)
+		case "volumes":
+			out = append(out, namedListChanges(k, o, n, false)...)
+		default:
+			out = append(out, FieldChange{Path: k, Field: k})
+		}
+	}
+	return out
+}
+
+// namedListChanges compares two lists of objects keyed by name. For
+// containers it names each changed field; for other lists the item.
+func namedListChanges(list string, old, cur any, fields bool) []FieldChange {
+	om, nm, okOld, okNew := byName(old), byName(cur), true, true
+	if om == nil && old != nil {
+		okOld = false
+	}
+	if nm == nil && cur != nil {
+		okNew = false
+	}
+	if !okOld || !okNew {
+		return []FieldChange{{Path: list, Field: list}}
+	}
+	var out []FieldChange
+	for _, name := range unionKeys(om, nm) {
+		o, inOld := om[name]
+		n, inNew := nm[name]
+		item := fmt.Sprintf("%s[%s]", list, name)
+		switch {
+		case !inOld:
+			out = append(out, FieldChange{Path: item, Field: list})
+		case !inNew:
+			out = append(out, FieldChange{Path: item, Field: list})
+		case reflect.DeepEqual(o, n):
+		case !fields:
+			out = append(out, FieldChange{Path: item, Field: list})
+		default:
+			oc, nc := asMap(o), asMap(n)
+			for _, f := range unionKeys(oc, nc) {
+				if !reflect.DeepEqual(oc[f], nc[f]) {
+					out = append(out, FieldChange{Path: item + "." + f, Field: f})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// byName indexes a list of objects by their name field; nil when it is not
+// such a list (or names repeat).
+func byName(v any) map[string]any {
+	list, ok := v.([]any)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]any, len(list))
+	for _, it := range list {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return nil
+		}
+		name, _ := m["name"].(string)
+		if _, dup := out[name]; dup {
+			return nil
+		}
+		out[name] = it
+	}
+	return out
+}
+
+// withoutOwn returns the template without confighash's annotations (an
+// empty annotations map dropped too), so they never count as a change.
+func withoutOwn(t map[string]any, annPrefix string) map[string]any {
+	meta := asMap(t["metadata"])
+	ann := asMap(meta["annotations"])
+	if len(ann) == 0 {
+		return t
+	}
+	kept := map[string]any{}
+	for k, v := range ann {
+		if !strings.HasPrefix(k, annPrefix) {
+			kept[k] = v
+		}
+	}
+	m2 := map[string]any{}
+	for k, v := range meta {
+		m2[k] = v
+	}
+	if len(kept) == 0 {
+		delete(m2, "annotations")
+	} else {
+		m2["annotations"] = kept
+	}
+	t2 := map[string]any{}
+	for k, v := range t {
+		t2[k] = v
+	}
+	if len(m2) == 0 {
+		delete(t2, "metadata")
+	} else {
+		t2["metadata"] = m2
+	}
+	return t2
+}
+
+// rename returns v with every string equal to a key of names replaced by
+// its value.
+func rename(v any, names map[string]string) any {
+	switch x := v.(type) {
+	case string:
+		if old, ok := names[x]; ok {
+			return old
+		}
+		return x
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = rename(e, names)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = rename(e, names)
+		}
+		return out
+	}
+	return v
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+func unionKeys[V any](a, b map[string]V) []string {
+	set := make(map[string]bool, len(a)+len(b))
+	for k := range a {
+		set[k] = true
+	}
+	for k := range b {
+		set[k] = true
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// templateReason says which template fields changed, in words.
+func templateReason(changes []FieldChange) string {
+	paths := make([]string, len(changes))
+	for i, c := range changes {
+		paths[i] = c.Path
+	}
+	return "pod template changed: " + strings.Join(paths, ", ")
+}
+
+// templateCause is the short form for the summary: "its image changed".
+func templateCause(changes []FieldChange) string {
+	var fields []string
+	seen := map[string]bool{}
+	for _, c := range changes {
+		if !seen[c.Field] {
+			seen[c.Field] = true
+			fields = append(fields, c.Field)
+		}
+	}
+	return "its " + joinAnd(fields) + " changed"
+}
+
+func joinAnd(items []string) string {
+	switch len(items) {
+	case 0:
+		return ""
+	case 1:
+		return items[0]
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}
