@@ -114,6 +114,34 @@ crosscheck: ## Check testdata/vectors against hack/crosscheck-vectors.py, an ind
 	@test -n "$(PYTHON)" || { echo "crosscheck needs python3 with PyYAML (Debian: apt-get install python3-yaml)" >&2; exit 1; }
 	$(PYTHON) hack/crosscheck-vectors.py
 
+# Images (docs/container.md). IMAGE_FROM=local (the default) compiles static
+# binaries here into bin/image/ and puts them on an empty base with the users
+# the images need: nothing is pulled, so it works without a registry.
+# IMAGE_FROM=registry builds from the Dockerfile's defaults (Go in a builder
+# image, distroless base), as a release with registry access does.
+CONTAINER_ENGINE ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
+IMAGE_FROM ?= local
+IMAGE_REGISTRY ?= ghcr.io/confighash
+FUNCTION_IMAGE ?= $(IMAGE_REGISTRY)/confighash:$(VERSION)
+CONTROLLER_IMAGE ?= $(IMAGE_REGISTRY)/confighash-controller:$(VERSION)
+IMAGE_BUILD_ARGS := --build-arg VERSION=$(VERSION)
+ifeq ($(IMAGE_FROM),local)
+IMAGE_BUILD_ARGS += --build-arg BINARIES=local --build-arg BASE=local-base
+else ifneq ($(IMAGE_FROM),registry)
+$(error IMAGE_FROM must be local or registry, not $(IMAGE_FROM))
+endif
+
+.PHONY: image
+image: $(if $(filter local,$(IMAGE_FROM)),image-binaries) ## Build the function and controller images (FUNCTION_IMAGE, CONTROLLER_IMAGE) with podman or docker.
+	@test -n "$(CONTAINER_ENGINE)" || { echo "make image: no podman or docker on PATH (hack/podman.sh install)" >&2; exit 1; }
+	$(CONTAINER_ENGINE) build --target function $(IMAGE_BUILD_ARGS) -t $(FUNCTION_IMAGE) .
+	$(CONTAINER_ENGINE) build --target controller $(IMAGE_BUILD_ARGS) -t $(CONTROLLER_IMAGE) .
+
+.PHONY: image-binaries
+image-binaries: ## Static binaries (CGO_ENABLED=0) for the local image build, in bin/image/.
+	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(BIN)/image/confighash ./cmd/confighash
+	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(BIN)/image/confighash-controller ./cmd/confighash-controller
+
 .PHONY: clean
 clean: ## Remove bin/.
 	rm -rf $(BIN)
