@@ -236,3 +236,39 @@ func TestKeyIDAnnotation(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(other, "key-id"), other)
 	assert.NotContains(t, other, "ecc58aa4c637408d")
 }
+
+// verify and explain read annotations as YAML does: a key id or hash
+// written unquoted that YAML reads as a number is not the string, and
+// kubectl would refuse the object.
+func TestVerifyReadsAnnotationsAsYAML(t *testing.T) {
+	env := func(k string) string {
+		if k == "CONFIGHASH_HMAC_KEY" {
+			return "key3816" // key id 9178192511668845: all decimal digits
+		}
+		return ""
+	}
+	runEnv := func(in string, args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := cli.Run(args, cli.IO{In: strings.NewReader(in), Out: &out, Err: &errb, Getenv: env})
+		return code, out.String(), errb.String()
+	}
+	code, rendered, errOut := runEnv(deployment + "---\n" + configMap)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, rendered, `confighash.dev/key-id: "9178192511668845"`)
+	code, out, errOut := runEnv(rendered, "verify")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "ok: 1 workloads")
+
+	unquoted := strings.Replace(rendered, `"9178192511668845"`, "9178192511668845", 1)
+	code, _, errOut = runEnv(unquoted, "verify")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "confighash.dev/key-id")
+	assert.Contains(t, errOut, "not a string")
+
+	hash := regexp.MustCompile(`confighash.dev/hash: (\S+)`).FindStringSubmatch(rendered)[1]
+	numeric := strings.Replace(unquoted, hash, "1503602033657e77", 1)
+	code, out, errOut = runEnv(numeric, "explain")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "not a string")
+	assert.NotContains(t, out, "stale 1503602033657e77")
+}

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/inject"
@@ -39,6 +40,15 @@ type explained struct {
 	Current  string     `json:"current,omitempty"`
 	OptedOut bool       `json:"optedOut,omitempty"`
 	Consumes []consumed `json:"consumes"`
+	// NotString lists the confighash annotations present whose value YAML
+	// does not read as a string (an unquoted 9178192511668845 is a
+	// number): kubectl and Helm refuse the object.
+	NotString []notString `json:"notString,omitempty"`
+}
+
+type notString struct {
+	Annotation string `json:"annotation"`
+	Text       string `json:"text"`
 }
 
 type consumed struct {
@@ -57,8 +67,27 @@ func explainAll(o options, r *inject.Report) []explained {
 			Workload: w.Kind + " " + hashing.ObjectName(w.Namespace, w.Name),
 			Document: w.Index, Path: w.Path, Hash: w.Hash, OptedOut: w.OptedOut, Consumes: []consumed{},
 		}
+		// Annotations are read as YAML reads them, not as raw text.
+		type holder struct {
+			node *yaml.Node
+			name string
+		}
+		var on []holder
 		if w.Template != nil {
-			e.Current = w.Template.GetAnnotations()[o.Annotation(inject.HashName)]
+			on = append(on, holder{w.Template.YNode(), inject.HashName}, holder{w.Template.YNode(), inject.KeyIDName})
+		}
+		if w.Node != nil {
+			on = append(on, holder{w.Node.YNode(), inject.ExternalName})
+		}
+		for _, a := range on {
+			key := o.Annotation(a.name)
+			value, present, isString := stream.AnnotationString(a.node, key)
+			switch {
+			case present && !isString:
+				e.NotString = append(e.NotString, notString{Annotation: key, Text: value})
+			case a.name == inject.HashName:
+				e.Current = value
+			}
 		}
 		for _, group := range []struct {
 			uses     []hashing.Use
@@ -102,6 +131,9 @@ func printExplained(w io.Writer, r *inject.Report, list []explained) {
 			fmt.Fprintln(w, "  hash: none (consumes nothing from this stream)")
 		default:
 			fmt.Fprintf(w, "  hash: %s%s\n", e.Hash, staleness(e))
+		}
+		for _, n := range e.NotString {
+			fmt.Fprintf(w, "  %s: %s is not a string in YAML (unquoted, it reads as a number or bool): kubectl and helm refuse the object\n", n.Annotation, n.Text)
 		}
 		tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 		for _, c := range e.Consumes {
@@ -154,8 +186,12 @@ func runVerify(args []string, stdio IO) error {
 		return err
 	}
 	var bad []string
-	missing, stale := 0, 0
+	missing, stale, unquoted := 0, 0, 0
 	for _, e := range explainAll(o, r) {
+		for _, n := range e.NotString {
+			bad = append(bad, fmt.Sprintf("  %s (document %d%s): %s is %s, not a string", e.Workload, e.Document, pathSuffix(e.Path), n.Annotation, n.Text))
+			unquoted++
+		}
 		if !e.OptedOut && e.Current != e.Hash {
 			bad = append(bad, fmt.Sprintf("  %s (document %d%s): want %q, found %q", e.Workload, e.Document, pathSuffix(e.Path), e.Hash, e.Current))
 			if e.Current == "" {
@@ -173,8 +209,11 @@ func runVerify(args []string, stdio IO) error {
 		if stale > 0 {
 			hints = append(hints, fmt.Sprintf("%d with another value: the configs changed after the render, or it used another --namespace or HMAC key", stale))
 		}
-		return fmt.Errorf("%d workloads lack their current %s (%s):\n%s",
-			len(bad), o.Annotation(inject.HashName), strings.Join(hints, "; "), strings.Join(bad, "\n"))
+		if unquoted > 0 {
+			hints = append(hints, fmt.Sprintf("%d annotations YAML reads as a number or bool, not a string: kubectl and helm refuse them; render again (confighash quotes them)", unquoted))
+		}
+		return fmt.Errorf("%d problems with the %s annotations (%s):\n%s",
+			len(bad), o.Prefix, strings.Join(hints, "; "), strings.Join(bad, "\n"))
 	}
 	fmt.Fprintf(stdio.Out, "ok: %d workloads, every hash current\n", len(r.Workloads))
 	return nil
