@@ -188,17 +188,18 @@ func readsAsString(v *yaml.Node) bool {
 	if v.Kind != yaml.ScalarNode || v.ShortTag() != yaml.NodeTagString {
 		return false
 	}
-	if v.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 || plainSafe(v.Value) {
+	if v.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle|yaml.TaggedStyle) != 0 || plainSafe(v.Value) {
 		return true
 	}
 	// A plain scalar yaml.v3 reads as a string may still be a YAML 1.1 bool,
-	// number or timestamp: ask the YAML 1.1 reader kubectl uses.
-	j, err := sigsyaml.YAMLToJSON([]byte(v.Value))
-	if err != nil {
+	// number or timestamp: ask the YAML 1.1 reader kubectl uses. (A plain
+	// scalar holds no ": " or " #", so it reads back as one value.)
+	var m map[string]any
+	if strings.ContainsAny(v.Value, "\n\r") || sigsyaml.Unmarshal([]byte("v: "+v.Value), &m) != nil {
 		return false
 	}
-	s, err := strconv.Unquote(string(bytes.TrimSpace(j)))
-	return err == nil && s == v.Value && bytes.HasPrefix(bytes.TrimSpace(j), []byte(`"`))
+	s, ok := m["v"].(string)
+	return ok && s == v.Value
 }
 
 // plainSafe reports whether s can be written as a plain scalar in block
