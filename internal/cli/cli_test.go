@@ -152,11 +152,11 @@ func TestVersionAndHelp(t *testing.T) {
 // TestKustomizeAnnotationsKept: the internal annotations kustomize and kpt
 // put on items come back unchanged, and a second run changes nothing.
 func TestKustomizeAnnotationsKept(t *testing.T) {
-	annotated := strings.Replace(deployment, "  name: web\n", "  name: web\n  annotations:\n    config.kubernetes.io/index: '1'\n    internal.config.kubernetes.io/path: deploy.yaml\n    internal.config.kubernetes.io/previousNames: web\n", 1)
+	annotated := strings.Replace(deployment, "  name: web\n", "  name: web\n  annotations:\n    config.kubernetes.io/index: '1'\n    internal.config.kubernetes.io/path: deploy.yaml\n    internal.config.kubernetes.io/previousNames: web\n    internal.config.kubernetes.io/previousKinds: Deployment\n    internal.config.kubernetes.io/previousNamespaces: default\n", 1)
 	in := resourceList(configMap+"---\n"+annotated, "")
 	code, out, errOut := run(t, in)
 	require.Equal(t, 0, code, errOut)
-	for _, a := range []string{"config.kubernetes.io/index: '1'", "internal.config.kubernetes.io/path: deploy.yaml", "internal.config.kubernetes.io/previousNames: web"} {
+	for _, a := range []string{"config.kubernetes.io/index: '1'", "internal.config.kubernetes.io/path: deploy.yaml", "internal.config.kubernetes.io/previousNames: web", "internal.config.kubernetes.io/previousKinds: Deployment"} {
 		assert.Contains(t, out, a)
 	}
 	code, again, errOut := run(t, out)
