@@ -28,7 +28,10 @@ func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) 
 			continue
 		}
 		d := inject.Doc{Index: len(docs), Path: sourceComment(c.text)}
-		if isConfigKind(c.text) {
+		// The config scanner reads a name, not kustomize's record of earlier
+		// names: a renamed config is parsed, so references by its old name
+		// resolve as they do in KRM mode.
+		if isConfigKind(c.text) && !bytes.Contains(c.text, []byte(previousIDs)) {
 			if content, ok := scanConfig(c.text, &buf); ok {
 				d.Config = &content
 			}
@@ -76,6 +79,10 @@ func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) 
 	}
 	return bytes.Join(out, nil), report, nil
 }
+
+// previousIDs starts the annotations in which kustomize records an object's
+// earlier names, kinds and namespaces.
+const previousIDs = "internal.config.kubernetes.io/previous"
 
 // annotationNames are the annotation keys rewrite writes, built once.
 type annotationNames struct{ hash, keyID, external string }
