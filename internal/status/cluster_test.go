@@ -1,0 +1,245 @@
+package status_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/confighash/confighash/internal/controlplane/cptest"
+	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/status"
+	"github.com/confighash/confighash/internal/testtools"
+	"github.com/confighash/confighash/postrenderer"
+)
+
+const ns = "shop"
+
+// app is the render: web reads LOG_LEVEL of app, api reads all of other.
+const app = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: app}
+data: {LOG_LEVEL: info, UNUSED: x}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: other}
+data: {A: "1"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: web:1
+        env:
+        - name: LOG_LEVEL
+          valueFrom: {configMapKeyRef: {name: app, key: LOG_LEVEL}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers:
+      - name: api
+        image: api:1
+        envFrom: [{configMapRef: {name: other}}]
+`
+
+// TestStatusOnCluster runs the real control plane (the Deployment and
+// ReplicaSet controllers create ReplicaSets and Pods; no kubelet or
+// scheduler, so pods stay Pending) and the real controller binary:
+//   - after the first apply, both workloads are current;
+//   - app's LOG_LEVEL edited while the controller is stopped: web is stale,
+//     api (which does not read app) current;
+//   - with the controller running: web is current again, rolled once (a
+//     ConfigChanged Event), its rollout in progress with Pending pods, and
+//     the pods of the old ReplicaSet counted as running an older template.
+func TestStatusOnCluster(t *testing.T) {
+	cptest.Require(t)
+	bin := binaries(t)
+	cp := cptest.Private(t)
+	cs, err := kubernetes.NewForConfig(cp.RESTConfig())
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	rendered, _, err := postrenderer.Process([]byte(app), inject.Options{DefaultNamespace: ns})
+	require.NoError(t, err)
+	create(t, cs, string(rendered))
+
+	collect := func() map[string]status.Workload {
+		t.Helper()
+		r, err := status.Collect(ctx, cs, status.Options{Namespace: ns})
+		require.NoError(t, err)
+		out := map[string]status.Workload{}
+		for _, w := range r.Workloads {
+			out[w.Name] = w
+		}
+		return out
+	}
+	eventually(t, "the ReplicaSet controller creates web's pods", func() bool {
+		return collect()["web"].Rollout.Pods == 2
+	})
+	first := collect()
+	require.Len(t, first, 2)
+	for _, name := range []string{"web", "api"} {
+		w := first[name]
+		assert.Equal(t, status.ConfigCurrent, w.Config, name)
+		assert.NotEmpty(t, w.RenderHash, name)
+		assert.Empty(t, w.ControllerHash, name)
+		assert.Nil(t, w.LastConfigChanged, name)
+	}
+	web := first["web"]
+	assert.Equal(t, []status.Config{{Kind: "ConfigMap", Name: "app", Keys: []string{"LOG_LEVEL"}, Found: true}}, web.Configs)
+	assert.False(t, web.Rollout.Done, "no kubelet: no pod becomes available")
+	assert.Equal(t, 2, web.Rollout.PendingPods)
+	assert.Zero(t, web.Rollout.StalePods)
+	assert.Contains(t, web.Rollout.Message, "Pending")
+
+	// Edited while no controller runs.
+	editConfigMap(t, cs, "app", "UNUSED", "y")
+	assert.Equal(t, status.ConfigCurrent, collect()["web"].Config, "a key web does not read")
+	editConfigMap(t, cs, "app", "LOG_LEVEL", "debug")
+	stale := collect()
+	assert.Equal(t, status.ConfigStale, stale["web"].Config)
+	assert.Equal(t, "render-hash-mismatch", stale["web"].Reason)
+	assert.NotEqual(t, stale["web"].RenderHash, stale["web"].LiveHash)
+	assert.Equal(t, status.ConfigCurrent, stale["api"].Config)
+
+	// The command line says so too, in the table and in JSON.
+	out := runPlugin(t, bin, "status", "--kubeconfig", cp.KubeconfigPath(), "-n", ns)
+	assert.Regexp(t, `Deployment shop/web\s+STALE \(render-hash-mismatch\)`, out)
+	assert.Regexp(t, `Deployment shop/api\s+current`, out)
+	assert.Contains(t, out, "2 workloads: 1 not current for the live configs")
+	var report status.Report
+	require.NoError(t, json.Unmarshal([]byte(runPlugin(t, bin, "status", "--kubeconfig", cp.KubeconfigPath(), "-n", ns, "--json")), &report))
+	require.Len(t, report.Workloads, 2)
+
+	// The controller runs and rolls web.
+	startController(t, bin, cp.KubeconfigPath())
+	eventually(t, "the controller rolls web and the Deployment controller starts a new ReplicaSet", func() bool {
+		w := collect()["web"]
+		return w.Config == status.ConfigCurrent && w.ControllerHash != "" && w.Rollout.StalePods > 0 && w.LastConfigChanged != nil
+	})
+	after := collect()
+	web = after["web"]
+	assert.Equal(t, web.LiveHash, web.ControllerHash, "the controller's record is the live hash")
+	assert.False(t, web.Rollout.Done, "rollout in progress: the new pods never start")
+	assert.Equal(t, 2, web.Rollout.StalePods, "the old ReplicaSet's pods still run the old config")
+	assert.Equal(t, web.Rollout.Pods, web.Rollout.PendingPods)
+	assert.Contains(t, web.Rollout.Message, "2 pods run an older template")
+	assert.Contains(t, web.LastConfigChanged.Message, "rolling", "the controller's Event")
+	api := after["api"]
+	assert.Equal(t, status.ConfigCurrent, api.Config)
+	assert.Empty(t, api.ControllerHash, "api was not rolled")
+	assert.Zero(t, api.Rollout.StalePods)
+	assert.Nil(t, api.LastConfigChanged)
+
+	out = runPlugin(t, bin, "status", "--kubeconfig", cp.KubeconfigPath(), "-n", ns)
+	assert.Regexp(t, `Deployment shop/web\s+current\s+\S+\s+\S+\s+in progress 1/2 updated, 0 available, 3 pending\s+2/3`, out)
+	t.Logf("kubectl confighash status:\n%s", out)
+}
+
+func create(t *testing.T, cs kubernetes.Interface, rendered string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, doc := range strings.Split(rendered, "\n---\n") {
+		var head struct{ Kind string }
+		require.NoError(t, sigsyaml.Unmarshal([]byte(doc), &head))
+		switch head.Kind {
+		case "ConfigMap":
+			var cm corev1.ConfigMap
+			require.NoError(t, sigsyaml.Unmarshal([]byte(doc), &cm))
+			_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &cm, metav1.CreateOptions{})
+			require.NoError(t, err)
+		case "Deployment":
+			var d appsv1.Deployment
+			require.NoError(t, sigsyaml.Unmarshal([]byte(doc), &d))
+			_, err := cs.AppsV1().Deployments(ns).Create(ctx, &d, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+	}
+}
+
+func editConfigMap(t *testing.T, cs kubernetes.Interface, name, key, value string) {
+	t.Helper()
+	ctx := context.Background()
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data[key] = value
+	_, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// binaries builds kubectl-confighash and confighash-controller from this
+// checkout.
+func binaries(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"kubectl-confighash", "confighash-controller"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./cmd/"+name)
+		cmd.Dir = testtools.RepoRoot(t)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "go build ./cmd/%s: %s", name, out)
+	}
+	return dir
+}
+
+func runPlugin(t *testing.T, binDir string, args ...string) string {
+	t.Helper()
+	res := testtools.Run(t, "", nil, nil, filepath.Join(binDir, "kubectl-confighash"), args...)
+	require.Equal(t, 0, res.ExitCode, res.Stderr)
+	return res.Stdout
+}
+
+func startController(t *testing.T, binDir, kubeconfig string) {
+	t.Helper()
+	var logs bytes.Buffer
+	cmd := exec.Command(filepath.Join(binDir, "confighash-controller"), "--kubeconfig", kubeconfig, "--namespaces", ns,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--coalesce-window", "200ms", "--min-roll-interval", "0s")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("controller logs:\n%s", logs.String())
+		}
+	})
+}

@@ -1,0 +1,133 @@
+package status
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/annotations"
+)
+
+const usage = `kubectl confighash status shows whether the workloads confighash manages run
+the configuration they should.
+
+Usage:
+  kubectl confighash status [-n NAMESPACE | -A] [--json]
+  confighash status ...                 (the same; runs this plugin)
+
+For each managed workload: the configs it consumes, the render-time and
+controller hashes, whether its pod template is current for the live
+ConfigMaps and Secrets (what the controller would decide now), the rollout's
+progress, how many pods run an older template, and the last ConfigChanged
+Event.
+
+Flags:
+`
+
+// Main runs the plugin with args (without the program name) and returns the
+// exit code: 0, 1 on an error.
+func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) > 0 && args[0] == "status" {
+		args = args[1:]
+	} else if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		fmt.Fprintf(stderr, "kubectl-confighash: unknown command %q (try: status)\n", args[0])
+		return 1
+	}
+	err := run(args, stdout, stderr, getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "kubectl-confighash: error: %s\n", err)
+		return 1
+	}
+	return 0
+}
+
+func run(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	var opts Options
+	var kubeconfig, kubeContext, keyFile string
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVar(&kubeContext, "context", "", "kubeconfig context")
+	fs.StringVar(&opts.Namespace, "namespace", "", "namespace (default the context's)")
+	fs.StringVar(&opts.Namespace, "n", "", "namespace (short for --namespace)")
+	fs.BoolVar(&opts.AllNamespaces, "all-namespaces", false, "every namespace")
+	fs.BoolVar(&opts.AllNamespaces, "A", false, "every namespace (short for --all-namespaces)")
+	fs.StringVar(&opts.Prefix, "prefix", annotations.DefaultPrefix, "annotation prefix")
+	fs.StringVar(&keyFile, "hmac-key-file", "", "the controller's HMAC key file, when it runs keyed (also $CONFIGHASH_HMAC_KEY_FILE)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	timeout := fs.Duration("request-timeout", 30*time.Second, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+	if keyFile == "" {
+		keyFile = getenv("CONFIGHASH_HMAC_KEY_FILE")
+	}
+	if keyFile != "" {
+		raw, err := os.ReadFile(keyFile)
+		if err != nil {
+			return fmt.Errorf("reading the HMAC key: %w", err)
+		}
+		if opts.Key = hashing.TrimKey(raw); len(opts.Key) == 0 {
+			return fmt.Errorf("the HMAC key file %s is empty", keyFile)
+		}
+	} else if k := getenv("CONFIGHASH_HMAC_KEY"); k != "" {
+		opts.Key = hashing.TrimKey([]byte(k))
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
+	cfg, err := loader.ClientConfig()
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	if opts.Namespace == "" && !opts.AllNamespaces {
+		if opts.Namespace, _, err = loader.Namespace(); err != nil {
+			return fmt.Errorf("reading the context's namespace: %w", err)
+		}
+	}
+	cfg.UserAgent = "kubectl-confighash"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("making a client: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	report, err := Collect(ctx, cs, opts)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if *asJSON {
+		enc := json.NewEncoder(&b)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(report)
+	} else {
+		err = WriteTable(&b, report, time.Now())
+	}
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(b.Bytes())
+	return err
+}

@@ -1,0 +1,477 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/confighash/confighash/controller"
+	"github.com/confighash/confighash/hashing"
+)
+
+// Options select the workloads and how hashes are computed.
+type Options struct {
+	// Namespace to report on; empty with AllNamespaces for every namespace.
+	Namespace     string
+	AllNamespaces bool
+	// Prefix of the annotations; the default when empty.
+	Prefix string
+	// Key is the controller's HMAC key, when it runs in keyed mode.
+	Key []byte
+}
+
+// Config states of a workload.
+const (
+	// ConfigCurrent: the pod template is current for the live configs; the
+	// controller would do nothing (or only record a baseline).
+	ConfigCurrent = "current"
+	// ConfigStale: the controller would roll the workload now.
+	ConfigStale = "stale"
+	// ConfigBlocked: a required config is missing; the controller waits.
+	ConfigBlocked = "blocked"
+)
+
+// Report is the status of the managed workloads.
+type Report struct {
+	Workloads []Workload `json:"workloads"`
+}
+
+// Workload is the status of one managed workload.
+type Workload struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Configs are what the pods consume, as the controller watches them.
+	Configs []Config `json:"configs"`
+	// RenderHash is the render-time annotation; ControllerHash the
+	// controller's record; LiveHash every consumed config's live content.
+	RenderHash     string `json:"renderHash,omitempty"`
+	ControllerHash string `json:"controllerHash,omitempty"`
+	LiveHash       string `json:"liveHash"`
+	// Config is current, stale or blocked; Reason the controller's reason
+	// (controller.Decide); Changed and Missing name configs.
+	Config  string   `json:"config"`
+	Reason  string   `json:"reason"`
+	Changed []string `json:"changed,omitempty"`
+	Missing []string `json:"missing,omitempty"`
+	// Rollout is the progress of the workload's own controller.
+	Rollout Rollout `json:"rollout"`
+	// LastConfigChanged is the newest ConfigChanged Event on the workload.
+	LastConfigChanged *Event `json:"lastConfigChanged,omitempty"`
+}
+
+// ID names the workload as Kind namespace/name.
+func (w Workload) ID() string { return w.Kind + " " + hashing.ObjectName(w.Namespace, w.Name) }
+
+// Config is one consumed ConfigMap or Secret.
+type Config struct {
+	Kind     string   `json:"kind"`
+	Name     string   `json:"name"`
+	Keys     []string `json:"keys,omitempty"`
+	Whole    bool     `json:"whole"`
+	Optional bool     `json:"optional,omitempty"`
+	// External is true when the render-time hash does not cover it.
+	External bool `json:"external"`
+	// Found is false when the object does not exist.
+	Found bool `json:"found"`
+}
+
+// Rollout is the progress of a workload's rollout.
+type Rollout struct {
+	// Done is true when the workload's controller has observed the latest
+	// generation and every replica is updated and available.
+	Done               bool  `json:"done"`
+	Generation         int64 `json:"generation"`
+	ObservedGeneration int64 `json:"observedGeneration"`
+	Replicas           int32 `json:"replicas"`
+	Updated            int32 `json:"updated"`
+	Available          int32 `json:"available"`
+	// Pods counts the workload's pods; StalePods those whose template is
+	// not the current one (older config); PendingPods those no node runs.
+	Pods        int `json:"pods"`
+	StalePods   int `json:"stalePods"`
+	PendingPods int `json:"pendingPods"`
+	// Message says what is happening in words.
+	Message string `json:"message"`
+}
+
+// Event is a Kubernetes Event, reduced.
+type Event struct {
+	Time    time.Time `json:"time"`
+	Message string    `json:"message"`
+}
+
+// Collect reads the managed workloads of the namespace (or all) and their
+// state.
+func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report, error) {
+	ns := opts.Namespace
+	if opts.AllNamespaces {
+		ns = ""
+	}
+	c := collector{cs: cs, k: newKeys(opts.Prefix), key: opts.Key}
+	if len(opts.Key) > 0 {
+		c.keyID = hashing.KeyID(opts.Key)
+	}
+	var out Report
+	deps, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return out, fmt.Errorf("listing Deployments: %w", err)
+	}
+	for i := range deps.Items {
+		d := &deps.Items[i]
+		w, ok, err := c.workload(ctx, "Deployment", d.ObjectMeta, &d.Spec.Template)
+		if err != nil || !ok {
+			if err != nil {
+				return out, err
+			}
+			continue
+		}
+		if w.Rollout, err = c.deploymentRollout(ctx, d); err != nil {
+			return out, err
+		}
+		out.Workloads = append(out.Workloads, w)
+	}
+	sets, err := cs.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return out, fmt.Errorf("listing StatefulSets: %w", err)
+	}
+	for i := range sets.Items {
+		s := &sets.Items[i]
+		w, ok, err := c.workload(ctx, "StatefulSet", s.ObjectMeta, &s.Spec.Template)
+		if err != nil {
+			return out, err
+		}
+		if ok {
+			if w.Rollout, err = c.statefulSetRollout(ctx, s); err != nil {
+				return out, err
+			}
+			out.Workloads = append(out.Workloads, w)
+		}
+	}
+	daemons, err := cs.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return out, fmt.Errorf("listing DaemonSets: %w", err)
+	}
+	for i := range daemons.Items {
+		d := &daemons.Items[i]
+		w, ok, err := c.workload(ctx, "DaemonSet", d.ObjectMeta, &d.Spec.Template)
+		if err != nil {
+			return out, err
+		}
+		if ok {
+			w.Rollout = daemonSetRollout(d)
+			out.Workloads = append(out.Workloads, w)
+		}
+	}
+	jobs, err := cs.BatchV1().CronJobs(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return out, fmt.Errorf("listing CronJobs: %w", err)
+	}
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		w, ok, err := c.workload(ctx, "CronJob", j.ObjectMeta, &j.Spec.JobTemplate.Spec.Template)
+		if err != nil {
+			return out, err
+		}
+		if ok {
+			w.Rollout = Rollout{Done: true, Generation: j.Generation, ObservedGeneration: j.Generation,
+				Message: "the next Job runs the current template"}
+			out.Workloads = append(out.Workloads, w)
+		}
+	}
+	sort.SliceStable(out.Workloads, func(i, j int) bool {
+		a, b := out.Workloads[i], out.Workloads[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		return a.Name < b.Name
+	})
+	return out, nil
+}
+
+type collector struct {
+	cs    kubernetes.Interface
+	k     keys
+	key   []byte
+	keyID string
+}
+
+// workload computes the config state of a workload as the controller
+// would: the same view, the same live hashes, controller.Decide.
+func (c collector) workload(ctx context.Context, kind string, meta metav1.ObjectMeta, tmpl *corev1.PodTemplateSpec) (Workload, bool, error) {
+	v := inspect(meta.Namespace, meta.Annotations, tmpl, c.k, c.keyID)
+	if !v.Managed {
+		return Workload{}, false, nil
+	}
+	w := Workload{Kind: kind, Namespace: meta.Namespace, Name: meta.Name, RenderHash: v.RawRenderHash, ControllerHash: v.ControllerHash, Configs: []Config{}}
+	in := controller.Input{
+		RenderHash: v.RenderHash, RawRenderHash: v.RawRenderHash,
+		ControllerHash: v.ControllerHash, ControllerBase: v.ControllerBase,
+		KeyID: c.keyID, ControllerKeyID: v.ControllerKeyID,
+	}
+	in.Baseline, in.BaselineKeyID = controller.ParseBaseline(v.Baseline)
+	contents := map[string]hashing.Content{}
+	for _, u := range v.Uses {
+		content, found, err := c.content(ctx, meta.Namespace, u.Kind, u.Name)
+		if err != nil {
+			return w, false, fmt.Errorf("%s: %w", w.ID(), err)
+		}
+		if found {
+			contents[u.Ref()] = content
+		} else if !u.Optional {
+			in.Missing = append(in.Missing, u.Ref())
+		}
+		w.Configs = append(w.Configs, Config{Kind: string(u.Kind), Name: u.Name, Keys: u.Keys, Whole: u.All,
+			Optional: u.Optional, External: v.External[u.Ref()], Found: found})
+	}
+	lookup := func(kind hashing.Kind, name string) (hashing.Content, bool) {
+		content, ok := contents[string(kind)+"/"+name]
+		return content, ok
+	}
+	hopts := hashing.Options{Key: c.key}
+	var inStream []hashing.Use
+	in.LiveExternal = map[string]string{}
+	for _, u := range v.Uses {
+		if v.External[u.Ref()] {
+			in.LiveExternal[u.Ref()] = hashing.Compute(meta.Namespace, []hashing.Use{u}, lookup, hopts)
+		} else {
+			inStream = append(inStream, u)
+		}
+	}
+	in.LiveIn = hashing.Compute(meta.Namespace, inStream, lookup, hopts)
+	in.LiveAll = hashing.Compute(meta.Namespace, v.Uses, lookup, hopts)
+	w.LiveHash = in.LiveAll
+	d := controller.Decide(in)
+	w.Reason, w.Changed, w.Missing = string(d.Reason), d.Changed, d.Missing
+	switch d.Action {
+	case controller.ActionRoll:
+		w.Config = ConfigStale
+	case controller.ActionBlocked:
+		w.Config = ConfigBlocked
+	default:
+		w.Config = ConfigCurrent
+	}
+	ev, err := c.lastEvent(ctx, kind, meta)
+	if err != nil {
+		return w, false, fmt.Errorf("%s: %w", w.ID(), err)
+	}
+	w.LastConfigChanged = ev
+	return w, true, nil
+}
+
+// content reads one config's content; found is false when it does not
+// exist.
+func (c collector) content(ctx context.Context, ns string, kind hashing.Kind, name string) (hashing.Content, bool, error) {
+	var (
+		content hashing.Content
+		err     error
+	)
+	if kind == hashing.KindSecret {
+		var s *corev1.Secret
+		if s, err = c.cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			content, err = controller.ContentOf(s)
+		}
+	} else {
+		var cm *corev1.ConfigMap
+		if cm, err = c.cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			content, err = controller.ContentOf(cm)
+		}
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return content, false, nil
+	case err != nil:
+		return content, false, fmt.Errorf("reading %s %s: %w", kind, hashing.ObjectName(ns, name), err)
+	}
+	return content, true, nil
+}
+
+// lastEvent returns the newest ConfigChanged Event about the workload.
+func (c collector) lastEvent(ctx context.Context, kind string, meta metav1.ObjectMeta) (*Event, error) {
+	sel := fields.Set{"involvedObject.kind": kind, "involvedObject.name": meta.Name, "reason": controller.EventReasonConfigChanged}.AsSelector()
+	list, err := c.cs.CoreV1().Events(meta.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel.String()})
+	if err != nil {
+		return nil, fmt.Errorf("listing Events: %w", err)
+	}
+	var last *Event
+	for i := range list.Items {
+		e := &list.Items[i]
+		if e.InvolvedObject.UID != "" && e.InvolvedObject.UID != meta.UID {
+			continue // an Event about an earlier object of that name
+		}
+		t := eventTime(e)
+		if last == nil || t.After(last.Time) {
+			last = &Event{Time: t, Message: e.Message}
+		}
+	}
+	return last, nil
+}
+
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// deploymentRollout reads a Deployment's progress and counts its pods by
+// ReplicaSet: those not of the current ReplicaSet run an older template.
+func (c collector) deploymentRollout(ctx context.Context, d *appsv1.Deployment) (Rollout, error) {
+	r := Rollout{Generation: d.Generation, ObservedGeneration: d.Status.ObservedGeneration,
+		Replicas: replicas(d.Spec.Replicas), Updated: d.Status.UpdatedReplicas, Available: d.Status.AvailableReplicas}
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return r, fmt.Errorf("Deployment %s: selector: %w", hashing.ObjectName(d.Namespace, d.Name), err)
+	}
+	sets, err := c.cs.AppsV1().ReplicaSets(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return r, fmt.Errorf("listing ReplicaSets: %w", err)
+	}
+	current := ""
+	owned := map[string]bool{}
+	for i := range sets.Items {
+		rs := &sets.Items[i]
+		if !ownedBy(rs.OwnerReferences, d.UID) {
+			continue
+		}
+		owned[rs.Name] = true
+		// The Deployment controller gives the new ReplicaSet the
+		// Deployment's revision.
+		if rs.Annotations["deployment.kubernetes.io/revision"] == d.Annotations["deployment.kubernetes.io/revision"] {
+			current = rs.Name
+		}
+	}
+	pods, err := c.cs.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return r, fmt.Errorf("listing Pods: %w", err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		owner := ownerName(p.OwnerReferences, "ReplicaSet")
+		if !owned[owner] {
+			continue
+		}
+		r.countPod(p, current != "" && owner != current)
+	}
+	r.finish(d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == r.Replicas &&
+		d.Status.Replicas == r.Replicas && d.Status.AvailableReplicas == r.Replicas)
+	return r, nil
+}
+
+// statefulSetRollout reads a StatefulSet's progress; a pod whose revision
+// label is not the update revision runs an older template.
+func (c collector) statefulSetRollout(ctx context.Context, s *appsv1.StatefulSet) (Rollout, error) {
+	r := Rollout{Generation: s.Generation, ObservedGeneration: s.Status.ObservedGeneration,
+		Replicas: replicas(s.Spec.Replicas), Updated: s.Status.UpdatedReplicas, Available: s.Status.AvailableReplicas}
+	sel, err := metav1.LabelSelectorAsSelector(s.Spec.Selector)
+	if err != nil {
+		return r, fmt.Errorf("StatefulSet %s: selector: %w", hashing.ObjectName(s.Namespace, s.Name), err)
+	}
+	pods, err := c.cs.CoreV1().Pods(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return r, fmt.Errorf("listing Pods: %w", err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !ownedBy(p.OwnerReferences, s.UID) {
+			continue
+		}
+		r.countPod(p, s.Status.UpdateRevision != "" && p.Labels[appsv1.ControllerRevisionHashLabelKey] != s.Status.UpdateRevision)
+	}
+	r.finish(s.Status.ObservedGeneration >= s.Generation && s.Status.UpdatedReplicas == r.Replicas && s.Status.AvailableReplicas == r.Replicas)
+	return r, nil
+}
+
+// daemonSetRollout reads a DaemonSet's progress from its status: its pods
+// are counted by the DaemonSet controller per node.
+func daemonSetRollout(d *appsv1.DaemonSet) Rollout {
+	st := d.Status
+	r := Rollout{Generation: d.Generation, ObservedGeneration: st.ObservedGeneration, Replicas: st.DesiredNumberScheduled,
+		Updated: st.UpdatedNumberScheduled, Available: st.NumberAvailable, Pods: int(st.CurrentNumberScheduled)}
+	r.StalePods = max(0, int(st.CurrentNumberScheduled-st.UpdatedNumberScheduled))
+	r.finish(st.ObservedGeneration >= d.Generation && st.UpdatedNumberScheduled == st.DesiredNumberScheduled && st.NumberAvailable == st.DesiredNumberScheduled)
+	return r
+}
+
+func (r *Rollout) countPod(p *corev1.Pod, stale bool) {
+	if p.DeletionTimestamp != nil {
+		return
+	}
+	r.Pods++
+	if stale {
+		r.StalePods++
+	}
+	if p.Status.Phase == corev1.PodPending || p.Status.Phase == "" {
+		r.PendingPods++
+	}
+}
+
+// finish sets Done and the message.
+func (r *Rollout) finish(done bool) {
+	r.Done = done
+	switch {
+	case r.ObservedGeneration < r.Generation:
+		r.Message = "waiting for the workload's controller to see generation " + strconv.FormatInt(r.Generation, 10)
+	case done:
+		r.Message = "complete"
+	default:
+		r.Message = fmt.Sprintf("in progress: %d of %d updated, %d available", r.Updated, r.Replicas, r.Available)
+	}
+	if r.StalePods > 0 {
+		r.Message += fmt.Sprintf("; %d %s an older template", r.StalePods, plural(r.StalePods, "pod runs", "pods run"))
+	}
+	if r.PendingPods > 0 {
+		r.Message += fmt.Sprintf("; %d %s Pending (not scheduled or not started: no node has run %s)", r.PendingPods,
+			plural(r.PendingPods, "pod is", "pods are"), plural(r.PendingPods, "it", "them"))
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func replicas(p *int32) int32 {
+	if p == nil {
+		return 1
+	}
+	return *p
+}
+
+func ownedBy(refs []metav1.OwnerReference, uid types.UID) bool {
+	for _, r := range refs {
+		if r.UID == uid && r.Controller != nil && *r.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+func ownerName(refs []metav1.OwnerReference, kind string) string {
+	for _, r := range refs {
+		if r.Kind == kind && r.Controller != nil && *r.Controller {
+			return r.Name
+		}
+	}
+	return ""
+}
