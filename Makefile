@@ -30,9 +30,10 @@ help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build bin/confighash and bin/confighash-controller.
+build: ## Build bin/confighash, bin/confighash-controller and bin/kubectl-confighash (the kubectl plugin).
 	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/confighash ./cmd/confighash
 	@if [ -d cmd/confighash-controller ]; then go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/confighash-controller ./cmd/confighash-controller; fi
+	go build -trimpath -o $(BIN)/kubectl-confighash ./cmd/kubectl-confighash
 
 .PHONY: tools
 tools: $(KUSTOMIZE) $(HELM3) $(HELM4) ## Install the pinned kustomize and helm (v3, v4) into bin/.
