@@ -23,7 +23,7 @@ export CONFIGHASH_BIN := $(BIN)
 export KUSTOMIZE HELM3 HELM4
 
 FUZZTIME ?= 10s
-FUZZ_PKGS := ./hashing/ ./internal/inject/ ./internal/stream/ ./controller/
+FUZZ_PKGS := ./hashing/ ./internal/inject/ ./postrenderer/ ./controller/
 
 .PHONY: help
 help: ## Show the targets.

@@ -1,11 +1,11 @@
-package stream_test
+package postrenderer_test
 
 import (
 	"testing"
 
 	"github.com/confighash/confighash/internal/benchgen"
 	"github.com/confighash/confighash/internal/inject"
-	"github.com/confighash/confighash/internal/stream"
+	"github.com/confighash/confighash/postrenderer"
 )
 
 // BenchmarkProcess is the stream mode on the generated stream; `make bench`
@@ -16,7 +16,7 @@ func BenchmarkProcess(b *testing.B) {
 	b.ResetTimer()
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, _, err := stream.Process(input, inject.Options{}); err != nil {
+		if _, _, err := postrenderer.Process(input, inject.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

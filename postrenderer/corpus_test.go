@@ -1,4 +1,4 @@
-package stream_test
+package postrenderer_test
 
 import (
 	"bytes"
@@ -15,8 +15,8 @@ import (
 
 	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/inject"
-	"github.com/confighash/confighash/internal/stream"
 	"github.com/confighash/confighash/internal/testtools"
+	"github.com/confighash/confighash/postrenderer"
 )
 
 // corpusStreams returns the corpus as streams a user would pipe: each Argo CD
@@ -58,7 +58,7 @@ var (
 func TestCorpusByteExact(t *testing.T) {
 	for name, input := range corpusStreams(t) {
 		t.Run(name, func(t *testing.T) {
-			out, report, err := stream.Process(input, inject.Options{})
+			out, report, err := postrenderer.Process(input, inject.Options{})
 			require.NoError(t, err)
 			assertOnlyAnnotationLines(t, string(input), string(out))
 
@@ -74,7 +74,7 @@ func TestCorpusByteExact(t *testing.T) {
 			for i := range krm {
 				assert.Equal(t, podTemplateHash(krm[i]), podTemplateHash(outNodes[i]), "document %d: stream and KRM paths agree", i)
 			}
-			again, _, err := stream.Process(out, inject.Options{})
+			again, _, err := postrenderer.Process(out, inject.Options{})
 			require.NoError(t, err)
 			assert.Equal(t, string(out), string(again), "second run")
 			t.Logf("%s: %d documents, %d workloads, %d hashed", name, len(inNodes), len(report.Workloads), hashed)

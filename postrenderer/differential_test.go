@@ -1,4 +1,4 @@
-package stream_test
+package postrenderer_test
 
 import (
 	"bytes"
@@ -20,8 +20,8 @@ import (
 	"github.com/confighash/confighash/fn"
 	"github.com/confighash/confighash/internal/benchgen"
 	"github.com/confighash/confighash/internal/inject"
-	"github.com/confighash/confighash/internal/stream"
 	"github.com/confighash/confighash/internal/testtools"
+	"github.com/confighash/confighash/postrenderer"
 )
 
 // TestDifferential runs every input the project has through stream mode (the
@@ -66,7 +66,7 @@ func differential(t *testing.T, input []byte, opts inject.Options) bool {
 	if items, ok := resourceListItems(input); ok {
 		input = items
 	}
-	out, _, streamErr := stream.Process(input, opts)
+	out, _, streamErr := postrenderer.Process(input, opts)
 	krm, krmErr := runKRM(t, input, opts)
 	if streamErr != nil || krmErr != nil {
 		if (streamErr == nil) != (krmErr == nil) {
@@ -91,7 +91,7 @@ func differential(t *testing.T, input []byte, opts inject.Options) bool {
 			t.Errorf("document %d differs:\nstream mode: %v\nKRM mode:    %v", i, got[i], want[i])
 		}
 	}
-	again, _, err := stream.Process(out, opts)
+	again, _, err := postrenderer.Process(out, opts)
 	require.NoError(t, err)
 	assert.Equal(t, string(out), string(again), "a second run changes nothing")
 	return true
@@ -114,7 +114,7 @@ func resourceListItems(input []byte) ([]byte, bool) {
 // runKRM wraps the stream's documents in a ResourceList, runs the function on
 // it and returns the items it wrote as a plain stream. It returns nil, nil
 // when kyaml cannot carry the input into a ResourceList unchanged (a flow
-// mapping entry with no value becomes '' when kyaml writes it), which no
+// mapping entry with no value becomes ” when kyaml writes it), which no
 // KRM function could be given.
 func runKRM(t *testing.T, input []byte, opts inject.Options) ([]byte, error) {
 	t.Helper()

@@ -1,9 +1,19 @@
-// Package postrenderer is the Helm post-renderer adapter: confighash run by
-// helm install, upgrade and template, so that a chart written without
-// checksum annotations rolls its workloads when their ConfigMaps and Secrets
-// change. It holds no Go API; the adapter is bin/confighash's plain-stream
-// mode plus the Helm 4 plugin in postrenderer/plugin/, and this package's
-// tests run both under the real helm v3 and v4.
+// Package postrenderer is the Helm post-renderer: confighash run by helm
+// install, upgrade and template, so that a chart written without checksum
+// annotations rolls its workloads when their ConfigMaps and Secrets change.
+//
+// It is also bin/confighash's plain-stream mode. It parses a multi-document
+// YAML stream to find what each workload consumes, runs the shared inject
+// analysis, and writes the result by editing the original bytes, so the
+// output differs from the input only in the annotation lines confighash adds
+// or changes. A Go program that installs charts through the Helm SDK uses it
+// in-process: New returns a PostRenderer whose Run has the shape of the SDK's
+// post-renderer interface in Helm 3 (pkg/postrender) and Helm 4
+// (pkg/postrenderer); examples/helm-sdk shows both.
+//
+// For the helm command line the adapter is bin/confighash plus the Helm 4
+// plugin in postrenderer/plugin/; this package's tests run both under the
+// real helm v3 and v4.
 //
 // Helm 3 executable contract: --post-renderer names an executable (a path, or
 // a name looked up in PATH) and --post-renderer-args adds one argument each.

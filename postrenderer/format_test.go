@@ -1,4 +1,4 @@
-package stream_test
+package postrenderer_test
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/confighash/confighash/internal/inject"
-	"github.com/confighash/confighash/internal/stream"
+	"github.com/confighash/confighash/postrenderer"
 )
 
 const workload = `apiVersion: apps/v1
@@ -34,7 +34,7 @@ func TestFormatBlind(t *testing.T) {
 	}
 	var want string
 	for name, configs := range forms {
-		_, r, err := stream.Process([]byte(configs+"---\n"+workload), inject.Options{})
+		_, r, err := postrenderer.Process([]byte(configs+"---\n"+workload), inject.Options{})
 		require.NoError(t, err, name)
 		require.Len(t, r.Workloads, 1)
 		got := r.Workloads[0].Hash
@@ -44,7 +44,7 @@ func TestFormatBlind(t *testing.T) {
 		}
 		assert.Equal(t, want, got, name)
 	}
-	_, r, err := stream.Process([]byte(forms["block YAML"]+"---\n"+workload), inject.Options{Key: []byte("k")})
+	_, r, err := postrenderer.Process([]byte(forms["block YAML"]+"---\n"+workload), inject.Options{Key: []byte("k")})
 	require.NoError(t, err)
 	assert.NotEqual(t, want, r.Workloads[0].Hash, "keyed mode differs")
 }

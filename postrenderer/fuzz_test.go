@@ -1,4 +1,4 @@
-package stream_test
+package postrenderer_test
 
 import (
 	"bytes"
@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
-	"github.com/confighash/confighash/internal/stream"
 	"github.com/confighash/confighash/internal/yamlnorm"
+	"github.com/confighash/confighash/postrenderer"
 )
 
 // FuzzProcess checks the byte editor against the kyaml filter: for any input
@@ -61,7 +61,7 @@ func FuzzProcess(f *testing.F) {
 
 func checkProcess(t *testing.T, input []byte, opts inject.Options) {
 	t.Helper()
-	out, report, err := stream.Process(input, opts)
+	out, report, err := postrenderer.Process(input, opts)
 	if err != nil {
 		return
 	}
@@ -98,7 +98,7 @@ func checkProcess(t *testing.T, input []byte, opts inject.Options) {
 	if err != nil || !reflect.DeepEqual(wantJSON, gotJSON) {
 		t.Fatalf("byte edits differ from the filter (key %q):\ninput:\n%s\noutput:\n%s", opts.Key, input, out)
 	}
-	again, _, err := stream.Process(out, opts)
+	again, _, err := postrenderer.Process(out, opts)
 	if err != nil || !bytes.Equal(again, out) {
 		t.Fatalf("second run changed the output (err %v)", err)
 	}

@@ -1,4 +1,4 @@
-package stream_test
+package postrenderer_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package stream_test
+package postrenderer_test
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/confighash/confighash/internal/inject"
-	"github.com/confighash/confighash/internal/stream"
+	"github.com/confighash/confighash/postrenderer"
 )
 
 // TestPrettyJSON: a pretty-printed JSON workload gets its annotation as a
@@ -40,7 +40,7 @@ func TestPrettyJSON(t *testing.T) {
   }
 }
 `
-			out, r, err := stream.Process([]byte(in), inject.Options{})
+			out, r, err := postrenderer.Process([]byte(in), inject.Options{})
 			require.NoError(t, err)
 			doc := strings.SplitN(string(out), "---\n", 2)[1]
 			var v map[string]any
@@ -48,7 +48,7 @@ func TestPrettyJSON(t *testing.T) {
 			assert.Equal(t, r.Workloads[0].Hash, templateAnnotations(t, out)["confighash.dev/hash"])
 			assertOnlyMetadataChanged(t, in, string(out), meta)
 			assert.Greater(t, strings.Count(doc, "\n"), 15, "still pretty-printed:\n%s", doc)
-			again, _, err := stream.Process(out, inject.Options{})
+			again, _, err := postrenderer.Process(out, inject.Options{})
 			require.NoError(t, err)
 			assert.Equal(t, string(out), string(again))
 		})

@@ -1,4 +1,4 @@
-package stream_test
+package postrenderer_test
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
-	"github.com/confighash/confighash/internal/stream"
+	"github.com/confighash/confighash/postrenderer"
 )
 
 const layoutConfig = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  k: v\n---\n"
@@ -54,12 +54,12 @@ func TestEmptyMetadataLayouts(t *testing.T) {
 	} {
 		t.Run(meta, func(t *testing.T) {
 			in := layoutConfig + strings.Replace(vaultLike, "%s", meta, 1)
-			out, r, err := stream.Process([]byte(in), inject.Options{})
+			out, r, err := postrenderer.Process([]byte(in), inject.Options{})
 			require.NoError(t, err)
 			require.Len(t, r.Workloads, 1)
 			assertOnlyMetadataChanged(t, in, string(out), meta)
 			assert.Equal(t, r.Workloads[0].Hash, templateAnnotations(t, out)["confighash.dev/hash"])
-			again, _, err := stream.Process(out, inject.Options{})
+			again, _, err := postrenderer.Process(out, inject.Options{})
 			require.NoError(t, err)
 			assert.Equal(t, string(out), string(again), "a second run changes nothing")
 		})
@@ -121,14 +121,14 @@ func TestKeyIDQuoted(t *testing.T) {
 	for _, key := range []string{"key3816", "key1376"} {
 		in := layoutConfig + strings.Replace(vaultLike, "%s", "metadata:\n      labels:\n        a: b", 1)
 		opts := inject.Options{Key: []byte(key)}
-		out, r, err := stream.Process([]byte(in), opts)
+		out, r, err := postrenderer.Process([]byte(in), opts)
 		require.NoError(t, err)
 		got := templateAnnotations(t, out)
 		assert.Equal(t, r.Workloads[0].KeyID(opts), got["confighash.dev/key-id"], key)
 		// An unquoted key id left by an older version is rewritten.
 		stale := strings.Replace(string(out), `"`+got["confighash.dev/key-id"]+`"`, got["confighash.dev/key-id"], 1)
 		require.NotEqual(t, string(out), stale)
-		again, _, err := stream.Process([]byte(stale), opts)
+		again, _, err := postrenderer.Process([]byte(stale), opts)
 		require.NoError(t, err)
 		assert.Equal(t, string(out), string(again), key)
 	}

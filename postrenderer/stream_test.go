@@ -1,4 +1,4 @@
-package stream_test
+package postrenderer_test
 
 import (
 	"flag"
@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/confighash/confighash/internal/inject"
-	"github.com/confighash/confighash/internal/stream"
+	"github.com/confighash/confighash/postrenderer"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected.yaml golden files")
@@ -27,7 +27,7 @@ func TestGolden(t *testing.T) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			input, err := os.ReadFile(in)
 			require.NoError(t, err)
-			out, _, err := stream.Process(input, inject.Options{})
+			out, _, err := postrenderer.Process(input, inject.Options{})
 			require.NoError(t, err)
 			want := filepath.Join(dir, "expected.yaml")
 			if *update {
@@ -36,7 +36,7 @@ func TestGolden(t *testing.T) {
 			expected, err := os.ReadFile(want)
 			require.NoError(t, err)
 			assert.Equal(t, string(expected), string(out))
-			again, _, err := stream.Process(out, inject.Options{})
+			again, _, err := postrenderer.Process(out, inject.Options{})
 			require.NoError(t, err)
 			assert.Equal(t, string(out), string(again), "a second run changes nothing")
 		})

@@ -1,4 +1,4 @@
-package stream_test
+package postrenderer_test
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio"
 
 	"github.com/confighash/confighash/internal/inject"
-	"github.com/confighash/confighash/internal/stream"
 	"github.com/confighash/confighash/internal/vectors"
+	"github.com/confighash/confighash/postrenderer"
 )
 
 // TestVectorsAtRenderTime renders every shared vector — its manifest-form
@@ -33,7 +33,7 @@ func TestVectorsAtRenderTime(t *testing.T) {
 				want, external = v.RenderTime.Expected, strings.Join(v.RenderTime.External, ",")
 			}
 
-			_, r, err := stream.Process(input, opts)
+			_, r, err := postrenderer.Process(input, opts)
 			require.NoError(t, err)
 			require.Len(t, r.Workloads, 1)
 			assert.Equal(t, want, r.Workloads[0].Hash, "stream mode")

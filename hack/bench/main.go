@@ -19,7 +19,7 @@ import (
 	"github.com/confighash/confighash/fn"
 	"github.com/confighash/confighash/internal/benchgen"
 	"github.com/confighash/confighash/internal/inject"
-	"github.com/confighash/confighash/internal/stream"
+	"github.com/confighash/confighash/postrenderer"
 )
 
 func main() {
@@ -90,7 +90,7 @@ func function(input []byte) error {
 }
 
 func streamMode(input []byte) error {
-	_, _, err := stream.Process(input, inject.Options{})
+	_, _, err := postrenderer.Process(input, inject.Options{})
 	return err
 }
 

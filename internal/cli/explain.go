@@ -14,7 +14,7 @@ import (
 
 	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/inject"
-	"github.com/confighash/confighash/internal/stream"
+	"github.com/confighash/confighash/postrenderer"
 )
 
 // analyze reads a stream or a ResourceList's items and reports on them
@@ -27,7 +27,7 @@ func analyze(o options, input []byte) (*inject.Report, error) {
 		}
 		return inject.Analyze(nodes, o.Options)
 	}
-	_, report, err := stream.Process(input, o.Options)
+	_, report, err := postrenderer.Process(input, o.Options)
 	return report, err
 }
 
@@ -81,7 +81,7 @@ func explainAll(o options, r *inject.Report) []explained {
 		}
 		for _, a := range on {
 			key := o.Annotation(a.name)
-			value, present, isString := stream.AnnotationString(a.node, key)
+			value, present, isString := postrenderer.AnnotationString(a.node, key)
 			switch {
 			case present && !isString:
 				e.NotString = append(e.NotString, notString{Annotation: key, Text: value})

@@ -1,26 +1,30 @@
 package cli
 
 import (
-	"fmt"
+	"bytes"
 
-	"github.com/confighash/confighash/internal/inject"
-	"github.com/confighash/confighash/internal/stream"
+	"github.com/confighash/confighash/postrenderer"
 )
 
-// runStream hashes a plain multi-document stream, editing its bytes in
-// place. Nothing is written unless the whole stream succeeds.
+// runStream hashes a plain multi-document stream with the Helm
+// post-renderer, which edits its bytes in place. Nothing is written unless
+// the whole stream succeeds.
 func runStream(o options, input []byte, stdio IO) error {
-	out, report, err := stream.Process(input, o.Options)
+	opts := postrenderer.Options{Namespace: o.DefaultNamespace, AnnotationPrefix: o.Prefix, HMACKey: o.Key}
+	for _, w := range o.Workloads {
+		opts.Workloads = append(opts.Workloads, postrenderer.Workload{Group: w.Group, Kind: w.Kind, Path: w.Path})
+	}
+	if !o.quiet {
+		opts.Warnings = stdio.Err
+	}
+	pr, err := postrenderer.New(opts)
 	if err != nil {
 		return err
 	}
-	if !o.quiet {
-		for _, f := range report.Findings {
-			if f.Severity != inject.SeverityInfo {
-				fmt.Fprintf(stdio.Err, "confighash: %s\n", f)
-			}
-		}
+	out, err := pr.Run(bytes.NewBuffer(input))
+	if err != nil {
+		return err
 	}
-	_, err = stdio.Out.Write(out)
+	_, err = stdio.Out.Write(out.Bytes())
 	return err
 }

@@ -21,8 +21,8 @@ import (
 	"github.com/confighash/confighash/internal/benchgen"
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/rolldiff"
-	"github.com/confighash/confighash/internal/stream"
 	"github.com/confighash/confighash/internal/testtools"
+	"github.com/confighash/confighash/postrenderer"
 )
 
 // corpusStreams returns the shared corpus as a user would render it: Argo
@@ -235,9 +235,9 @@ func rolling(r rolldiff.Result) []string {
 // bin/confighash does) and lists the workloads whose hash annotation
 // differs, by Kind/name.
 func hashChanged(t *testing.T, old, cur []byte, opts inject.Options) []string {
-	ro, _, err := stream.Process(old, opts)
+	ro, _, err := postrenderer.Process(old, opts)
 	require.NoError(t, err)
-	rn, _, err := stream.Process(cur, opts)
+	rn, _, err := postrenderer.Process(cur, opts)
 	require.NoError(t, err)
 	ho, hn := podHashes(t, ro), podHashes(t, rn)
 	set := map[string]bool{}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/rolldiff"
-	"github.com/confighash/confighash/internal/stream"
+	"github.com/confighash/confighash/postrenderer"
 )
 
 const base = `apiVersion: v1
@@ -252,7 +252,7 @@ func TestCompare(t *testing.T) {
 // TestStaleHash: renders that carry confighash's annotations are compared
 // on content, and an annotation that does not match it is reported.
 func TestStaleHash(t *testing.T) {
-	rendered, _, err := stream.Process([]byte(base), inject.Options{})
+	rendered, _, err := postrenderer.Process([]byte(base), inject.Options{})
 	require.NoError(t, err)
 	// The new render edits the ConfigMap without rendering again: its
 	// annotations are those of the old content.

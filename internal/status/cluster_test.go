@@ -136,6 +136,7 @@ func TestStatusOnCluster(t *testing.T) {
 	assert.Regexp(t, `Deployment shop/web\s+STALE \(render-hash-mismatch\)`, out)
 	assert.Regexp(t, `Deployment shop/api\s+current`, out)
 	assert.Contains(t, out, "2 workloads: 1 not current for the live configs")
+	t.Logf("kubectl confighash status, controller stopped:\n%s", out)
 	var report status.Report
 	require.NoError(t, json.Unmarshal([]byte(runPlugin(t, bin, "status", "--kubeconfig", cp.KubeconfigPath(), "-n", ns, "--json")), &report))
 	require.Len(t, report.Workloads, 2)
