@@ -181,9 +181,9 @@ func repoRoot() (string, error) {
 
 // tail is the end of a command's output, enough to see why it failed.
 func tail(out []byte) string {
-	const max = 2000
-	if len(out) > max {
-		out = out[len(out)-max:]
+	const limit = 2000
+	if len(out) > limit {
+		out = out[len(out)-limit:]
 	}
 	return string(out)
 }
