@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -60,6 +61,11 @@ type Input struct {
 	LiveAll string
 	// LiveExternal is the live hash of each external use, by Kind/name.
 	LiveExternal map[string]string
+	// FirstSeen is, for external configs this process saw change before it
+	// recorded their baseline, the hash as first observed, by Kind/name. It
+	// stands in for a missing baseline: the pods run what was first seen, so
+	// an edit made during start-up rolls instead of being absorbed.
+	FirstSeen map[string]string
 	// Missing lists the required (non-optional) configs that do not exist.
 	Missing []string
 	// KeyID is the controller's HMAC key id (empty without a key);
@@ -135,7 +141,11 @@ func Decide(in Input) Decision {
 	if in.BaselineKeyID != in.KeyID {
 		baseline = nil
 	}
-	changed, unrecorded := compareBaseline(baseline, in.LiveExternal)
+	// A config this process saw change before its baseline was written is
+	// compared with its first observed content, and still gets its
+	// baseline written.
+	_, unrecorded := compareBaseline(baseline, in.LiveExternal)
+	changed, _ := compareBaseline(withFirstSeen(baseline, in.FirstSeen), in.LiveExternal)
 	if in.RenderHash != "" && in.LiveIn != in.RenderHash {
 		return Decision{Action: ActionRoll, Reason: ReasonRenderMismatch, Record: roll, Changed: changed}
 	}
@@ -146,6 +156,22 @@ func Decide(in Input) Decision {
 		return Decision{Action: ActionRecordBaseline, Reason: ReasonNewExternal, Record: Record{Baseline: roll.Baseline}}
 	}
 	return Decision{Action: ActionNone, Reason: ReasonInSync}
+}
+
+// withFirstSeen overlays the first observed hashes on a baseline. They win
+// over a recorded entry: this process remembers one only where there was
+// no baseline when the config changed, or where the baseline written since
+// already held the changed content (it absorbed the edit).
+func withFirstSeen(baseline, firstSeen map[string]string) map[string]string {
+	if len(firstSeen) == 0 {
+		return baseline
+	}
+	out := maps.Clone(baseline)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, firstSeen)
+	return out
 }
 
 // baseOf is the controller-base value for a render-time annotation.

@@ -63,7 +63,8 @@ func (r *Reconciler) configHandler(kind hashing.Kind) handler.TypedEventHandler[
 				return // the workloads' own initial events reconcile everything
 			}
 			r.metrics.configEvents.WithLabelValues(string(kind), "created").Inc()
-			r.enqueueConsumers(ctx, kind, e.Object, OpCreated, nil, q)
+			newC, err := ContentOf(e.Object)
+			r.enqueueConsumers(ctx, kind, e.Object, OpCreated, nil, transition{after: state{content: newC, version: e.Object.GetResourceVersion(), found: err == nil}}, q)
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
 			oldC, err1 := ContentOf(e.ObjectOld)
@@ -74,18 +75,39 @@ func (r *Reconciler) configHandler(kind hashing.Kind) handler.TypedEventHandler[
 				return
 			}
 			r.metrics.configEvents.WithLabelValues(string(kind), "content").Inc()
-			r.enqueueConsumers(ctx, kind, e.ObjectNew, OpChanged, changed, q)
+			r.enqueueConsumers(ctx, kind, e.ObjectNew, OpChanged, changed,
+				transition{
+					before: state{content: oldC, version: e.ObjectOld.GetResourceVersion(), found: err1 == nil},
+					after:  state{content: newC, version: e.ObjectNew.GetResourceVersion(), found: err2 == nil},
+				}, q)
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
 			r.metrics.configEvents.WithLabelValues(string(kind), "deleted").Inc()
-			r.enqueueConsumers(ctx, kind, e.Object, OpDeleted, nil, q)
+			oldC, err := ContentOf(e.Object)
+			r.enqueueConsumers(ctx, kind, e.Object, OpDeleted, nil, transition{before: state{content: oldC, version: e.Object.GetResourceVersion(), found: err == nil}}, q)
 		},
 	}
 }
 
+// state is a config's content and resourceVersion; found is false when it
+// does not exist.
+type state struct {
+	content hashing.Content
+	version string
+	found   bool
+}
+
+// transition is a config's content before and after an event.
+type transition struct {
+	before, after state
+}
+
 // enqueueConsumers queues every managed workload in the object's namespace
-// that consumes it, reading the index from the cache (no API call).
-func (r *Reconciler) enqueueConsumers(ctx context.Context, kind hashing.Kind, obj client.Object, op Op, keys []string, q queue) {
+// that consumes it, reading the index from the cache (no API call; the
+// cache's List waits for the workload informers' first list, so no
+// consumer is missed at start-up). A consumer that has no baseline of the
+// object yet remembers its hash from before the event (see firstSeen).
+func (r *Reconciler) enqueueConsumers(ctx context.Context, kind hashing.Kind, obj client.Object, op Op, keys []string, tr transition, q queue) {
 	ns := obj.GetNamespace()
 	change := Change{Kind: kind, Namespace: ns, Name: obj.GetName(), UID: obj.GetUID(), Op: op, Keys: keys}
 	ref := string(kind) + "/" + obj.GetName()
@@ -107,9 +129,45 @@ func (r *Reconciler) enqueueConsumers(ctx context.Context, kind hashing.Kind, ob
 				continue
 			}
 			req := Request{Kind: k.Name, Namespace: ns, Name: o.GetName()}
+			r.noteFirstSeen(req, k, o, ref, tr)
 			r.memory.noteChange(req, change)
 			q.Add(req)
 		}
+	}
+}
+
+// noteFirstSeen remembers, for a consumer of the external config ref, the
+// config's hash before this event, the content its pods run (the first
+// observation wins), when the consumer has no baseline of ref yet, or when
+// this process wrote its baseline from the content after this event: read
+// from the cache between the edit landing there and this handler running,
+// that baseline absorbed the edit. A required config that did not exist is
+// not remembered: pods cannot have started without it, so when it arrives
+// it is the first content they see.
+func (r *Reconciler) noteFirstSeen(req Request, kind *workloadKind, o client.Object, ref string, tr transition) {
+	absorbed := r.memory.takeWritten(req, ref) == tr.after.version && tr.after.found
+	tmpl, err := kind.template(o)
+	if err != nil || tmpl == nil {
+		return
+	}
+	v := r.view(req, o, tmpl)
+	if !v.Managed || !v.External[ref] {
+		return
+	}
+	if !tr.before.found {
+		for _, u := range v.Uses {
+			if u.Ref() == ref && !u.Optional {
+				return
+			}
+		}
+	}
+	baseline, keyID := ParseBaseline(v.Baseline)
+	if _, recorded := baseline[ref]; recorded && keyID == r.keyID && !absorbed {
+		return // recorded before the edit: the edit is compared with it
+	}
+	lookup := func(hashing.Kind, string) (hashing.Content, bool) { return tr.before.content, tr.before.found }
+	for ref, h := range r.externalHashes(req.Namespace, v, ref, lookup) {
+		r.memory.noteFirstSeen(req, ref, h)
 	}
 }
 

@@ -140,7 +140,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 			}
 		})
 	}
-	in, versions, err := r.observe(ctx, req.Namespace, v)
+	in, versions, err := r.observe(ctx, req, v)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -155,7 +155,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 	case ActionRoll:
 		return r.roll(ctx, req, kind, obj, v, d, out, log)
 	default:
-		r.memory.with(req, func(e *entry) { e.settle() })
+		r.memory.with(req, func(e *entry) { e.settle(); e.firstSeen = nil })
 		out.Result = "in_sync"
 	}
 	return reconcile.Result{}, nil
@@ -188,7 +188,8 @@ func merged(base, over map[string]string) map[string]string {
 
 // observe reads the consumed configs from the cache and computes the live
 // hashes Decide compares.
-func (r *Reconciler) observe(ctx context.Context, ns string, v view) (Input, map[string]string, error) {
+func (r *Reconciler) observe(ctx context.Context, req Request, v view) (Input, map[string]string, error) {
+	ns := req.Namespace
 	contents := map[string]hashing.Content{}
 	versions := map[string]string{}
 	in := Input{
@@ -215,17 +216,29 @@ func (r *Reconciler) observe(ctx context.Context, ns string, v view) (Input, map
 	}
 	hopts := hashing.Options{Key: r.opts.Key}
 	var inStream []hashing.Use
-	in.LiveExternal = map[string]string{}
 	for _, u := range v.Uses {
-		if v.External[u.Ref()] {
-			in.LiveExternal[u.Ref()] = hashing.Compute(ns, []hashing.Use{u}, lookup, hopts)
-		} else {
+		if !v.External[u.Ref()] {
 			inStream = append(inStream, u)
 		}
 	}
+	in.LiveExternal = r.externalHashes(ns, v, "", lookup)
 	in.LiveIn = hashing.Compute(ns, inStream, lookup, hopts)
 	in.LiveAll = hashing.Compute(ns, v.Uses, lookup, hopts)
+	in.FirstSeen = r.memory.firstSeen(req)
 	return in, versions, nil
+}
+
+// externalHashes is the hash of each external use of a workload, by
+// Kind/name, from the contents lookup gives; only of ref when ref is not
+// empty.
+func (r *Reconciler) externalHashes(ns string, v view, ref string, lookup func(hashing.Kind, string) (hashing.Content, bool)) map[string]string {
+	out := map[string]string{}
+	for _, u := range v.Uses {
+		if v.External[u.Ref()] && (ref == "" || u.Ref() == ref) {
+			out[u.Ref()] = hashing.Compute(ns, []hashing.Use{u}, lookup, hashing.Options{Key: r.opts.Key})
+		}
+	}
+	return out
 }
 
 // content reads one config from the cache.
@@ -279,7 +292,9 @@ func (r *Reconciler) blocked(req Request, obj client.Object, d Decision, log log
 func (r *Reconciler) recordBaseline(ctx context.Context, req Request, kind *workloadKind, obj client.Object, d Decision, out *Outcome, log logr.Logger) (reconcile.Result, error) {
 	r.memory.with(req, func(e *entry) { e.settle() })
 	if r.opts.DryRun {
-		r.memory.with(req, func(e *entry) { e.overlayMeta = map[string]string{r.keys.baseline: d.Record.Baseline} })
+		r.memory.with(req, func(e *entry) {
+			e.overlayMeta, e.firstSeen = map[string]string{r.keys.baseline: d.Record.Baseline}, nil
+		})
 		out.Result = "baseline_recorded"
 		return reconcile.Result{RequeueAfter: dryRunRecheck}, nil
 	}
@@ -287,6 +302,18 @@ func (r *Reconciler) recordBaseline(ctx context.Context, req Request, kind *work
 	if res, done, err := r.send(ctx, req, obj, patch, out); done {
 		return res, err
 	}
+	// The configs recorded for the first time, and the versions read.
+	written := map[string]string{}
+	in := out.Input
+	for ref := range in.LiveExternal {
+		if _, had := in.Baseline[ref]; had && in.BaselineKeyID == in.KeyID {
+			continue
+		}
+		if rv := out.ConfigVersions[ref]; rv != "" {
+			written[ref] = rv
+		}
+	}
+	r.memory.with(req, func(e *entry) { e.firstSeen, e.written = nil, written })
 	r.metrics.baselines.WithLabelValues(req.Kind).Inc()
 	log.V(1).Info("recorded the external baseline", "external", d.Record.Baseline)
 	out.Result = "baseline_recorded"
@@ -326,7 +353,8 @@ func (r *Reconciler) roll(ctx context.Context, req Request, kind *workloadKind, 
 	var changes []Change
 	r.memory.with(req, func(e *entry) {
 		changes = e.changes
-		e.lastRoll, e.firstMismatch, e.changes = now, time.Time{}, nil
+		// The roll restarts the pods on the live content: nothing absorbed.
+		e.lastRoll, e.firstMismatch, e.changes, e.firstSeen, e.written = now, time.Time{}, nil, nil, nil
 		if r.opts.DryRun {
 			e.overlayMeta = map[string]string{r.keys.baseline: d.Record.Baseline}
 			e.overlayTemplate = map[string]string{r.keys.controllerHash: d.Record.ControllerHash, r.keys.controllerBase: d.Record.ControllerBase,

@@ -57,6 +57,16 @@ type entry struct {
 	missingSet    string
 	missingSince  time.Time
 	warnedUnknown bool
+	// firstSeen holds, for an external config the workload has no baseline
+	// of yet, its hash as this process first observed it, by Kind/name: an
+	// edit made before the baseline is written must not be absorbed into it.
+	// It goes once a baseline (or a roll) is written.
+	firstSeen map[string]string
+	// written holds the resourceVersion of each external config a baseline
+	// this process wrote was computed from, by Kind/name, until that
+	// config's next event: if the event brings exactly that version, the
+	// baseline was read after the edit reached the cache and absorbed it.
+	written map[string]string
 	// overlay holds, in dry-run mode, the annotations the controller would
 	// have written, on the workload (meta) and its pod template.
 	overlayMeta, overlayTemplate map[string]string
@@ -103,6 +113,48 @@ func (m *memory) noteChange(req Request, c Change) {
 			e.changes = append([]Change(nil), e.changes[n-maxPendingChangesPerEntry:]...)
 		}
 	})
+}
+
+// noteFirstSeen remembers hash as the first observed content of ref for a
+// workload that has no baseline of it, unless one is remembered already.
+func (m *memory) noteFirstSeen(req Request, ref, hash string) {
+	m.with(req, func(e *entry) {
+		if _, ok := e.firstSeen[ref]; ok {
+			return
+		}
+		if e.firstSeen == nil {
+			e.firstSeen = map[string]string{}
+		}
+		e.firstSeen[ref] = hash
+	})
+}
+
+// takeWritten returns and forgets the version of ref a baseline of the
+// workload was written from ("" when none is remembered).
+func (m *memory) takeWritten(req Request, ref string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[req]
+	if !ok {
+		return ""
+	}
+	v := e.written[ref]
+	delete(e.written, ref)
+	if len(e.written) == 0 {
+		e.written = nil
+	}
+	return v
+}
+
+// firstSeen returns a copy of the first observed hashes of a workload's
+// unrecorded external configs (nil when there are none).
+func (m *memory) firstSeen(req Request) map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.entries[req]; ok && len(e.firstSeen) > 0 {
+		return maps.Clone(e.firstSeen)
+	}
+	return nil
 }
 
 // forget drops a workload that is gone or no longer managed.

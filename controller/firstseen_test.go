@@ -1,0 +1,96 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/confighash/confighash/hashing"
+)
+
+// content is a config of one key, password (and LOG_LEVEL, for ConfigMap
+// app's key use), holding value.
+func content(value string) hashing.Content {
+	d := hashing.DigestOf([]byte(value))
+	return hashing.Content{Keys: map[string]hashing.Digest{"password": d, "LOG_LEVEL": d}}
+}
+
+// TestNoteFirstSeen is the watch handler's narrow decision: which config
+// events make a workload remember the config's hash from before the event
+// (the content its pods run) in place of a baseline not written yet.
+// podTemplate consumes ConfigMap app (key LOG_LEVEL), Secret db (all) and
+// the optional ConfigMap extra.
+func TestNoteFirstSeen(t *testing.T) {
+	m, err := newMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	opts := DefaultOptions()
+	r := newReconciler(nil, nil, nil, builtinKinds(), m, opts, logr.Discard())
+	deployment := r.kinds["Deployment"]
+	k := r.keys
+	v1 := state{content: content("one"), version: "10", found: true}
+	v2 := state{content: content("two"), version: "11", found: true}
+	absent := state{}
+	req := Request{Kind: "Deployment", Namespace: "ns", Name: "web"}
+	obj := func(meta map[string]string, tmpl map[string]string) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Annotations: meta},
+			Spec: appsv1.DeploymentSpec{Template: *podTemplate(tmpl)}}
+	}
+	enabled := map[string]string{k.enabled: "true"}
+	baselined := map[string]string{k.enabled: "true", k.baseline: "Secret/db=" + plain}
+	hashOf := func(ref string, s state) string {
+		v := r.view(req, obj(enabled, nil), podTemplate(nil))
+		return r.externalHashes("ns", v, ref, func(hashing.Kind, string) (hashing.Content, bool) { return s.content, s.found })[ref]
+	}
+	tests := []struct {
+		name    string
+		meta    map[string]string
+		tmpl    map[string]string
+		ref     string
+		tr      transition
+		written string // the version a baseline of ref was written from
+		want    map[string]string
+	}{
+		{name: "no baseline yet: the content before the edit", meta: enabled, ref: "Secret/db",
+			tr: transition{before: v1, after: v2}, want: map[string]string{"Secret/db": hashOf("Secret/db", v1)}},
+		{name: "baseline recorded before the edit: nothing to remember", meta: baselined, ref: "Secret/db",
+			tr: transition{before: v1, after: v2}},
+		{name: "baseline written from the edited version: it absorbed the edit", meta: baselined, ref: "Secret/db",
+			tr: transition{before: v1, after: v2}, written: "11", want: map[string]string{"Secret/db": hashOf("Secret/db", v1)}},
+		{name: "baseline written from an earlier version: not absorbed", meta: baselined, ref: "Secret/db",
+			tr: transition{before: v1, after: v2}, written: "10"},
+		{name: "in-stream config: the render-time hash covers it", meta: map[string]string{k.external: "Secret/db"},
+			tmpl: map[string]string{k.hash: plain}, ref: "ConfigMap/app", tr: transition{before: v1, after: v2}},
+		{name: "required config created: pods could not start without it", meta: enabled, ref: "Secret/db",
+			tr: transition{before: absent, after: v1}},
+		{name: "optional config created: pods run without it", meta: enabled, ref: "ConfigMap/extra",
+			tr: transition{before: absent, after: v1}, want: map[string]string{"ConfigMap/extra": hashOf("ConfigMap/extra", absent)}},
+		{name: "deleted: the content before", meta: enabled, ref: "Secret/db",
+			tr: transition{before: v1, after: absent}, want: map[string]string{"Secret/db": hashOf("Secret/db", v1)}},
+		{name: "opted out: nothing", meta: map[string]string{k.enabled: "false"}, ref: "Secret/db",
+			tr: transition{before: v1, after: v2}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r.memory = newMemory()
+			if tc.written != "" {
+				r.memory.with(req, func(e *entry) { e.written = map[string]string{tc.ref: tc.written} })
+			}
+			r.noteFirstSeen(req, deployment, obj(tc.meta, tc.tmpl), tc.ref, tc.tr)
+			assert.Equal(t, tc.want, r.memory.firstSeen(req))
+			assert.Empty(t, r.memory.takeWritten(req, tc.ref), "the written version is used once")
+		})
+	}
+
+	t.Run("the first observation wins", func(t *testing.T) {
+		r.memory = newMemory()
+		v3 := state{content: content("three"), version: "12", found: true}
+		r.noteFirstSeen(req, deployment, obj(enabled, nil), "Secret/db", transition{before: v1, after: v2})
+		r.noteFirstSeen(req, deployment, obj(enabled, nil), "Secret/db", transition{before: v2, after: v3})
+		assert.Equal(t, map[string]string{"Secret/db": hashOf("Secret/db", v1)}, r.memory.firstSeen(req))
+	})
+}
