@@ -21,7 +21,9 @@ func TestFindPlugin(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(other, statusPlugin), []byte("x"), 0o644))
 	onPath := func(string) (string, error) { return "/usr/local/bin/" + statusPlugin, nil }
 	notOnPath := func(string) (string, error) { return "", errors.New("not found") }
-	withPlugin := func() { require.NoError(t, os.WriteFile(filepath.Join(dir, statusPlugin), []byte("#!/bin/sh\n"), 0o755)) }
+	withPlugin := func() {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, statusPlugin), []byte("#!/bin/sh\n"), 0o755))
+	}
 	tests := []struct {
 		name    string
 		self    string
