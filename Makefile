@@ -82,7 +82,19 @@ check-fmt:
 .PHONY: test
 test: build tools controlplane check-fmt vet lint tidy-check crosscheck ## Build, lint, then run every test (real kustomize, helm, control plane) and a short fuzz run.
 	go test -count=1 -race -timeout 45m ./...
+	$(MAKE) test-examples
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+
+# Example modules with a go.mod of their own (go test ./... above does not
+# enter them): examples/helm-sdk depends on the Helm SDKs, the main module not.
+EXAMPLE_MODULES := examples/helm-sdk
+
+.PHONY: test-examples
+test-examples: ## Tidy check, vet and test the example modules that have their own go.mod (examples/helm-sdk).
+	@for m in $(EXAMPLE_MODULES); do \
+	  echo ">> $$m: go mod tidy -diff, go vet, go test"; \
+	  (cd $$m && go mod tidy -diff && go vet ./... && go test -count=1 ./...) || exit 1; \
+	done
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 10s).
