@@ -19,7 +19,7 @@ import (
 func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) {
 	chunks := split(input)
 	docs := make([]inject.Doc, 0, len(chunks))
-	chunkOf := make([]int, 0, len(chunks))
+	chunkOf := make([]int, 0, len(chunks)) // by document index
 	var buf scanBuffers
 	var toParse [][]byte // documents the config scanner did not read
 	var parsedDoc []int
@@ -27,7 +27,15 @@ func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) 
 		if !hasContent(c.text) {
 			continue
 		}
-		d := inject.Doc{Index: len(docs), Path: sourceComment(c.text)}
+		index := len(chunkOf)
+		chunkOf = append(chunkOf, i)
+		// A document of a kind that cannot matter (a CRD, RBAC, a Service)
+		// is copied unread when a line scan finds its kind; see readHeader
+		// for what sends it to the parser instead.
+		if h, ok := readHeader(c.text); ok && !opts.Relevant(h.apiVersion, h.kind) {
+			continue
+		}
+		d := inject.Doc{Index: index, Path: sourceComment(c.text)}
 		// The config scanner reads a name, not kustomize's record of earlier
 		// names: a renamed config is parsed, so references by its old name
 		// resolve as they do in KRM mode.
@@ -41,7 +49,6 @@ func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) 
 			parsedDoc = append(parsedDoc, len(docs))
 		}
 		docs = append(docs, d)
-		chunkOf = append(chunkOf, i)
 	}
 	nodes, norms, errs := parseBatch(toParse)
 	normOf := map[int]*yamlnorm.Result{}
@@ -57,6 +64,7 @@ func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) 
 	if err != nil {
 		return nil, nil, err
 	}
+	report.Documents = len(chunkOf)
 	out := make([][]byte, len(chunks))
 	for i, c := range chunks {
 		out[i] = c.text

@@ -1,0 +1,22 @@
+package inject
+
+import "strings"
+
+// Relevant reports whether a document of this apiVersion and kind can change
+// the analysis: a core ConfigMap or Secret, a List that may hold them, or a
+// kind whose pod template confighash reads. Anything else a stream carries
+// (CustomResourceDefinitions, RBAC, Services) can be passed through unread.
+func (o Options) Relevant(apiVersion, kind string) bool {
+	if strings.HasSuffix(kind, "List") {
+		return true
+	}
+	if apiVersion == "v1" && (kind == "ConfigMap" || kind == "Secret") {
+		return true
+	}
+	group, _, _ := strings.Cut(apiVersion, "/")
+	if !strings.Contains(apiVersion, "/") {
+		group = ""
+	}
+	_, ok := o.templatePath(group, kind)
+	return ok
+}

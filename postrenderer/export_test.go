@@ -1,0 +1,23 @@
+package postrenderer
+
+import (
+	"bytes"
+
+	"github.com/confighash/confighash/internal/inject"
+)
+
+// Unread returns input without the documents Process copies unread (by the
+// same rule), and how many there were.
+func Unread(input []byte, opts inject.Options) ([]byte, int) {
+	var kept [][]byte
+	n := 0
+	for _, c := range split(input) {
+		if h, ok := readHeader(c.text); ok && hasContent(c.text) && !opts.Relevant(h.apiVersion, h.kind) {
+			n++
+			kept = append(kept, []byte("---\n"))
+			continue
+		}
+		kept = append(kept, c.text)
+	}
+	return bytes.Join(kept, nil), n
+}

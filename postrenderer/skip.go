@@ -1,0 +1,122 @@
+package postrenderer
+
+import (
+	"bytes"
+	"unicode/utf8"
+)
+
+// header is what a line scan of a document's top level found: its apiVersion
+// and kind, when both are plain top-level scalars written once.
+type header struct {
+	apiVersion, kind string
+}
+
+// readHeader scans the top-level lines of a document (those that start in
+// the first column) for apiVersion and kind. It gives up, and the document
+// is parsed, on anything a line scan cannot judge: a flow or JSON document, a
+// top-level key that is not a plain word, a tag, anchor, alias or merge key,
+// a directive, a document end marker, a key written twice, a tab, or bytes
+// that are not UTF-8 text YAML allows.
+func readHeader(text []byte) (header, bool) {
+	var h header
+	if !yamlText(text) {
+		return h, false
+	}
+	var seen [][]byte
+	afterHeader := false // the line before held apiVersion or kind
+	for len(text) > 0 {
+		line := text
+		if i := bytes.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
+		} else {
+			text = nil
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if line[0] == ' ' && afterHeader {
+			return h, false // an indented line may continue the value
+		}
+		if line[0] == ' ' || line[0] == '#' {
+			continue
+		}
+		afterHeader = false
+		if isMarker(line, "---") {
+			if len(bytes.TrimSpace(stripComment(line[3:]))) > 0 {
+				return h, false // "--- {a: b}": content on the marker line
+			}
+			continue
+		}
+		key, rest, ok := splitKey(line)
+		if !ok || !plainKey(key) || containsBytes(seen, key) {
+			return h, false
+		}
+		seen = append(seen, key)
+		value := bytes.TrimSpace(stripComment(rest))
+		switch string(key) {
+		case "apiVersion", "kind":
+			v, ok := headerValue(value)
+			if !ok {
+				return h, false
+			}
+			afterHeader = true
+			if key[0] == 'k' {
+				h.kind = v
+			} else {
+				h.apiVersion = v
+			}
+		default:
+			if len(value) > 0 && (value[0] == '&' || value[0] == '*' || value[0] == '!') {
+				return h, false
+			}
+		}
+	}
+	return h, h.apiVersion != "" && h.kind != ""
+}
+
+// plainKey reports whether a top-level key is a plain word: letters, digits
+// and "-_./", which YAML reads as the same string and no merge key (<<) is.
+func plainKey(key []byte) bool {
+	if len(key) == 0 {
+		return false
+	}
+	for _, b := range key {
+		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-' || b == '_' || b == '.' || b == '/') {
+			return false
+		}
+	}
+	return true
+}
+
+// headerValue reads an apiVersion or kind value written plain or quoted,
+// made of the characters those fields hold.
+func headerValue(v []byte) (string, bool) {
+	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+		v = v[1 : len(v)-1]
+	}
+	if !plainKey(v) || v[0] == '-' || v[0] == '.' {
+		return "", false
+	}
+	return string(v), true
+}
+
+// yamlText reports whether text is UTF-8 without the control characters
+// YAML forbids (every C0 character but tab, LF and CR, and DEL), and without
+// a tab that starts a line, which YAML forbids in indentation.
+func yamlText(text []byte) bool {
+	if !utf8.Valid(text) {
+		return false
+	}
+	for i, b := range text {
+		switch {
+		case b == '\t':
+			if i == 0 || text[i-1] == '\n' {
+				return false
+			}
+		case b < 0x20 && b != '\n' && b != '\r', b == 0x7f:
+			return false
+		}
+	}
+	return true
+}
