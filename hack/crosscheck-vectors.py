@@ -127,6 +127,14 @@ def main():
             print(f"{f}: expected {v.get('expected')} but spec gives {a}"); bad += 1
         else:
             print(f"{os.path.basename(f)}: ok {a}")
+    for f in sorted(glob.glob(os.path.join(root, "rejected", "*.yaml"))):
+        v = yaml.safe_load(open(f))
+        try:
+            objects_of(yaml.safe_load_all(v["manifest"]))
+        except (ValueError, KeyError) as e:
+            print(f"rejected/{os.path.basename(f)}: ok, refused ({e})")
+            continue
+        print(f"{f}: the spec refuses this input, but it was accepted"); bad += 1
     sys.exit(1 if bad else 0)
 
 main()

@@ -45,3 +45,24 @@ func TestVectorsThroughTheBinary(t *testing.T) {
 		})
 	}
 }
+
+// TestRejectedVectorsThroughTheBinary: input that breaks a rule of the
+// content normalisation is refused in stream and KRM mode, with the message
+// the vector names, exit 1 and nothing written.
+func TestRejectedVectorsThroughTheBinary(t *testing.T) {
+	vs, err := vectors.LoadRejected()
+	require.NoError(t, err)
+	require.NotEmpty(t, vs)
+	const consumer = `{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w"}, "spec": {"template": {"spec": {"containers": [{"name": "a", "envFrom": [{"configMapRef": {"name": "app"}}, {"secretRef": {"name": "token"}}, {"secretRef": {"name": "creds"}}]}]}}}}`
+	for _, v := range vs {
+		t.Run(v.File, func(t *testing.T) {
+			input := v.Manifest + "\n---\n" + consumer + "\n"
+			for mode, in := range map[string]string{"stream": input, "KRM": resourceList(input, "")} {
+				code, out, errOut := run(t, in, "--quiet")
+				assert.Equal(t, 1, code, "%s: exit code", mode)
+				assert.Contains(t, errOut, v.Error, mode)
+				assert.Empty(t, out, "%s: nothing is written", mode)
+			}
+		})
+	}
+}

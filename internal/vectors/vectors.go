@@ -172,3 +172,41 @@ func decode(doc []byte, namespace string) (hashing.Content, error) {
 	}
 	return c, nil
 }
+
+// Rejected is a vector of input every side must refuse: config objects that
+// break a rule of HASHING.md section 3.
+type Rejected struct {
+	// File is the vector's file name, set by LoadRejected.
+	File        string `json:"-"`
+	Description string `json:"description"`
+	// Manifest holds the objects as a user writes them.
+	Manifest string `json:"manifest"`
+	// Error is a part of the message the tools give.
+	Error string `json:"error"`
+}
+
+// LoadRejected reads every vector in Dir()/rejected, sorted by file name.
+func LoadRejected() ([]Rejected, error) {
+	files, err := filepath.Glob(filepath.Join(Dir(), "rejected", "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	out := make([]Rejected, 0, len(files))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var v Rejected
+		if err := yaml.UnmarshalStrict(b, &v); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		if v.Manifest == "" || v.Error == "" {
+			return nil, fmt.Errorf("%s: manifest and error are required", f)
+		}
+		v.File = filepath.Base(f)
+		out = append(out, v)
+	}
+	return out, nil
+}
