@@ -32,11 +32,21 @@ type ScaleResult struct {
 	ConfigMaps int `json:"configMaps"`
 	Secrets    int `json:"secrets"`
 	Changes    int `json:"changes"`
+	// External: each workload's Secret is external (listed in
+	// confighash.dev/external, not in the render-time hash), so a first
+	// start writes one baseline per workload.
+	External bool `json:"external,omitempty"`
+	// ControllerArgs are the extra flags of the run (CONFIGHASH_SCALE_ARGS).
+	ControllerArgs string `json:"controllerArgs,omitempty"`
 	// Start-up: from process start to every workload reconciled in sync;
 	// the writes (PATCH, PUT, POST, DELETE) and rollouts it made meanwhile.
 	StartupSeconds  float64 `json:"startupSeconds"`
 	StartupWrites   int     `json:"startupWrites"`
 	StartupRollouts int     `json:"startupRollouts"`
+	// StartupReads are the GET requests (lists included) of the start-up.
+	StartupReads int `json:"startupReads,omitempty"`
+	// StartupBaselines are the external baselines written at start-up.
+	StartupBaselines int `json:"startupBaselines,omitempty"`
 	// Memory of the controller process after start-up and after the changes.
 	HeapMB      float64 `json:"heapMB"`
 	RSSMB       float64 `json:"rssMB"`
@@ -65,6 +75,12 @@ type ScaleResult struct {
 //
 //	CONFIGHASH_SCALE=1000,2500,5000 CONFIGHASH_SCALE_OUT=/tmp/scale.jsonl \
 //	  go test -run '^$' -bench BenchmarkScale -benchtime 1x -timeout 90m ./controller/
+//
+// CONFIGHASH_SCALE_EXTERNAL=1 makes each workload's Secret external
+// (confighash.dev/external), so the start is a first start on never-seen
+// workloads: one baseline PATCH each. CONFIGHASH_SCALE_ARGS adds flags to
+// the controller (space-separated, e.g. "--kube-api-qps 5 --kube-api-burst
+// 10", client-go's own defaults).
 func BenchmarkScale(b *testing.B) {
 	var scales []int
 	for _, s := range strings.Split(envString("CONFIGHASH_SCALE", "5000"), ",") {
@@ -78,6 +94,7 @@ func BenchmarkScale(b *testing.B) {
 			r := runScale(b, w, changes)
 			b.ReportMetric(r.StartupSeconds, "startup-s")
 			b.ReportMetric(float64(r.StartupWrites), "startup-writes")
+			b.ReportMetric(float64(r.StartupBaselines), "startup-baselines")
 			b.ReportMetric(r.HeapMB, "heap-MB")
 			b.ReportMetric(r.RSSMB, "rss-MB")
 			b.ReportMetric(r.P50ms, "p50-ms")
@@ -111,12 +128,14 @@ const (
 )
 
 func runScale(b *testing.B, w, changes int) ScaleResult {
+	external := os.Getenv("CONFIGHASH_SCALE_EXTERNAL") == "1"
+	extra := strings.Fields(os.Getenv("CONFIGHASH_SCALE_ARGS"))
 	e := newEnv(b)
 	cfg := rest.CopyConfig(e.cfg)
 	cfg.QPS, cfg.Burst = 2000, 4000
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	created := time.Now()
-	createScale(b, e.ns, cs, w)
+	createScale(b, e.ns, cs, w, external)
 	b.Logf("%d workloads, %d ConfigMaps, %d Secrets created in %s", w, 2*w, w, time.Since(created).Round(time.Second))
 	// Polled every 200ms: these waits read thousands of objects or a
 	// controller's metrics.
@@ -133,11 +152,14 @@ func runScale(b *testing.B, w, changes int) ScaleResult {
 		return len(list.Items) == w, nil
 	})
 
-	r := ScaleResult{Workloads: w, ConfigMaps: 2 * w, Secrets: w, Changes: changes}
-	p := e.startProcess("scale", "--coalesce-window", scaleWindow.String(), "--max-rollouts-per-second", "1000",
-		"--rollout-burst", "1000", "--log-level", "info")
+	r := ScaleResult{Workloads: w, ConfigMaps: 2 * w, Secrets: w, Changes: changes, External: external, ControllerArgs: strings.Join(extra, " ")}
+	p := e.startProcess("scale", append([]string{"--coalesce-window", scaleWindow.String(), "--max-rollouts-per-second", "1000",
+		"--rollout-burst", "1000", "--log-level", "info"}, extra...)...)
 	start := time.Now()
 	eventuallyWithin(b, 20*time.Minute, scalePoll, "every workload in sync", func(context.Context) (bool, error) {
+		if external && p.metric("confighash_baseline_writes_total") < float64(w) {
+			return false, nil
+		}
 		return p.metric("confighash_reconciles_total", `result="in_sync"`) >= float64(w), nil
 	})
 	r.StartupSeconds = time.Since(start).Seconds()
@@ -146,7 +168,9 @@ func runScale(b *testing.B, w, changes int) ScaleResult {
 			p.metric("rest_client_requests_total", `method="POST"`) + p.metric("rest_client_requests_total", `method="DELETE"`)
 	}
 	r.StartupWrites = int(writes())
+	r.StartupReads = int(p.metric("rest_client_requests_total", `method="GET"`))
 	r.StartupRollouts = int(p.metric("confighash_rollouts_total"))
+	r.StartupBaselines = int(p.metric("confighash_baseline_writes_total"))
 	r.HeapMB = p.metric("go_memstats_heap_inuse_bytes") / 1e6
 	r.RSSMB = p.metric("process_resident_memory_bytes") / 1e6
 
@@ -229,7 +253,9 @@ func scaleChange(b *testing.B, ns string, cs kubernetes.Interface, idx, i int) t
 // OTHER), ConfigMap files-i (1 KiB), Secret creds-i (password, user), and
 // Deployment app-i consuming app-i's LOG_LEVEL, all of files-i as a volume
 // and creds-i's password, with the render-time hash a render would write.
-func createScale(b *testing.B, ns string, cs kubernetes.Interface, w int) {
+// With external, creds-i is external: listed in confighash.dev/external and
+// left out of the render-time hash, as a render without the Secret writes.
+func createScale(b *testing.B, ns string, cs kubernetes.Interface, w int, external bool) {
 	b.Helper()
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -300,9 +326,21 @@ func createScale(b *testing.B, ns string, cs kubernetes.Interface, w int) {
 				c, ok := contents[string(k)+"/"+n]
 				return c, ok
 			}
-			renderHash := hashing.Compute(ns, hashing.Discover(&spec), lookup, hashing.Options{})
+			uses := hashing.Discover(&spec)
+			annotations := map[string]string{}
+			if external {
+				annotations["confighash.dev/external"] = "Secret/" + creds
+				var inStream []hashing.Use
+				for _, u := range uses {
+					if u.Kind != hashing.KindSecret {
+						inStream = append(inStream, u)
+					}
+				}
+				uses = inStream
+			}
+			renderHash := hashing.Compute(ns, uses, lookup, hashing.Options{})
 			d := &appsv1.Deployment{
-				ObjectMeta: metav1.ObjectMeta{Name: name},
+				ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
 				Spec: appsv1.DeploymentSpec{
 					Replicas: &zero,
 					Selector: &metav1.LabelSelector{MatchLabels: labels},
