@@ -33,39 +33,45 @@ type Content struct {
 // DigestOf returns the digest of a value.
 func DigestOf(value []byte) Digest { return sha256.Sum256(value) }
 
-// ConfigMapContent normalises a ConfigMap: data and binaryData are merged into
-// one key space (binaryData already decoded). A key present in both is an
-// error, as the API server would refuse it.
+// ConfigMapContent normalises a ConfigMap read from the API (binaryData
+// already decoded) with the rules of ContentBuilder: data and binaryData
+// are one key space, and a key in both is an error, as the API server would
+// refuse it.
 func ConfigMapContent(cm *corev1.ConfigMap) (Content, error) {
-	c := newContent(KindConfigMap, cm.Namespace, cm.Name, len(cm.Data)+len(cm.BinaryData))
+	b := NewContentBuilder(KindConfigMap)
 	for k, v := range cm.Data {
-		c.Keys[k] = DigestOf([]byte(v))
+		if err := b.AddDecoded(FieldData, k, []byte(v)); err != nil {
+			return Content{}, fmt.Errorf("ConfigMap %s: %w", ObjectName(cm.Namespace, cm.Name), err)
+		}
 	}
 	for k, v := range cm.BinaryData {
-		if _, dup := c.Keys[k]; dup {
-			return Content{}, fmt.Errorf("ConfigMap %s: key %q is in both data and binaryData", ObjectName(cm.Namespace, cm.Name), k)
+		if err := b.AddDecoded(FieldBinaryData, k, v); err != nil {
+			return Content{}, fmt.Errorf("ConfigMap %s: %w", ObjectName(cm.Namespace, cm.Name), err)
 		}
-		c.Keys[k] = DigestOf(v)
 	}
-	return c, nil
+	return named(b.Done(), cm.Namespace, cm.Name), nil
 }
 
-// SecretContent normalises a Secret: stringData is merged over the decoded
+// SecretContent normalises a Secret read from the API (data already
+// decoded) with the rules of ContentBuilder: stringData is merged over the
 // data, the way the API server does on write, so a manifest and the object
 // read back from the cluster give the same content.
 func SecretContent(s *corev1.Secret) Content {
-	c := newContent(KindSecret, s.Namespace, s.Name, len(s.Data)+len(s.StringData))
+	b := NewContentBuilder(KindSecret)
+	// Neither can fail: a Go map holds no key twice, and a key in both
+	// fields is no error for a Secret.
 	for k, v := range s.Data {
-		c.Keys[k] = DigestOf(v)
+		_ = b.AddDecoded(FieldData, k, v)
 	}
 	for k, v := range s.StringData {
-		c.Keys[k] = DigestOf([]byte(v))
+		_ = b.AddDecoded(FieldStringData, k, []byte(v))
 	}
-	return c
+	return named(b.Done(), s.Namespace, s.Name)
 }
 
-func newContent(kind Kind, namespace, name string, n int) Content {
-	return Content{Kind: kind, Namespace: namespace, Name: name, Keys: make(map[string]Digest, n)}
+func named(c Content, namespace, name string) Content {
+	c.Namespace, c.Name = namespace, name
+	return c
 }
 
 // SortedKeys returns the object's keys in byte order.

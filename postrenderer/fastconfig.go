@@ -2,7 +2,6 @@ package postrenderer
 
 import (
 	"bytes"
-	"encoding/base64"
 	"unicode/utf8"
 
 	"github.com/confighash/confighash/hashing"
@@ -23,10 +22,12 @@ func scanConfig(text []byte, buf *scanBuffers) (hashing.Content, bool) {
 	}
 	buf.lines = splitLines(buf.lines[:0], text)
 	s := &scanner{lines: buf.lines, buf: buf}
-	c := &config{Content: hashing.Content{Kind: s.topLevelKind(), Keys: map[string]hashing.Digest{}}, buf: buf}
-	if c.Kind != hashing.KindConfigMap && c.Kind != hashing.KindSecret {
-		return c.Content, false
+	kind := s.topLevelKind()
+	if kind != hashing.KindConfigMap && kind != hashing.KindSecret {
+		return hashing.Content{}, false
 	}
+	buf.content.Reset(kind)
+	c := &config{buf: buf}
 	var apiVersion []byte
 	ok := s.entries(-1, func(_ int, key, rest []byte) bool {
 		var ok bool
@@ -46,60 +47,30 @@ func scanConfig(text []byte, buf *scanBuffers) (hashing.Content, bool) {
 		}
 		return ok
 	})
-	return c.Content, ok && string(apiVersion) == "v1" && c.Name != ""
+	content := buf.content.Done()
+	content.Namespace, content.Name = c.namespace, c.name
+	return content, ok && string(apiVersion) == "v1" && c.name != ""
 }
 
-// config collects a ConfigMap's or Secret's key digests as the API server
-// stores the object: base64-decoded for binaryData and a Secret's data, a
-// Secret's stringData over its data, no key in both data and binaryData.
+// config is the document being scanned: its identity, and its content fed
+// to hashing.ContentBuilder, which holds the API server's rules.
 type config struct {
-	hashing.Content
-	// fromStringData marks the keys stringData set, which data must not
-	// replace whatever the order of the fields.
-	fromStringData map[string]bool
-	buf            *scanBuffers
+	namespace, name string
+	buf             *scanBuffers
 }
 
 // scanBuffers are reused from one document to the next.
 type scanBuffers struct {
 	lines   [][]byte
 	value   []byte // assembled block scalars
-	decoded []byte // base64-decoded values
+	content hashing.ContentBuilder
 }
 
 // add records one key of data, binaryData or stringData. It refuses what
-// the parser path reports as an error or reads differently.
+// the builder calls an error (a field the kind does not have included):
+// the parser path then decides, and reports it.
 func (c *config) add(field string, key, value []byte) bool {
-	secret := c.Kind == hashing.KindSecret
-	if (field == "stringData" && !secret) || (field == "binaryData" && secret) {
-		return false // not a field of this kind: let the parser path decide
-	}
-	if field == "binaryData" || (secret && field == "data") {
-		n := base64.StdEncoding.DecodedLen(len(value))
-		if cap(c.buf.decoded) < n {
-			c.buf.decoded = make([]byte, n)
-		}
-		n, err := base64.StdEncoding.Decode(c.buf.decoded[:n], value)
-		if err != nil {
-			return false
-		}
-		value = c.buf.decoded[:n]
-	}
-	k := string(key)
-	_, dup := c.Keys[k]
-	switch {
-	case !secret && dup:
-		return false // in both data and binaryData
-	case field == "stringData":
-		if c.fromStringData == nil {
-			c.fromStringData = map[string]bool{}
-		}
-		c.fromStringData[k] = true
-	case c.fromStringData[k]:
-		return true // stringData wins over data
-	}
-	c.Keys[k] = hashing.DigestOf(value)
-	return true
+	return c.buf.content.Add(hashing.Field(field), string(key), value) == nil
 }
 
 type scanner struct {
@@ -143,11 +114,11 @@ func (s *scanner) metadata(c *config) bool {
 		case k == "name":
 			var v []byte
 			v, ok = plainScalar(rest)
-			c.Name = string(v)
+			c.name = string(v)
 		case k == "namespace":
 			var v []byte
 			v, ok = plainScalar(rest)
-			c.Namespace = string(v)
+			c.namespace = string(v)
 		case k == "labels" || k == "annotations" || isEmptyValue(rest):
 			ok = isEmptyValue(rest) && s.mapping(ind, func(_, _ []byte) bool { return true })
 		default:

@@ -215,7 +215,7 @@ func (c *configIndex) add(node *yaml.RNode, o Object) error {
 	if _, dup := c.byName[key]; dup {
 		return fmt.Errorf("%s: the stream holds this %s twice", o, o.Kind)
 	}
-	content, err := readContent(node, o)
+	content, err := ReadContent(node.YNode(), hashing.Kind(o.Kind), o.Namespace, o.Name)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o, err)
 	}

@@ -1,7 +1,6 @@
 package inject
 
 import (
-	"encoding/base64"
 	"fmt"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -9,71 +8,35 @@ import (
 	"github.com/confighash/confighash/hashing"
 )
 
-// readContent reads a ConfigMap's or Secret's keys straight from the node,
-// with the API server's rules: string values in data and stringData, base64
-// in binaryData and in a Secret's data, stringData over data. Errors name
+// ReadContent reads the content of a ConfigMap's or Secret's document:
+// each key of its content fields goes to hashing.ContentBuilder, which
+// holds the API server's rules; this reader checks what only a YAML tree
+// can tell, that each field is a map and each value a string. Errors name
 // the field and key, never the value.
-func readContent(node *yaml.RNode, o Object) (hashing.Content, error) {
-	c := hashing.Content{Kind: hashing.Kind(o.Kind), Namespace: o.Namespace, Name: o.Name, Keys: map[string]hashing.Digest{}}
-	var fields []contentField
-	if c.Kind == hashing.KindSecret {
-		fields = []contentField{{"data", true}, {"stringData", false}}
-	} else {
-		fields = []contentField{{"data", false}, {"binaryData", true}}
-	}
-	for _, f := range fields {
-		if err := f.read(node, c); err != nil {
-			return c, err
+func ReadContent(node *yaml.Node, kind hashing.Kind, namespace, name string) (hashing.Content, error) {
+	var b hashing.ContentBuilder
+	b.Reset(kind)
+	for _, f := range kind.Fields() {
+		m := Child(node, string(f))
+		if isNull(m) {
+			continue
+		}
+		if m.Kind != yaml.MappingNode {
+			return hashing.Content{}, fmt.Errorf("%s: expected a map of strings", f)
+		}
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			key, v := m.Content[i].Value, m.Content[i+1]
+			if v.Kind != yaml.ScalarNode || !isStringScalar(v) {
+				return hashing.Content{}, fmt.Errorf("%s.%s: expected a string, found %s", f, key, describe(v))
+			}
+			if err := b.AddString(f, key, v.Value); err != nil {
+				return hashing.Content{}, err
+			}
 		}
 	}
+	c := b.Done()
+	c.Namespace, c.Name = namespace, name
 	return c, nil
-}
-
-type contentField struct {
-	name   string
-	base64 bool
-}
-
-func (f contentField) read(node *yaml.RNode, c hashing.Content) error {
-	m := Child(node.YNode(), f.name)
-	if isNull(m) {
-		return nil
-	}
-	if m.Kind != yaml.MappingNode {
-		return fmt.Errorf("%s: expected a map of strings", f.name)
-	}
-	seen := make(map[string]bool, len(m.Content)/2)
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		key, value := m.Content[i].Value, m.Content[i+1]
-		if seen[key] {
-			return fmt.Errorf("%s: key %q appears twice", f.name, key)
-		}
-		seen[key] = true
-		raw, err := f.value(key, value)
-		if err != nil {
-			return err
-		}
-		if _, dup := c.Keys[key]; dup && c.Kind == hashing.KindConfigMap {
-			return fmt.Errorf("key %q is in both data and binaryData", key)
-		}
-		c.Keys[key] = hashing.DigestOf(raw)
-	}
-	return nil
-}
-
-func (f contentField) value(key string, v *yaml.Node) ([]byte, error) {
-	if v.Kind != yaml.ScalarNode || !isStringScalar(v) {
-		return nil, fmt.Errorf("%s.%s: expected a string, found %s", f.name, key, describe(v))
-	}
-	if !f.base64 {
-		return []byte(v.Value), nil
-	}
-	raw, err := base64.StdEncoding.DecodeString(v.Value)
-	if err != nil {
-		// The message of a base64 error gives only an offset, never the data.
-		return nil, fmt.Errorf("%s.%s: not valid base64: %w", f.name, key, err)
-	}
-	return raw, nil
 }
 
 // isStringScalar reports whether a scalar reads as a string in JSON terms:

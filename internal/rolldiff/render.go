@@ -2,9 +2,7 @@ package rolldiff
 
 import (
 	"bytes"
-	"encoding/base64"
 	"fmt"
-	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -58,8 +56,8 @@ func Read(name string, input []byte, opts inject.Options) (*Render, error) {
 func (r *Render) Workloads() int { return len(r.report.Workloads) }
 
 // addConfigs indexes a ConfigMap or Secret, or those among a v1 List's
-// items. A ConfigMap the analysis accepted reads here too: errors are only
-// for documents inject did not look at.
+// items, read as the analysis reads them (inject.ReadContent), which has
+// already accepted them.
 func (r *Render) addConfigs(n *yaml.RNode, defaultNamespace string) error {
 	y := n.YNode()
 	if y.Kind != yaml.MappingNode {
@@ -90,44 +88,12 @@ func (r *Render) addConfigs(n *yaml.RNode, defaultNamespace string) error {
 	if ref.Namespace == "" {
 		ref.Namespace = defaultNamespace
 	}
-	c, err := readContent(y, ref)
+	c, err := inject.ReadContent(y, ref.Kind, ref.Namespace, ref.Name)
 	if err != nil {
 		return fmt.Errorf("%s: %w", ref, err)
 	}
 	r.configs[ref] = c
 	return nil
-}
-
-// readContent reads a config's key digests with the API server's rules:
-// strings in data and stringData, base64 in binaryData and in a Secret's
-// data, stringData over data. Errors never quote a value.
-func readContent(y *yaml.Node, ref configRef) (hashing.Content, error) {
-	c := hashing.Content{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name, Keys: map[string]hashing.Digest{}}
-	fields := []struct {
-		name   string
-		base64 bool
-	}{{"data", false}, {"binaryData", true}}
-	if ref.Kind == hashing.KindSecret {
-		fields[0].base64, fields[1].name, fields[1].base64 = true, "stringData", false
-	}
-	for _, f := range fields {
-		m := inject.Child(y, f.name)
-		if m == nil || m.Kind != yaml.MappingNode {
-			continue
-		}
-		for i := 0; i+1 < len(m.Content); i += 2 {
-			key, v := m.Content[i].Value, m.Content[i+1]
-			raw := []byte(v.Value)
-			if f.base64 {
-				var err error
-				if raw, err = base64.StdEncoding.DecodeString(strings.TrimSpace(v.Value)); err != nil {
-					return c, fmt.Errorf("%s.%s: not valid base64", f.name, key)
-				}
-			}
-			c.Keys[key] = hashing.DigestOf(raw)
-		}
-	}
-	return c, nil
 }
 
 func scalar(m *yaml.Node, key string) string {
