@@ -1,7 +1,12 @@
-// Package annotations names the annotations confighash reads and writes. The
-// render-time tools and the controller share these names; they carry no
-// logic beyond building a key from a prefix.
+// Package annotations is the annotation contract: the names confighash
+// reads and writes, the prefix they sit under and its check. The render-time
+// tools and the controller share it.
 package annotations
+
+import (
+	"fmt"
+	"regexp"
+)
 
 // DefaultPrefix is the annotation prefix unless a user configures another.
 const DefaultPrefix = "confighash.dev"
@@ -48,4 +53,20 @@ func Key(prefix, name string) string {
 		prefix = DefaultPrefix
 	}
 	return prefix + "/" + name
+}
+
+// maxPrefix is the longest DNS subdomain.
+const maxPrefix = 253
+
+// prefixPattern is a DNS subdomain (RFC 1123), the form of an annotation
+// key's prefix.
+var prefixPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// CheckPrefix reports whether prefix can be an annotation prefix: a DNS
+// subdomain. The error quotes the prefix; the caller names the option.
+func CheckPrefix(prefix string) error {
+	if len(prefix) > maxPrefix || !prefixPattern.MatchString(prefix) {
+		return fmt.Errorf("%q is not a DNS subdomain (like confighash.dev)", prefix)
+	}
+	return nil
 }

@@ -2,7 +2,6 @@ package inject
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/confighash/confighash/internal/annotations"
@@ -38,12 +37,12 @@ type Options struct {
 	Workloads []WorkloadKind
 }
 
-var prefixPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-
 // Validate checks the options a user can set.
 func (o Options) Validate() error {
-	if o.Prefix != "" && (len(o.Prefix) > 253 || !prefixPattern.MatchString(o.Prefix)) {
-		return fmt.Errorf("prefix %q is not a DNS subdomain (like confighash.dev)", o.Prefix)
+	if o.Prefix != "" {
+		if err := annotations.CheckPrefix(o.Prefix); err != nil {
+			return fmt.Errorf("prefix %w", err)
+		}
 	}
 	for i, w := range o.Workloads {
 		if err := w.validate(); err != nil {
