@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
@@ -15,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 
-	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/annotations"
+	"github.com/confighash/confighash/internal/hmackey"
 )
 
 // Defaults of the options a user can set.
@@ -151,12 +150,11 @@ func ParseFlags(args []string, out io.Writer) (Options, error) {
 	}
 	// The key, like bin/confighash's: the flag's file, else
 	// $CONFIGHASH_HMAC_KEY_FILE, else the key itself in $CONFIGHASH_HMAC_KEY.
-	if o.HMACKeyFile == "" {
-		o.HMACKeyFile = os.Getenv("CONFIGHASH_HMAC_KEY_FILE")
+	key, err := hmackey.Load(o.HMACKeyFile, os.Getenv)
+	if err != nil {
+		return o, err
 	}
-	if o.HMACKeyFile == "" {
-		o.Key = hashing.TrimKey([]byte(os.Getenv("CONFIGHASH_HMAC_KEY")))
-	}
+	o.Key = key
 	return o.Complete()
 }
 
@@ -194,8 +192,6 @@ func (o *Options) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "info or debug")
 }
 
-var prefixPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-
 // Complete fills defaults for unset fields, reads the HMAC key and
 // validates.
 func (o Options) Complete() (Options, error) {
@@ -224,13 +220,11 @@ func (o Options) Complete() (Options, error) {
 		o.KubeAPIBurst = max(1, int(math.Ceil(2*o.KubeAPIQPS)))
 	}
 	if o.HMACKeyFile != "" && len(o.Key) == 0 {
-		raw, err := os.ReadFile(o.HMACKeyFile)
+		key, err := hmackey.ReadFile(o.HMACKeyFile)
 		if err != nil {
-			return o, fmt.Errorf("reading the HMAC key: %w", err)
+			return o, err
 		}
-		if o.Key = hashing.TrimKey(raw); len(o.Key) == 0 {
-			return o, fmt.Errorf("the HMAC key file %s is empty", o.HMACKeyFile)
-		}
+		o.Key = key
 	}
 	return o, o.Validate()
 }
@@ -244,8 +238,8 @@ func setDefault(s *string, v string) {
 // Validate checks the options.
 func (o Options) Validate() error {
 	var errs []error
-	if len(o.AnnotationPrefix) > 253 || !prefixPattern.MatchString(o.AnnotationPrefix) {
-		errs = append(errs, fmt.Errorf("--annotation-prefix %q is not a DNS subdomain (like confighash.dev)", o.AnnotationPrefix))
+	if err := annotations.CheckPrefix(o.AnnotationPrefix); err != nil {
+		errs = append(errs, fmt.Errorf("--annotation-prefix %w", err))
 	}
 	if o.CoalesceWindow < 0 || o.MinRollInterval < 0 {
 		errs = append(errs, errors.New("--coalesce-window and --min-roll-interval must not be negative"))

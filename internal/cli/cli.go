@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/fn"
-	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/hmackey"
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/yamlnorm"
 )
@@ -122,34 +122,12 @@ func parseFlagSet(fs *flag.FlagSet, args []string, stdio IO) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
 	}
-	key, err := hmacKey(keyFile, stdio.Getenv)
+	key, err := hmackey.Load(keyFile, stdio.Getenv)
 	if err != nil {
 		return o, err
 	}
 	o.Key = key
 	return o, o.Validate()
-}
-
-// hmacKey reads the keyed-mode key: the flag's file, else
-// $CONFIGHASH_HMAC_KEY_FILE, else $CONFIGHASH_HMAC_KEY; none means the plain
-// hash. Surrounding ASCII white space is not part of the key
-// (hashing.TrimKey).
-func hmacKey(file string, getenv func(string) string) ([]byte, error) {
-	if file == "" {
-		file = getenv("CONFIGHASH_HMAC_KEY_FILE")
-	}
-	if file == "" {
-		return hashing.TrimKey([]byte(getenv("CONFIGHASH_HMAC_KEY"))), nil
-	}
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("reading the HMAC key: %w", err)
-	}
-	key := hashing.TrimKey(raw)
-	if len(key) == 0 {
-		return nil, fmt.Errorf("the HMAC key file %s is empty", file)
-	}
-	return key, nil
 }
 
 func run(o options, stdio IO) error {

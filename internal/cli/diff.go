@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/confighash/confighash/internal/hmackey"
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/rolldiff"
 )
@@ -98,7 +99,7 @@ func diff(args []string, stdio IO) error {
 	if *asJSON && *markdown {
 		return wrap(errors.New("--json and --markdown exclude each other"))
 	}
-	if o.Key, err = hmacKey(keyFile, stdio.Getenv); err != nil {
+	if o.Key, err = hmackey.Load(keyFile, stdio.Getenv); err != nil {
 		return wrap(err)
 	}
 	if err := o.Validate(); err != nil {

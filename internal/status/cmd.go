@@ -8,15 +8,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/annotations"
+	"github.com/confighash/confighash/internal/hmackey"
 )
 
 const usage = `kubectl confighash status shows whether the workloads confighash manages run
@@ -80,20 +79,11 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) er
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
 	}
-	if keyFile == "" {
-		keyFile = getenv("CONFIGHASH_HMAC_KEY_FILE")
+	key, err := hmackey.Load(keyFile, getenv)
+	if err != nil {
+		return err
 	}
-	if keyFile != "" {
-		raw, err := os.ReadFile(keyFile)
-		if err != nil {
-			return fmt.Errorf("reading the HMAC key: %w", err)
-		}
-		if opts.Key = hashing.TrimKey(raw); len(opts.Key) == 0 {
-			return fmt.Errorf("the HMAC key file %s is empty", keyFile)
-		}
-	} else if k := getenv("CONFIGHASH_HMAC_KEY"); k != "" {
-		opts.Key = hashing.TrimKey([]byte(k))
-	}
+	opts.Key = key
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})

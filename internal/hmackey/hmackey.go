@@ -1,0 +1,48 @@
+// Package hmackey loads the HMAC key of the keyed hash mode (section 5 of
+// hashing/HASHING.md) the same way for every command: bin/confighash, the
+// controller and kubectl confighash status.
+package hmackey
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/confighash/confighash/hashing"
+)
+
+// The environment variables that give the key when no file is named.
+const (
+	// EnvFile names a file holding the key.
+	EnvFile = "CONFIGHASH_HMAC_KEY_FILE"
+	// EnvKey holds the key itself.
+	EnvKey = "CONFIGHASH_HMAC_KEY"
+)
+
+// Load returns the key: from file when it is not empty, else from the file
+// $CONFIGHASH_HMAC_KEY_FILE names, else $CONFIGHASH_HMAC_KEY itself, each
+// without the white space around it (hashing.TrimKey). Empty means no key,
+// the plain hash; an empty key file is an error. getenv is os.Getenv, or a
+// test's environment. Errors never hold the key.
+func Load(file string, getenv func(string) string) ([]byte, error) {
+	if file == "" {
+		file = getenv(EnvFile)
+	}
+	if file == "" {
+		return hashing.TrimKey([]byte(getenv(EnvKey))), nil
+	}
+	return ReadFile(file)
+}
+
+// ReadFile reads a key file: its content without the white space around it.
+// A file that holds nothing else is an error, not the plain hash.
+func ReadFile(file string) ([]byte, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading the HMAC key: %w", err)
+	}
+	key := hashing.TrimKey(raw)
+	if len(key) == 0 {
+		return nil, fmt.Errorf("the HMAC key file %s is empty", file)
+	}
+	return key, nil
+}
