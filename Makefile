@@ -105,8 +105,11 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 10s).
 	done
 
 .PHONY: bench
-bench: build tools ## Benchmarks, printed as ratios against floors measured in the same run.
-	go run ./hack/bench
+bench: build tools ## Benchmarks, printed as ratios against floors measured in the same run (BENCH_FLAGS: see go run ./hack/bench -h).
+	@corpus=$${CONFIGHASH_CORPUS:-}; \
+	  if [ -z "$$corpus" ] && [ -d ../shared/corpus ]; then corpus=$$(cd ../shared/corpus && pwd); fi; \
+	  echo "CONFIGHASH_CORPUS=$$corpus go run ./hack/bench $(BENCH_FLAGS)"; \
+	  CONFIGHASH_CORPUS=$$corpus go run ./hack/bench $(BENCH_FLAGS)
 
 .PHONY: demo
 demo: build tools ## Render the seed demo, change its ConfigMap, render again and show what changed.

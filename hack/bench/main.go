@@ -1,6 +1,10 @@
-// Command bench measures confighash on the generated benchmark stream and
-// prints each result as a ratio against a floor measured in the same run:
-// a kyaml read+write of the same bytes. Run it with `make bench`.
+// Command bench measures confighash and prints each result as a ratio
+// against a floor measured in the same run: on the generated benchmark
+// stream against a kyaml read+write of the same bytes; on real-world streams
+// from the shared corpus ($CONFIGHASH_CORPUS) against cat and an in-process
+// copy of the same bytes; on a chart with CRDs, helm template with the
+// post-renderer against helm template without it, paired run by run; and
+// its start-up against an empty Go program. Run it with `make bench`.
 package main
 
 import (
@@ -11,8 +15,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
-	"time"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
 
@@ -23,13 +28,82 @@ import (
 )
 
 func main() {
-	bin := flag.String("bin", "bin/confighash", "confighash binary, for the start-up figure")
-	rounds := flag.Int("rounds", 5, "rounds; each step keeps its fastest")
+	bin := flag.String("bin", "bin/confighash", "confighash binary, for the process figures")
+	rounds := flag.Int("rounds", 5, "rounds of the in-process steps; each step keeps its fastest")
+	runs := flag.Int("runs", 11, "runs of each process on the real-world streams (medians)")
+	pairsN := flag.Int("pairs", 15, "pairs of helm template runs, with and without the post-renderer (median ratio)")
+	startRuns := flag.Int("startup-runs", 20, "runs of the start-up measurements (means)")
+	corpus := flag.String("corpus", os.Getenv("CONFIGHASH_CORPUS"), "the shared corpus folder (default $CONFIGHASH_CORPUS)")
+	helm3 := flag.String("helm3", envOr("HELM3", "bin/helm3"), "helm v3 binary (default $HELM3)")
+	helm4 := flag.String("helm4", envOr("HELM4", "bin/helm4"), "helm v4 binary (default $HELM4)")
+	only := flag.String("only", "synthetic,streams,chart,startup", "comma-separated parts to run")
 	flag.Parse()
-	if err := run(*bin, *rounds); err != nil {
+	if err := runAll(*bin, *only, *corpus, *helm3, *helm4, *rounds, *runs, *pairsN, *startRuns); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// lookPath finds a program on PATH, with an error naming it.
+func lookPath(name string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%s is needed for a floor: %w", name, err)
+	}
+	return p, nil
+}
+
+// tool returns the absolute path of an executable, or "" with a line saying
+// what is skipped when it is missing.
+func tool(path, skipped string) string {
+	abs, err := filepath.Abs(path)
+	if err == nil {
+		_, err = os.Stat(abs)
+	}
+	if err != nil {
+		fmt.Printf("%s: %s is missing, skipped (make build tools)\n\n", skipped, path)
+		return ""
+	}
+	return abs
+}
+
+func runAll(bin, only, corpus, helm3, helm4 string, rounds, runs, pairsN, startRuns int) error {
+	parts := strings.Split(only, ",")
+	for _, p := range parts {
+		if !slices.Contains([]string{"synthetic", "streams", "chart", "startup"}, p) {
+			return fmt.Errorf("-only: unknown part %q (synthetic, streams, chart, startup)", p)
+		}
+	}
+	if slices.Contains(parts, "synthetic") {
+		if err := synthetic(rounds); err != nil {
+			return err
+		}
+	}
+	bin = tool(bin, "real-world streams, chart render and start-up")
+	if bin == "" {
+		return nil
+	}
+	if slices.Contains(parts, "streams") {
+		if err := realWorld(corpus, bin, runs, rounds); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(parts, "chart") {
+		if err := chart(tool(helm3, "chart render with Helm 3"), tool(helm4, "chart render with Helm 4"), bin, pairsN); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(parts, "startup") {
+		return startup(bin, startRuns)
+	}
+	return nil
 }
 
 type result struct {
@@ -94,7 +168,9 @@ func streamMode(input []byte) error {
 	return err
 }
 
-func run(bin string, rounds int) error {
+// synthetic measures the generated stream (internal/benchgen) against a
+// kyaml read+write of the same bytes.
+func synthetic(rounds int) error {
 	plain := benchgen.Stream(benchgen.Default)
 	rl := benchgen.ResourceList(benchgen.Default)
 	double := benchgen.Stream(benchgen.Default.Scale(2))
@@ -132,28 +208,6 @@ func run(bin string, rounds int) error {
 		rs[1].ns/rs[0].ns, float64(rs[1].allocs)/float64(rs[0].allocs))
 	fmt.Printf("stream mode vs kyaml round trip:   throughput %.2fx  allocs %.2fx  (targets: >= 2.5x, <= 0.25x)\n",
 		rs[2].ns/rs[3].ns, float64(rs[3].allocs)/float64(rs[2].allocs))
-	fmt.Printf("stream mode, 2x stream / 1x:       time %.2fx  (target: <= 2.2x)\n", rs[4].ns/rs[3].ns)
-	return startup(bin)
-}
-
-// startup times bin/confighash on empty input, the cost Helm pays per call.
-func startup(bin string) error {
-	if _, err := os.Stat(bin); err != nil {
-		fmt.Printf("start-up: %s not built, skipped (make build)\n", bin)
-		return nil
-	}
-	abs, _ := filepath.Abs(bin)
-	const n = 20
-	var total time.Duration
-	for i := 0; i < n; i++ {
-		start := time.Now()
-		cmd := exec.Command(abs)
-		cmd.Stdin = bytes.NewReader(nil)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("start-up run: %w: %s", err, out)
-		}
-		total += time.Since(start)
-	}
-	fmt.Printf("start-up, empty input:             %.1f ms (mean of %d runs)\n", float64(total.Microseconds())/1000/n, n)
+	fmt.Printf("stream mode, 2x stream / 1x:       time %.2fx  (target: <= 2.2x)\n\n", rs[4].ns/rs[3].ns)
 	return nil
 }

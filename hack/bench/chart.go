@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// chartDir is the chart make bench renders: the Argo CD CRDs (1.84 MB) in
+// templates/, plus a Deployment consuming a ConfigMap and a Secret.
+const chartDir = "hack/bench/testdata/crdchart"
+
+// passThroughPlugin is a Helm 4 post-renderer plugin whose script is cat:
+// the floor for the confighash plugin.
+const passThroughPlugin = `apiVersion: v1
+type: postrenderer/v1
+name: passthrough
+version: 0.1.0
+runtime: subprocess
+runtimeConfig:
+  platformCommand:
+    - command: ${HELM_PLUGIN_DIR}/passthrough.sh
+`
+
+// helmEnv returns the environment entries that give helm a data, config,
+// cache and plugin home of its own under dir.
+func helmEnv(dir, confighash string) []string {
+	return []string{
+		"HELM_DATA_HOME=" + filepath.Join(dir, "data"),
+		"HELM_CONFIG_HOME=" + filepath.Join(dir, "config"),
+		"HELM_CACHE_HOME=" + filepath.Join(dir, "cache"),
+		"HELM_PLUGINS=" + filepath.Join(dir, "data", "plugins"),
+		"CONFIGHASH_BIN=" + confighash,
+	}
+}
+
+// chart measures helm template on the CRD chart without and with confighash
+// as the post-renderer (Helm 3: the executable; Helm 4: the plugin from
+// postrenderer/plugin against a pass-through plugin), n pairs alternated.
+func chart(helm3, helm4, bin string, n int) error {
+	tmp, err := os.MkdirTemp("", "confighash-bench-helm-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	chartPath, err := filepath.Abs(chartDir)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("chart render: helm template of %s (3 CRDs, 1.84 MB, and a Deployment, ConfigMap, Secret), %d pairs alternated, medians\n", chartDir, n)
+	base := []string{"template", "web", chartPath, "--namespace", "web"}
+
+	if helm3 != "" {
+		env := helmEnv(filepath.Join(tmp, "helm3"), bin)
+		plain := command{argv: append([]string{helm3}, base...), env: env}
+		post := command{argv: append(append([]string{helm3}, base...), "--post-renderer", bin, "--post-renderer-args", "--namespace=web"), env: env}
+		if err := chartPair("helm3 template", "helm3 template --post-renderer bin/confighash", plain, post, n); err != nil {
+			return err
+		}
+	}
+	if helm4 != "" {
+		env := helmEnv(filepath.Join(tmp, "helm4"), bin)
+		plugin, err := filepath.Abs("postrenderer/plugin")
+		if err != nil {
+			return err
+		}
+		pass := filepath.Join(tmp, "passthrough")
+		if err := os.MkdirAll(pass, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(pass, "plugin.yaml"), []byte(passThroughPlugin), 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(pass, "passthrough.sh"), []byte("#!/bin/sh\ncat\n"), 0o755); err != nil {
+			return err
+		}
+		for _, p := range []string{plugin, pass} {
+			cmd := exec.Command(helm4, "plugin", "install", p)
+			cmd.Env = append(os.Environ(), env...)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("helm4 plugin install %s: %w: %s", p, err, out)
+			}
+		}
+		floor := command{argv: append(append([]string{helm4}, base...), "--post-renderer", "passthrough"), env: env}
+		post := command{argv: append(append([]string{helm4}, base...), "--post-renderer", "confighash", "--post-renderer-args", "--namespace=web"), env: env}
+		if err := chartPair("helm4 template, pass-through plugin (cat)", "helm4 template, confighash plugin", floor, post, n); err != nil {
+			return err
+		}
+	}
+	fmt.Println()
+	return nil
+}
+
+func chartPair(aName, bName string, a, b command, n int) error {
+	as, bs, err := pairs(a, b, n)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("  %-48s wall %7.1f ms  CPU %7.1f ms\n", "floor: "+aName, ms(median(as, wall)), ms(median(as, cpu)))
+	fmt.Printf("  %-48s wall %7.1f ms  CPU %7.1f ms\n", bName, ms(median(bs, wall)), ms(median(bs, cpu)))
+	fmt.Printf("  %-48s wall %.3fx       CPU %.3fx   (target: wall <= 1.05x)\n", "  median of the paired ratios", medianRatio(as, bs, wall), medianRatio(as, bs, cpu))
+	return nil
+}
