@@ -109,7 +109,7 @@ func inspect(ns string, meta map[string]string, tmpl *corev1.PodTemplateSpec, k 
 		}
 	}
 	hashing.SortUses(v.Uses)
-	listed := splitList(meta[k.external])
+	listed := annotations.ParseExternal(meta[k.external])
 	for _, u := range v.Uses {
 		if v.RenderHash == "" || listed[u.Ref()] {
 			v.External[u.Ref()] = true

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/annotations"
 )
 
 // Workload is what the filter found for one workload of the stream.
@@ -41,14 +42,9 @@ func (w Workload) KeyID(opts Options) string {
 	return hashing.KeyID(opts.Key)
 }
 
-// ExternalValue renders the external uses for the workload annotation.
-func (w Workload) ExternalValue() string {
-	refs := make([]string, len(w.External))
-	for i, u := range w.External {
-		refs[i] = u.Ref()
-	}
-	return strings.Join(refs, ",")
-}
+// ExternalValue renders the external uses for the workload annotation
+// (annotations.FormatExternal).
+func (w Workload) ExternalValue() string { return annotations.FormatExternal(w.External) }
 
 // Report is the outcome of analysing a stream.
 type Report struct {
