@@ -102,24 +102,13 @@ func fromConfigMap(node *yaml.RNode) (inject.Options, error) {
 	}
 	opts := inject.Options{Prefix: data["annotationPrefix"], DefaultNamespace: data["namespace"]}
 	for _, spec := range strings.FieldsFunc(data["workloads"], func(r rune) bool { return r == ',' || r == '\n' }) {
-		w, err := ParseWorkload(strings.TrimSpace(spec))
+		w, err := inject.ParseWorkload(strings.TrimSpace(spec))
 		if err != nil {
 			return inject.Options{}, fmt.Errorf("data.workloads: %w", err)
 		}
 		opts.Workloads = append(opts.Workloads, w)
 	}
 	return opts, nil
-}
-
-// ParseWorkload reads the short form Kind.group=path, for example
-// CloneSet.apps.kruise.io=spec/template (core kinds: Kind=path).
-func ParseWorkload(s string) (inject.WorkloadKind, error) {
-	kindGroup, path, ok := strings.Cut(s, "=")
-	if !ok {
-		return inject.WorkloadKind{}, fmt.Errorf("%q: want Kind.group=path, like CloneSet.apps.kruise.io=spec/template", s)
-	}
-	kind, group, _ := strings.Cut(kindGroup, ".")
-	return inject.WorkloadKind{Group: group, Kind: kind, Path: path}, nil
 }
 
 func contains(list []string, s string) bool {

@@ -95,7 +95,7 @@ type workloadFlag struct{ list *[]inject.WorkloadKind }
 func (w workloadFlag) String() string { return "" }
 
 func (w workloadFlag) Set(s string) error {
-	k, err := fn.ParseWorkload(s)
+	k, err := inject.ParseWorkload(s)
 	if err != nil {
 		return err
 	}

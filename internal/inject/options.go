@@ -2,7 +2,6 @@ package inject
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/confighash/confighash/internal/annotations"
 )
@@ -54,45 +53,6 @@ func (o Options) Validate() error {
 
 // Annotation returns the full annotation key for name under the prefix.
 func (o Options) Annotation(name string) string { return annotations.Key(o.Prefix, name) }
-
-// WorkloadKind tells the filter where the pod template of a kind lives.
-type WorkloadKind struct {
-	// Group is the API group ("" for core); Kind the resource kind.
-	Group string `json:"group" yaml:"group"`
-	Kind  string `json:"kind" yaml:"kind"`
-	// Path is the slash-separated field path to the pod template, like
-	// spec/template or spec/jobTemplate/spec/template.
-	Path string `json:"path" yaml:"path"`
-}
-
-func (w WorkloadKind) validate() error {
-	switch {
-	case w.Kind == "":
-		return fmt.Errorf("kind is required")
-	case w.Path == "":
-		return fmt.Errorf("path is required for kind %s", w.Kind)
-	case strings.Contains(w.Path, "//") || strings.HasPrefix(w.Path, "/") || strings.HasSuffix(w.Path, "/"):
-		return fmt.Errorf("path %q for kind %s: use field names separated by single slashes", w.Path, w.Kind)
-	}
-	return nil
-}
-
-func (w WorkloadKind) fields() []string { return strings.Split(w.Path, "/") }
-
-// builtinWorkloads are the kinds confighash knows without configuration.
-var builtinWorkloads = []WorkloadKind{
-	{Group: "apps", Kind: "Deployment", Path: "spec/template"},
-	{Group: "apps", Kind: "StatefulSet", Path: "spec/template"},
-	{Group: "apps", Kind: "DaemonSet", Path: "spec/template"},
-	{Group: "apps", Kind: "ReplicaSet", Path: "spec/template"},
-	{Group: "extensions", Kind: "Deployment", Path: "spec/template"},
-	{Group: "extensions", Kind: "DaemonSet", Path: "spec/template"},
-	{Group: "batch", Kind: "Job", Path: "spec/template"},
-	{Group: "batch", Kind: "CronJob", Path: "spec/jobTemplate/spec/template"},
-	{Group: "argoproj.io", Kind: "Rollout", Path: "spec/template"},
-	{Group: "apps.openshift.io", Kind: "DeploymentConfig", Path: "spec/template"},
-	{Group: "", Kind: "ReplicationController", Path: "spec/template"},
-}
 
 // templatePath returns the pod template path for a group and kind, user
 // configuration first.
