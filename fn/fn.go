@@ -92,7 +92,7 @@ func merge(base, over inject.Options) inject.Options {
 func result(f inject.Finding) *framework.Result {
 	r := &framework.Result{
 		Message:  f.Message,
-		Severity: framework.Severity(f.Severity),
+		Severity: severity(f.Severity),
 		ResourceRef: &yaml.ResourceIdentifier{
 			TypeMeta: yaml.TypeMeta{APIVersion: f.Object.APIVersion, Kind: f.Object.Kind},
 			NameMeta: yaml.NameMeta{Name: f.Object.Name, Namespace: f.Object.Namespace},
@@ -102,4 +102,15 @@ func result(f inject.Finding) *framework.Result {
 		r.File = &framework.File{Path: f.Object.Path, Index: f.Object.Index}
 	}
 	return r
+}
+
+// severity is the KRM result severity of a finding's.
+func severity(s inject.Severity) framework.Severity {
+	switch s {
+	case inject.SeverityError:
+		return framework.Error
+	case inject.SeverityWarning:
+		return framework.Warning
+	}
+	return framework.Info
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/fn"
@@ -142,7 +143,7 @@ func run(o options, stdio IO) error {
 		results, err := fn.Run(fn.Processor{Base: o.Options}, bytes.NewReader(input), stdio.Out)
 		if !o.quiet {
 			for _, r := range results {
-				if r.Severity != "info" {
+				if r.Severity != framework.Info {
 					fmt.Fprintf(stdio.Err, "confighash: %s\n", r)
 				}
 			}

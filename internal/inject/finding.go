@@ -1,9 +1,12 @@
 package inject
 
-// Severity of a finding, as in the KRM functions results.
+// Severity of a finding. The KRM function reports it as the result
+// severity of the same name (fn maps each to kyaml's framework constant).
 type Severity string
 
-// Severities, most severe first.
+// The severities of findings. A workload's findings are listed in the
+// byte order of their severity (error, info, warning), each severity in the
+// order found.
 const (
 	SeverityError   Severity = "error"
 	SeverityWarning Severity = "warning"
