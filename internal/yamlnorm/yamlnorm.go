@@ -6,6 +6,7 @@ package yamlnorm
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -52,7 +53,7 @@ func Normalise(n *yaml.Node) (*Result, error) {
 	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
 		n = n.Content[0]
 	}
-	special, err := check(n, "")
+	special, err := check(n)
 	if err != nil || !special {
 		return nil, err
 	}
@@ -73,40 +74,97 @@ func Normalise(n *yaml.Node) (*Result, error) {
 
 // check walks the tree as written (aliases not followed: their anchors are
 // checked where they are defined), refuses a key written twice in a mapping,
-// and reports whether the tree holds an alias or a merge key.
-func check(n *yaml.Node, path string) (bool, error) {
+// and reports whether the tree holds an alias or a merge key. It builds no
+// path on the way down: an error collects its path as it returns.
+func check(n *yaml.Node) (bool, error) {
 	special := false
 	switch n.Kind {
 	case yaml.AliasNode:
 		return true, nil
 	case yaml.MappingNode:
-		seen := make(map[string]int, len(n.Content)/2)
+		var seen map[string]int // for large mappings; small ones are scanned
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
 			if k.Tag == mergeTag || k.Kind == yaml.AliasNode {
 				special = true
 			}
 			name := keyName(k)
-			if line, dup := seen[name]; dup {
-				return false, fmt.Errorf("%skey %q appears twice (lines %d and %d); the API server would keep only one", at(path), name, line, k.Line)
+			if line, dup := earlier(n.Content[:i], name, k.Line, &seen); dup {
+				return false, &pathError{msg: fmt.Sprintf("key %q appears twice (lines %d and %d); the API server would keep only one", name, line, k.Line)}
 			}
-			seen[name] = k.Line
-			s, err := check(n.Content[i+1], join(path, name))
+			s, err := check(n.Content[i+1])
 			if err != nil {
-				return false, err
+				return false, within(err, "."+name)
 			}
 			special = special || s
 		}
 		return special, nil
 	}
 	for i, c := range n.Content {
-		s, err := check(c, fmt.Sprintf("%s[%d]", path, i))
+		s, err := check(c)
 		if err != nil {
-			return false, err
+			return false, within(err, "["+strconv.Itoa(i)+"]")
 		}
 		special = special || s
 	}
 	return special, nil
+}
+
+// smallMapping is the size up to which check looks for a repeated key by
+// scanning the keys before it rather than building a map.
+const smallMapping = 16
+
+// earlier reports whether name, written at line, is among the keys of the
+// mapping entries before it, and the line where it was written first.
+func earlier(before []*yaml.Node, name string, line int, seen *map[string]int) (int, bool) {
+	if len(before)/2 < smallMapping {
+		for j := 0; j < len(before); j += 2 {
+			if keyName(before[j]) == name {
+				return before[j].Line, true
+			}
+		}
+		return 0, false
+	}
+	if *seen == nil {
+		*seen = make(map[string]int, len(before))
+		for j := 0; j < len(before); j += 2 {
+			if _, ok := (*seen)[keyName(before[j])]; !ok {
+				(*seen)[keyName(before[j])] = before[j].Line
+			}
+		}
+	}
+	first, dup := (*seen)[name]
+	if !dup {
+		(*seen)[name] = line
+	}
+	return first, dup
+}
+
+// pathError is an error found by check, with the path to where it was
+// found, collected innermost first as check returns.
+type pathError struct {
+	segments []string
+	msg      string
+}
+
+func (e *pathError) Error() string {
+	var b strings.Builder
+	for i := len(e.segments) - 1; i >= 0; i-- {
+		b.WriteString(e.segments[i])
+	}
+	path := strings.TrimPrefix(b.String(), ".")
+	if path == "" {
+		return e.msg
+	}
+	return path + ": " + e.msg
+}
+
+// within adds the segment leading to where err was found.
+func within(err error, segment string) error {
+	if pe, ok := err.(*pathError); ok { //nolint:errorlint // only check makes these
+		pe.segments = append(pe.segments, segment)
+	}
+	return err
 }
 
 func keyName(k *yaml.Node) string {
@@ -117,20 +175,6 @@ func keyName(k *yaml.Node) string {
 		k = k.Alias
 	}
 	return k.Value
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func at(path string) string {
-	if path == "" {
-		return ""
-	}
-	return path + ": "
 }
 
 // inProgress marks a node being sized, to catch an alias inside its own

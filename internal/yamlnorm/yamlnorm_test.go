@@ -2,6 +2,7 @@ package yamlnorm_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -75,7 +76,17 @@ func TestNormaliseRefuses(t *testing.T) {
 		bomb += n + ": &" + n + " [" + strings.TrimSuffix(strings.Repeat("*"+prev+", ", 10), ", ") + "]\n"
 		prev = n
 	}
+	wide := func(dupAt int) string { // a mapping past the size check scans
+		text := "data:\n"
+		for i := range 40 {
+			text += fmt.Sprintf("  k%d: v\n", i)
+		}
+		return text + fmt.Sprintf("  k%d: again\n", dupAt)
+	}
 	for _, tc := range []struct{ name, text, want string }{
+		{"wide mapping, first key again", wide(0), `data: key "k0" appears twice (lines 2 and 42)`},
+		{"wide mapping, late key again", wide(39), `data: key "k39" appears twice (lines 41 and 42)`},
+		{"deep path", "spec:\n  template:\n    spec:\n      containers:\n      - name: a\n        env:\n        - {name: X, name: Y}\n", `spec.template.spec.containers[0].env[0]: key "name" appears twice`},
 		{"two names", "metadata:\n  name: a\n  name: b\n", `metadata: key "name" appears twice (lines 2 and 3)`},
 		{"two specs", "spec: {}\nkind: x\nspec: {}\n", `key "spec" appears twice (lines 1 and 3)`},
 		{"in a list", "items:\n- a: 1\n  a: 2\n", `items[0]: key "a" appears twice`},
