@@ -8,7 +8,8 @@ import (
 	"unicode/utf8"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
-	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/confighash/confighash/internal/annotations"
 )
 
 // editor collects byte edits to one document. Each edit method either
@@ -84,11 +85,11 @@ func (e *editor) annotate(m *yaml.Node, kvs ...kv) bool {
 	var delBuf [2]string
 	set, del := setBuf[:0], delBuf[:0]
 	for _, p := range kvs {
-		v := annotationNode(m, p.key)
+		v := annotations.Node(m, p.key)
 		switch {
 		case p.value == "" && v != nil:
 			del = append(del, p.key)
-		case p.value != "" && (v == nil || !readsAsString(v) || v.Value != p.value):
+		case p.value != "" && (v == nil || !annotations.ReadsAsString(v) || v.Value != p.value):
 			set = append(set, p)
 		}
 	}
@@ -154,81 +155,6 @@ func (e *editor) change(m *yaml.Node, set []kv, del []string) bool {
 	return e.removeEntries(ann, drop) && (len(add) == 0 || e.insertEntries(ann, nest(add)))
 }
 
-// annotationNode returns the value node of annotation key in the metadata
-// of m, or nil.
-func annotationNode(m *yaml.Node, key string) *yaml.Node {
-	_, meta := child(m, "metadata")
-	if meta == nil {
-		return nil
-	}
-	_, ann := child(meta, "annotations")
-	if ann == nil {
-		return nil
-	}
-	_, v := child(ann, key)
-	return v
-}
-
-// AnnotationString returns annotation key of object or pod template m as
-// YAML reads it: present says the key is there, and isString whether every
-// YAML reader (YAML 1.2 as yaml.v3 and kyaml, YAML 1.1 as sigs.k8s.io/yaml
-// and so kubectl) reads its value as the string value. An unquoted
-// 9178192511668845 is a number: present, not a string.
-func AnnotationString(m *yaml.Node, key string) (value string, present, isString bool) {
-	v := annotationNode(m, key)
-	if v == nil {
-		return "", false, false
-	}
-	return v.Value, true, readsAsString(v)
-}
-
-// readsAsString reports whether scalar v reads as the string v.Value in
-// YAML 1.2 and YAML 1.1.
-func readsAsString(v *yaml.Node) bool {
-	if v.Kind != yaml.ScalarNode || v.ShortTag() != yaml.NodeTagString {
-		return false
-	}
-	if v.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle|yaml.TaggedStyle) != 0 || plainSafe(v.Value) {
-		return true
-	}
-	// A plain scalar yaml.v3 reads as a string may still be a YAML 1.1 bool,
-	// number or timestamp: ask the YAML 1.1 reader kubectl uses. (A plain
-	// scalar holds no ": " or " #", so it reads back as one value.)
-	var m map[string]any
-	if strings.ContainsAny(v.Value, "\n\r") || sigsyaml.Unmarshal([]byte("v: "+v.Value), &m) != nil {
-		return false
-	}
-	s, ok := m["v"].(string)
-	return ok && s == v.Value
-}
-
-// plainSafe reports whether s can be written as a plain scalar in block
-// style and read back as the string s in YAML 1.1 and 1.2 alike: it starts
-// with a letter (so it is no number, timestamp or special float), holds no
-// space, quote or indicator that could end or change it, and is no word YAML
-// 1.1 reads as a bool or null.
-func plainSafe(s string) bool {
-	if s == "" || !isLetter(s[0]) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case isLetter(c), c >= '0' && c <= '9', c == '.', c == '_', c == '/', c == '-', c == ',':
-		case c == ':' && i+1 < len(s):
-		default:
-			return false
-		}
-	}
-	switch strings.ToLower(s) {
-	case "y", "yes", "n", "no", "true", "false", "on", "off", "null":
-		return false
-	}
-	return true
-}
-
-func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
-
 // doubleQuoted writes s as a double-quoted scalar that is valid YAML and
 // valid JSON.
 func doubleQuoted(s string) string {
@@ -258,7 +184,7 @@ func doubleQuoted(s string) string {
 // scalarText writes s for block style: plain when that is safe, else
 // double-quoted.
 func scalarText(s string) string {
-	if plainSafe(s) {
+	if annotations.PlainSafe(s) {
 		return s
 	}
 	return doubleQuoted(s)

@@ -431,23 +431,3 @@ func layoutText(rng *rand.Rand, i int, c propCase, crlf bool) string {
 }
 
 func noComma(l string) string { return strings.TrimSuffix(strings.TrimSuffix(l, "\r"), ",") }
-
-// TestReadsAsString: plain values are strings only when YAML 1.2 and YAML
-// 1.1 both read them so; quoted ones always are.
-func TestReadsAsString(t *testing.T) {
-	for text, want := range map[string]bool{
-		"9178192511668845": false, "1503602033657e77": false, "0b101": false, "0755": false, "1_000": false,
-		"yes": false, "On": false, "~": false, "2001-12-14": false, ".inf": false, "1:20": true, // no sexagesimal in go-yaml v2
-		"abc": true, "1.2.3": true, "v1-sha256:00": true, "ConfigMap/a,Secret/b": true, "0x1g": true,
-		`"9178192511668845"`: true, "'yes'": true, "!!str 12": true, "!!int 12": false,
-	} {
-		root, err := parse([]byte("k: " + text + "\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, v := child(root.YNode(), "k")
-		if got := readsAsString(v); got != want {
-			t.Errorf("%s: readsAsString %v, want %v", text, got, want)
-		}
-	}
-}

@@ -1,6 +1,8 @@
 // Package annotations is the annotation contract: the names confighash
-// reads and writes, the prefix they sit under and its check. The render-time
-// tools and the controller share it.
+// reads and writes, the prefix they sit under and its check, the
+// confighash.dev/external list, and how a value in YAML reads as a string
+// (Value, ReadsAsString, PlainSafe). The render-time tools and the
+// controller share it.
 package annotations
 
 import (

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/annotations"
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/postrenderer"
 )
@@ -81,7 +82,7 @@ func explainAll(o options, r *inject.Report) []explained {
 		}
 		for _, a := range on {
 			key := o.Annotation(a.name)
-			value, present, isString := postrenderer.AnnotationString(a.node, key)
+			value, present, isString := annotations.Value(a.node, key)
 			switch {
 			case present && !isString:
 				e.NotString = append(e.NotString, notString{Annotation: key, Text: value})
