@@ -21,8 +21,8 @@ import (
 
 	"github.com/confighash/confighash/controller"
 	"github.com/confighash/confighash/hashing"
-	"github.com/confighash/confighash/internal/testtools"
-	"github.com/confighash/confighash/internal/vectors"
+	"github.com/confighash/confighash/internal/testing/testtools"
+	"github.com/confighash/confighash/internal/testing/vectors"
 )
 
 // TestVectorsThroughTheRealCache is hash parity on the real API server: the

@@ -34,9 +34,9 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/confighash/confighash/controller"
-	"github.com/confighash/confighash/internal/controlplane"
-	"github.com/confighash/confighash/internal/controlplane/cptest"
-	"github.com/confighash/confighash/internal/testtools"
+	"github.com/confighash/confighash/internal/testing/controlplane"
+	"github.com/confighash/confighash/internal/testing/cptest"
+	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
 // waitTimeout bounds every poll; the machines running these tests are

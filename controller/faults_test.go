@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/confighash/confighash/controller"
-	"github.com/confighash/confighash/internal/controlplane/cptest"
+	"github.com/confighash/confighash/internal/testing/cptest"
 )
 
 // Faults under the running controller, each asserting no missed change, no

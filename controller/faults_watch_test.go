@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/confighash/confighash/controller"
-	"github.com/confighash/confighash/internal/controlplane"
-	"github.com/confighash/confighash/internal/controlplane/cptest"
+	"github.com/confighash/confighash/internal/testing/controlplane"
+	"github.com/confighash/confighash/internal/testing/cptest"
 )
 
 // partition sits in the controller's HTTP transport and can cut it off from

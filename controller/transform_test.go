@@ -14,7 +14,7 @@ import (
 
 	"github.com/confighash/confighash/controller"
 	"github.com/confighash/confighash/hashing"
-	"github.com/confighash/confighash/internal/vectors"
+	"github.com/confighash/confighash/internal/testing/vectors"
 )
 
 // apiServerObjects decodes a vector's API-server form into typed objects.

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
-	"github.com/confighash/confighash/internal/testtools"
+	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
 var hashLine = regexp.MustCompile(`confighash\.dev/hash: ['"]?(v1-sha256:[0-9a-f]{64})`)

@@ -16,7 +16,7 @@ import (
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/hashing"
-	"github.com/confighash/confighash/internal/testtools"
+	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
 // execPath matches the exec function path of the fixtures, relative to

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/confighash/confighash/fn"
-	"github.com/confighash/confighash/internal/benchgen"
+	"github.com/confighash/confighash/internal/testing/benchgen"
 )
 
 // BenchmarkRun is the KRM function on the generated ResourceList; `make

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/confighash/confighash/hashing"
-	"github.com/confighash/confighash/internal/vectors"
+	"github.com/confighash/confighash/internal/testing/vectors"
 )
 
 func ptr[T any](v T) *T { return &v }

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/confighash/confighash/internal/vectors"
+	"github.com/confighash/confighash/internal/testing/vectors"
 )
 
 // TestVectors checks every shared vector in both of its forms: the manifest a

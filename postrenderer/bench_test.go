@@ -3,8 +3,8 @@ package postrenderer_test
 import (
 	"testing"
 
-	"github.com/confighash/confighash/internal/benchgen"
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/testing/benchgen"
 	"github.com/confighash/confighash/postrenderer"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
-	"github.com/confighash/confighash/internal/testtools"
+	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
 // TestHelmVersionsHashWhatTheyInstall pins down what docs/helm.md says about

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/confighash/confighash/internal/inject"
-	"github.com/confighash/confighash/internal/testtools"
+	"github.com/confighash/confighash/internal/testing/testtools"
 	"github.com/confighash/confighash/postrenderer"
 )
 

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio"
 
 	"github.com/confighash/confighash/internal/inject"
-	"github.com/confighash/confighash/internal/vectors"
+	"github.com/confighash/confighash/internal/testing/vectors"
 	"github.com/confighash/confighash/postrenderer"
 )
 

@@ -31,8 +31,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/controller"
-	"github.com/confighash/confighash/internal/controlplane/cptest"
-	"github.com/confighash/confighash/internal/testtools"
+	"github.com/confighash/confighash/internal/testing/cptest"
+	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
 // The chart with the real helm v3 and v4: lint, template, install into a

@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio"
 
 	"github.com/confighash/confighash/fn"
-	"github.com/confighash/confighash/internal/benchgen"
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/testing/benchgen"
 	"github.com/confighash/confighash/postrenderer"
 )
 
@@ -168,7 +168,7 @@ func streamMode(input []byte) error {
 	return err
 }
 
-// synthetic measures the generated stream (internal/benchgen) against a
+// synthetic measures the generated stream (internal/testing/benchgen) against a
 // kyaml read+write of the same bytes.
 func synthetic(rounds int) error {
 	plain := benchgen.Stream(benchgen.Default)

@@ -2,7 +2,7 @@ module github.com/confighash/confighash/hack/controlplane
 
 // This module exists only to build the local Kubernetes control plane
 // binaries (etcd, kube-apiserver, kube-controller-manager) used by
-// internal/controlplane. See hack/build-controlplane.sh.
+// internal/testing/controlplane. See hack/build-controlplane.sh.
 
 go 1.26.0
 

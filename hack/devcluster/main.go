@@ -5,7 +5,7 @@
 //	go run ./hack/devcluster --kubeconfig-out=/tmp/confighash.kubeconfig
 //
 // The binaries come from hack/build-controlplane.sh (see
-// internal/controlplane for how they are located).
+// internal/testing/controlplane for how they are located).
 package main
 
 import (
@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/confighash/confighash/internal/controlplane"
+	"github.com/confighash/confighash/internal/testing/controlplane"
 )
 
 func main() {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/confighash/confighash/internal/rolldiff"
-	"github.com/confighash/confighash/internal/testtools"
+	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
 // diffInputs writes the old and new renders to files and returns their

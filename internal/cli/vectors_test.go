@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/confighash/confighash/internal/vectors"
+	"github.com/confighash/confighash/internal/testing/vectors"
 )
 
 // TestVectorsThroughTheBinary renders every shared vector with the command,

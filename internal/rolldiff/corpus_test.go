@@ -18,10 +18,10 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/hashing"
-	"github.com/confighash/confighash/internal/benchgen"
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/rolldiff"
-	"github.com/confighash/confighash/internal/testtools"
+	"github.com/confighash/confighash/internal/testing/benchgen"
+	"github.com/confighash/confighash/internal/testing/testtools"
 	"github.com/confighash/confighash/postrenderer"
 )
 

@@ -19,10 +19,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/confighash/confighash/internal/controlplane/cptest"
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/status"
-	"github.com/confighash/confighash/internal/testtools"
+	"github.com/confighash/confighash/internal/testing/cptest"
+	"github.com/confighash/confighash/internal/testing/testtools"
 	"github.com/confighash/confighash/postrenderer"
 )
 

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/confighash/confighash/internal/controlplane/cptest"
+	"github.com/confighash/confighash/internal/testing/cptest"
 )
 
 // waitTimeout bounds every poll on a shared, busy machine.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/confighash/confighash/internal/testtools"
+	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
 // functionAnnotation matches the function block of the examples'

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/confighash/confighash/internal/controlplane"
+	"github.com/confighash/confighash/internal/testing/controlplane"
 )
 
 // RequireEnv makes missing binaries a test failure instead of a skip.

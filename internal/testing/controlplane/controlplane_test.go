@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/confighash/confighash/internal/controlplane"
-	"github.com/confighash/confighash/internal/controlplane/cptest"
+	"github.com/confighash/confighash/internal/testing/controlplane"
+	"github.com/confighash/confighash/internal/testing/cptest"
 )
 
 // wantVersion is the Kubernetes version hack/build-controlplane.sh builds.

@@ -50,7 +50,7 @@ type RenderTime struct {
 // Dir returns the absolute path of testdata/vectors.
 func Dir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "vectors")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "vectors")
 }
 
 // Load reads every vector in Dir, sorted by file name.
