@@ -162,7 +162,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 }
 
 // view inspects a workload, with the dry-run overlay applied.
-func (r *Reconciler) view(req Request, obj client.Object, tmpl *corev1.PodTemplateSpec) view {
+func (r *Reconciler) view(req Request, obj client.Object, tmpl *corev1.PodTemplateSpec) View {
 	meta := obj.GetAnnotations()
 	if r.opts.DryRun && tmpl != nil {
 		om, ot := r.memory.overlay(req)
@@ -188,7 +188,7 @@ func merged(base, over map[string]string) map[string]string {
 
 // observe reads the consumed configs from the cache and computes the live
 // hashes Decide compares.
-func (r *Reconciler) observe(ctx context.Context, req Request, v view) (Input, map[string]string, error) {
+func (r *Reconciler) observe(ctx context.Context, req Request, v View) (Input, map[string]string, error) {
 	ns := req.Namespace
 	contents := map[string]hashing.Content{}
 	versions := map[string]string{}
@@ -231,7 +231,7 @@ func (r *Reconciler) observe(ctx context.Context, req Request, v view) (Input, m
 // externalHashes is the hash of each external use of a workload, by
 // Kind/name, from the contents lookup gives; only of ref when ref is not
 // empty.
-func (r *Reconciler) externalHashes(ns string, v view, ref string, lookup func(hashing.Kind, string) (hashing.Content, bool)) map[string]string {
+func (r *Reconciler) externalHashes(ns string, v View, ref string, lookup func(hashing.Kind, string) (hashing.Content, bool)) map[string]string {
 	out := map[string]string{}
 	for _, u := range v.Uses {
 		if v.External[u.Ref()] && (ref == "" || u.Ref() == ref) {
@@ -322,7 +322,7 @@ func (r *Reconciler) recordBaseline(ctx context.Context, req Request, kind *work
 
 // roll waits out the coalescing window, the per-workload interval and the
 // global rate, then patches the pod template.
-func (r *Reconciler) roll(ctx context.Context, req Request, kind *workloadKind, obj client.Object, v view, d Decision, out *Outcome, log logr.Logger) (reconcile.Result, error) {
+func (r *Reconciler) roll(ctx context.Context, req Request, kind *workloadKind, obj client.Object, v View, d Decision, out *Outcome, log logr.Logger) (reconcile.Result, error) {
 	now := r.now()
 	var wait time.Duration
 	var why Reason

@@ -40,10 +40,10 @@ func newKeys(prefix string) keys {
 	}
 }
 
-// view is what the controller reads from one workload: whether it manages
+// View is what the controller reads from one workload: whether it manages
 // it, what its pods consume, which of that is external, and the recorded
 // hashes. It is computed from the object alone, without the cache.
-type view struct {
+type View struct {
 	Managed bool
 	// Uses are the configs to hash; External holds the Kind/name of those the
 	// render-time hash does not cover.
@@ -64,12 +64,19 @@ type view struct {
 	Baseline        string
 }
 
-// inspect reads the annotations and pod template of a workload in
-// namespace ns. keyID is the controller's HMAC key id, empty without a key:
-// a render-time hash of the other mode, or made with another key, cannot be
-// compared and counts as unknown.
-func inspect(ns string, meta map[string]string, tmpl *corev1.PodTemplateSpec, k keys, keyID string) view {
-	var v view
+// Inspect reads a workload as the controller does: its annotations meta
+// and pod template tmpl, in namespace ns, under the annotation prefix (empty:
+// the default). keyID is the HMAC key id of the reader, empty without a
+// key: a render-time hash of the other mode, or made with another key,
+// cannot be compared and counts as unknown. kubectl confighash status calls
+// it to report what the controller would see.
+func Inspect(ns string, meta map[string]string, tmpl *corev1.PodTemplateSpec, prefix, keyID string) View {
+	return inspect(ns, meta, tmpl, newKeys(prefix), keyID)
+}
+
+// inspect is Inspect with the keys of the prefix made once.
+func inspect(ns string, meta map[string]string, tmpl *corev1.PodTemplateSpec, k keys, keyID string) View {
+	var v View
 	if tmpl == nil || meta[k.enabled] == "false" {
 		return v
 	}

@@ -112,6 +112,10 @@ func TestCustomPrefix(t *testing.T) {
 	assert.Equal(t, "example.com/hash", k.hash)
 	assert.False(t, inspect("shop", nil, podTemplate(map[string]string{"confighash.dev/hash": plain}), k, "").Managed)
 	assert.True(t, inspect("shop", nil, podTemplate(map[string]string{"example.com/hash": plain}), k, "").Managed)
+	// Inspect, which kubectl confighash status calls, takes the prefix itself.
+	assert.False(t, Inspect("shop", nil, podTemplate(map[string]string{"confighash.dev/hash": plain}), "example.com", "").Managed)
+	assert.True(t, Inspect("shop", nil, podTemplate(map[string]string{"example.com/hash": plain}), "example.com", "").Managed)
+	assert.True(t, Inspect("shop", nil, podTemplate(map[string]string{"confighash.dev/hash": plain}), "", "").Managed, "empty: the default prefix")
 }
 
 func TestRollMessage(t *testing.T) {

@@ -118,7 +118,7 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 	if opts.AllNamespaces {
 		ns = ""
 	}
-	c := collector{cs: cs, k: newKeys(opts.Prefix), key: opts.Key}
+	c := collector{cs: cs, prefix: opts.Prefix, key: opts.Key}
 	if len(opts.Key) > 0 {
 		c.keyID = hashing.KeyID(opts.Key)
 	}
@@ -203,16 +203,16 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 }
 
 type collector struct {
-	cs    kubernetes.Interface
-	k     keys
-	key   []byte
-	keyID string
+	cs     kubernetes.Interface
+	prefix string
+	key    []byte
+	keyID  string
 }
 
 // workload computes the config state of a workload as the controller
 // would: the same view, the same live hashes, controller.Decide.
 func (c collector) workload(ctx context.Context, kind string, meta metav1.ObjectMeta, tmpl *corev1.PodTemplateSpec) (Workload, bool, error) {
-	v := inspect(meta.Namespace, meta.Annotations, tmpl, c.k, c.keyID)
+	v := controller.Inspect(meta.Namespace, meta.Annotations, tmpl, c.prefix, c.keyID)
 	if !v.Managed {
 		return Workload{}, false, nil
 	}
