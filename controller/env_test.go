@@ -1,14 +1,10 @@
 package controller_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -21,11 +17,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -36,6 +29,7 @@ import (
 	"github.com/confighash/confighash/controller"
 	"github.com/confighash/confighash/internal/testing/controlplane"
 	"github.com/confighash/confighash/internal/testing/cptest"
+	"github.com/confighash/confighash/internal/testing/kubetest"
 	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
@@ -105,23 +99,7 @@ func eventually(t testing.TB, what string, cond func(ctx context.Context) (bool,
 // passes.
 func eventuallyWithin(t testing.TB, timeout, interval time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var last error
-	for {
-		ok, err := cond(ctx)
-		if ok {
-			return
-		}
-		if err != nil {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
-		case <-time.After(interval):
-		}
-	}
+	kubetest.Eventually(t, timeout, interval, what, cond)
 }
 
 // ---- the controller under test ------------------------------------------
@@ -192,27 +170,10 @@ func (o *observer) count(since int, match func(controller.Outcome) bool) int {
 type running struct {
 	reg      *prometheus.Registry
 	obs      *observer
-	logs     *syncBuffer
+	logs     *kubetest.LockedBuffer
 	cancel   context.CancelFunc
 	done     chan error
 	stopOnce sync.Once
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // testOptions are the controller options of these tests: this namespace
@@ -232,7 +193,7 @@ func (e *env) testOptions() controller.Options {
 // its logs are printed when the test fails.
 func (e *env) start(opts controller.Options) *running {
 	e.t.Helper()
-	r := &running{reg: prometheus.NewRegistry(), obs: &observer{}, logs: &syncBuffer{}, done: make(chan error, 1)}
+	r := &running{reg: prometheus.NewRegistry(), obs: &observer{}, logs: &kubetest.LockedBuffer{}, done: make(chan error, 1)}
 	if opts.RESTConfig == nil {
 		opts.RESTConfig = e.cfg
 	}
@@ -321,14 +282,7 @@ func buildBinaries(t testing.TB) string {
 		if bins.err != nil {
 			return
 		}
-		for _, name := range []string{"confighash", "confighash-controller"} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(bins.dir, name), "./cmd/"+name)
-			cmd.Dir = testtools.RepoRoot(t)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				bins.err = fmt.Errorf("go build ./cmd/%s: %w\n%s", name, err, out)
-				return
-			}
-		}
+		bins.err = kubetest.BuildCommands(testtools.RepoRoot(t), bins.dir, "confighash", "confighash-controller")
 	})
 	if bins.err != nil {
 		t.Fatal(bins.err)
@@ -350,35 +304,8 @@ func render(t testing.TB, stream string, args ...string) string {
 // apply server-side applies every document of a stream, in order, as
 // fieldManager with force (the way Argo CD and Flux apply).
 func (e *env) apply(stream, fieldManager string) error {
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(stream), 4096)
-	for {
-		var doc map[string]any
-		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		if len(doc) == 0 {
-			continue
-		}
-		u := &unstructured.Unstructured{Object: doc}
-		gvk := u.GroupVersionKind()
-		m, err := e.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			return fmt.Errorf("%s: %w", gvk, err)
-		}
-		ri := e.dyn.Resource(m.Resource)
-		var res dynamic.ResourceInterface = ri
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			if u.GetNamespace() == "" {
-				u.SetNamespace(e.ns)
-			}
-			res = ri.Namespace(u.GetNamespace())
-		}
-		if _, err := res.Apply(context.Background(), u.GetName(), u, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
-			return fmt.Errorf("apply %s %s: %w", gvk.Kind, u.GetName(), err)
-		}
-	}
+	return kubetest.Apply(context.Background(), e.dyn, e.mapper, strings.NewReader(stream),
+		kubetest.ApplyOptions{Namespace: e.ns, FieldManager: fieldManager})
 }
 
 // docs returns the documents of a stream whose kind is one of kinds.

@@ -2,13 +2,7 @@ package controller_test
 
 import (
 	"context"
-	"io"
-	"net"
-	"net/http"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,103 +11,45 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/confighash/confighash/internal/testing/kubetest"
 )
 
 // proc is bin/confighash-controller running as a process of its own.
 type proc struct {
-	name    string
-	cmd     *exec.Cmd
-	logs    *syncBuffer
+	*kubetest.Process
 	metrics string
-	exited  chan struct{}
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
 }
 
 // startProcess runs the controller binary on this namespace with the test
 // coalescing window, plus args.
 func (e *env) startProcess(name string, args ...string) *proc {
 	e.t.Helper()
-	p := &proc{name: name, logs: &syncBuffer{}, metrics: freeAddr(e.t), exited: make(chan struct{})}
+	metrics := kubetest.FreeAddr(e.t)
 	all := append([]string{
 		"--kubeconfig", e.cp.KubeconfigPath(), "--namespaces", e.ns,
-		"--metrics-bind-address", p.metrics, "--health-probe-bind-address", "0",
+		"--metrics-bind-address", metrics, "--health-probe-bind-address", "0",
 		"--coalesce-window", testWindow.String(), "--min-roll-interval", "0s", "--log-format", "text",
 	}, args...)
-	p.cmd = exec.Command(filepath.Join(buildBinaries(e.t), "confighash-controller"), all...)
-	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-	require.NoError(e.t, p.cmd.Start())
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-	e.t.Cleanup(func() {
-		p.signal(syscall.SIGKILL)
-		if e.t.Failed() {
-			e.t.Logf("%s logs:\n%s", p.name, p.logs.String())
-		}
-	})
-	return p
+	return &proc{Process: kubetest.StartProcess(e.t, name, filepath.Join(buildBinaries(e.t), "confighash-controller"), all...), metrics: metrics}
 }
 
 // signal sends sig and waits for the process to exit.
-func (p *proc) signal(sig syscall.Signal) {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(sig)
-	select {
-	case <-p.exited:
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-}
+func (p *proc) signal(sig syscall.Signal) { p.Signal(sig) }
 
-var sampleLine = regexp.MustCompile(`^(\w+)(\{[^}]*\})? (\S+)$`)
-
-// metric scrapes the process's /metrics and sums the samples of name whose
-// labels contain every label in want (like `result="in_sync"`); -1 when the
-// endpoint does not answer.
+// metric sums the process's samples of name whose labels contain every
+// label in want (like `result="in_sync"`); -1 when /metrics does not answer.
 func (p *proc) metric(name string, want ...string) float64 {
-	resp, err := http.Get("http://" + p.metrics + "/metrics")
-	if err != nil {
-		return -1
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return -1
-	}
-	sum := 0.0
-	for _, line := range strings.Split(string(body), "\n") {
-		m := sampleLine.FindStringSubmatch(line)
-		if m == nil || m[1] != name {
-			continue
-		}
-		ok := true
-		for _, w := range want {
-			ok = ok && strings.Contains(m[2], w)
-		}
-		if v, err := strconv.ParseFloat(m[3], 64); ok && err == nil {
-			sum += v
-		}
-	}
-	return sum
+	return kubetest.Metric(p.metrics, name, want...)
 }
 
 func (p *proc) leads() bool {
-	return strings.Contains(strings.ToLower(p.logs.String()), "successfully acquired lease")
+	return strings.Contains(strings.ToLower(p.Logs()), "successfully acquired lease")
 }
 
 func (e *env) waitMetric(p *proc, what string, cond func(float64) bool, name string, labels ...string) {
 	e.t.Helper()
-	eventually(e.t, p.name+": "+what, func(context.Context) (bool, error) {
+	eventually(e.t, p.Name+": "+what, func(context.Context) (bool, error) {
 		return cond(p.metric(name, labels...)), nil
 	})
 }

@@ -13,16 +13,12 @@ import (
 // user writes and the object the API server returns must hash the same, and
 // equal the value computed independently from HASHING.md.
 func TestVectors(t *testing.T) {
-	vs, err := vectors.Load()
-	require.NoError(t, err)
-	for _, v := range vs {
-		t.Run(v.File, func(t *testing.T) {
-			manifest, err := v.ManifestContents()
-			require.NoError(t, err)
-			live, err := v.APIServerContents()
-			require.NoError(t, err)
-			assert.Equal(t, v.Expected, v.Compute(manifest), "manifest form")
-			assert.Equal(t, v.Expected, v.Compute(live), "API-server form")
-		})
-	}
+	vectors.Each(t, func(t *testing.T, v vectors.Vector) {
+		manifest, err := v.ManifestContents()
+		require.NoError(t, err)
+		live, err := v.APIServerContents()
+		require.NoError(t, err)
+		assert.Equal(t, v.Expected, v.Compute(manifest), "manifest form")
+		assert.Equal(t, v.Expected, v.Compute(live), "API-server form")
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/testing/cptest"
+	"github.com/confighash/confighash/internal/testing/kubetest"
 	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
@@ -482,18 +483,9 @@ func TestInstall(t *testing.T) {
 // the Deployment controller made one per pod template.
 func waitForReplicaSets(t *testing.T, client kubernetes.Interface, instance string, n int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
 	selector := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + instance}
-	for {
+	kubetest.Eventually(t, time.Minute, 100*time.Millisecond, fmt.Sprintf("%d ReplicaSets of %s", n, instance), func(ctx context.Context) (bool, error) {
 		list, err := client.AppsV1().ReplicaSets(namespace).List(ctx, selector)
-		if err == nil && len(list.Items) == n {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %d ReplicaSets of %s: %v (last error %v)", n, instance, ctx.Err(), err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return err == nil && len(list.Items) == n, err
+	})
 }

@@ -1,8 +1,6 @@
 package postrenderer_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -19,32 +17,23 @@ import (
 // objects plus a Deployment with its pod spec — through the stream mode and
 // the kio filter (the KRM path), and expects the vector's value from both.
 func TestVectorsAtRenderTime(t *testing.T) {
-	vs, err := vectors.Load()
-	require.NoError(t, err)
-	for _, v := range vs {
-		t.Run(v.File, func(t *testing.T) {
-			spec, err := json.Marshal(v.PodSpec)
-			require.NoError(t, err)
-			deployment := `{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w"}, "spec": {"template": {"spec": ` + string(spec) + `}}}`
-			input := []byte(v.Manifest + "\n---\n" + deployment + "\n")
-			opts := inject.Options{Key: v.KeyBytes(), DefaultNamespace: v.Namespace}
-			want, external := v.Expected, ""
-			if v.RenderTime != nil {
-				want, external = v.RenderTime.Expected, strings.Join(v.RenderTime.External, ",")
-			}
+	vectors.Each(t, func(t *testing.T, v vectors.Vector) {
+		input, err := v.Render()
+		require.NoError(t, err)
+		opts := inject.Options{Key: v.KeyBytes(), DefaultNamespace: v.Namespace}
+		want, external := v.RenderExpected()
 
-			_, r, err := postrenderer.Process(input, opts)
-			require.NoError(t, err)
-			require.Len(t, r.Workloads, 1)
-			assert.Equal(t, want, r.Workloads[0].Hash, "stream mode")
-			assert.Equal(t, external, r.Workloads[0].ExternalValue(), "stream mode")
+		_, r, err := postrenderer.Process([]byte(input), opts)
+		require.NoError(t, err)
+		require.Len(t, r.Workloads, 1)
+		assert.Equal(t, want, r.Workloads[0].Hash, "stream mode")
+		assert.Equal(t, strings.Join(external, ","), r.Workloads[0].ExternalValue(), "stream mode")
 
-			nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(input)}).Read()
-			require.NoError(t, err)
-			var report inject.Report
-			_, err = inject.Filter{Options: opts, Report: &report}.Filter(nodes)
-			require.NoError(t, err)
-			assert.Equal(t, want, report.Workloads[0].Hash, "KRM filter")
-		})
-	}
+		nodes, err := (&kio.ByteReader{Reader: strings.NewReader(input)}).Read()
+		require.NoError(t, err)
+		var report inject.Report
+		_, err = inject.Filter{Options: opts, Report: &report}.Filter(nodes)
+		require.NoError(t, err)
+		assert.Equal(t, want, report.Workloads[0].Hash, "KRM filter")
+	})
 }

@@ -32,6 +32,7 @@ import (
 
 	"github.com/confighash/confighash/controller"
 	"github.com/confighash/confighash/internal/testing/cptest"
+	"github.com/confighash/confighash/internal/testing/kubetest"
 	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
@@ -394,15 +395,10 @@ func (o *outcomes) errors() []error {
 	return errs
 }
 
+// eventually polls cond every 50ms until it holds or waitTimeout passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	kubetest.EventuallyTrue(t, waitTimeout, 50*time.Millisecond, what, cond)
 }
 
 // rollsAs runs the controller in-process with the chart Deployment's

@@ -24,16 +24,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/confighash/confighash/internal/testing/kubetest"
 )
 
 func main() {
@@ -105,39 +105,16 @@ func run(args []string, in io.Reader, out io.Writer) error {
 // apply server-side applies each document, creating missing namespaces.
 func apply(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, in io.Reader, out io.Writer, manager string) error {
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cs.Discovery()))
-	dec := utilyaml.NewYAMLOrJSONDecoder(in, 4096)
-	for {
-		var doc map[string]any
-		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		if len(doc) == 0 {
-			continue
-		}
-		u := &unstructured.Unstructured{Object: doc}
-		gvk := u.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			return fmt.Errorf("%s %s: %w", gvk.Kind, u.GetName(), err)
-		}
-		var res dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			ns := u.GetNamespace()
-			if ns == "" {
-				ns = "default"
-			}
-			if err := ensureNamespace(ctx, cs, ns); err != nil {
-				return err
-			}
-			res = dyn.Resource(m.Resource).Namespace(ns)
-		}
-		if _, err := res.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: manager, Force: true}); err != nil {
-			return fmt.Errorf("applying %s %s: %w", gvk.Kind, u.GetName(), err)
-		}
-		fmt.Fprintf(out, "%s/%s applied\n", gvk.Kind, u.GetName())
-	}
+	return kubetest.Apply(ctx, dyn, mapper, in, kubetest.ApplyOptions{
+		Namespace:    "default",
+		FieldManager: manager,
+		BeforeNamespaced: func(ctx context.Context, ns string) error {
+			return ensureNamespace(ctx, cs, ns)
+		},
+		Applied: func(u *unstructured.Unstructured) {
+			fmt.Fprintf(out, "%s/%s applied\n", u.GetKind(), u.GetName())
+		},
+	})
 }
 
 func ensureNamespace(ctx context.Context, cs kubernetes.Interface, ns string) error {
@@ -156,15 +133,12 @@ func replicaSets(ctx context.Context, cs kubernetes.Interface, out io.Writer, ns
 		if err != nil {
 			return err
 		}
-		list, err := cs.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+		owned, err := kubetest.OwnedReplicaSets(ctx, cs, ns, d.UID)
 		if err != nil {
 			return err
 		}
 		var rows [][]string
-		for _, rs := range list.Items {
-			if ref := metav1.GetControllerOf(&rs); ref == nil || ref.UID != d.UID {
-				continue
-			}
+		for _, rs := range owned {
 			rows = append(rows, []string{rs.CreationTimestamp.UTC().Format(time.RFC3339), rs.Name,
 				rs.Annotations["deployment.kubernetes.io/revision"], strconv.Itoa(int(rs.Status.Replicas)),
 				short(rs.Spec.Template.Annotations["confighash.dev/hash"]), short(rs.Spec.Template.Annotations["confighash.dev/controller-hash"])})

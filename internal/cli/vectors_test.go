@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,33 +16,25 @@ import (
 // its HMAC key given as a key file holding the vector's key byte for byte
 // (white space included), in stream and KRM mode.
 func TestVectorsThroughTheBinary(t *testing.T) {
-	vs, err := vectors.Load()
-	require.NoError(t, err)
 	value := regexp.MustCompile(`confighash\.dev/hash"?: ?["']?(v1-[a-z0-9-]+:[0-9a-f]{64})`)
-	for _, v := range vs {
-		t.Run(v.File, func(t *testing.T) {
-			spec, err := json.Marshal(v.PodSpec)
-			require.NoError(t, err)
-			input := v.Manifest + "\n---\n" + `{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w"}, "spec": {"template": {"spec": ` + string(spec) + `}}}` + "\n"
-			want := v.Expected
-			if v.RenderTime != nil {
-				want = v.RenderTime.Expected
-			}
-			args := []string{"--namespace", v.Namespace, "--quiet"}
-			if v.Key != "" {
-				file := filepath.Join(t.TempDir(), "key")
-				require.NoError(t, os.WriteFile(file, []byte(v.Key), 0o600))
-				args = append(args, "--hmac-key-file", file)
-			}
-			for mode, in := range map[string]string{"stream": input, "KRM": resourceList(input, "")} {
-				code, out, errOut := run(t, in, args...)
-				require.Equal(t, 0, code, errOut)
-				m := value.FindStringSubmatch(out)
-				require.NotNil(t, m, out)
-				assert.Equal(t, want, m[1], mode)
-			}
-		})
-	}
+	vectors.Each(t, func(t *testing.T, v vectors.Vector) {
+		input, err := v.Render()
+		require.NoError(t, err)
+		want, _ := v.RenderExpected()
+		args := []string{"--namespace", v.Namespace, "--quiet"}
+		if v.Key != "" {
+			file := filepath.Join(t.TempDir(), "key")
+			require.NoError(t, os.WriteFile(file, []byte(v.Key), 0o600))
+			args = append(args, "--hmac-key-file", file)
+		}
+		for mode, in := range map[string]string{"stream": input, "KRM": resourceList(input, "")} {
+			code, out, errOut := run(t, in, args...)
+			require.Equal(t, 0, code, errOut)
+			m := value.FindStringSubmatch(out)
+			require.NotNil(t, m, out)
+			assert.Equal(t, want, m[1], mode)
+		}
+	})
 }
 
 // TestRejectedVectorsThroughTheBinary: input that breaks a rule of the

@@ -266,16 +266,7 @@ func hashChanged(t *testing.T, old, cur []byte, opts inject.Options) []string {
 func podHashes(t *testing.T, rendered []byte) map[string]string {
 	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(rendered), OmitReaderAnnotations: true}).Read()
 	require.NoError(t, err)
-	out := map[string]string{}
-	for _, n := range nodes {
-		for _, path := range [][]string{{"spec", "template"}, {"spec", "jobTemplate", "spec", "template"}} {
-			tpl, err := n.Pipe(yaml.Lookup(path...))
-			if err == nil && tpl != nil && tpl.GetAnnotations()["confighash.dev/hash"] != "" {
-				out[n.GetKind()+"/"+n.GetNamespace()+"/"+n.GetName()] = tpl.GetAnnotations()["confighash.dev/hash"]
-			}
-		}
-	}
-	return out
+	return testtools.TemplateHashes(nodes)
 }
 
 func cut(s, sep string) (string, string, bool) {

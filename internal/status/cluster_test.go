@@ -1,13 +1,10 @@
 package status_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +19,7 @@ import (
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/status"
 	"github.com/confighash/confighash/internal/testing/cptest"
+	"github.com/confighash/confighash/internal/testing/kubetest"
 	"github.com/confighash/confighash/internal/testing/testtools"
 	"github.com/confighash/confighash/postrenderer"
 )
@@ -199,13 +197,7 @@ func editConfigMap(t *testing.T, cs kubernetes.Interface, name, key, value strin
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	kubetest.EventuallyTrue(t, 2*time.Minute, 200*time.Millisecond, what, cond)
 }
 
 // binaries builds kubectl-confighash and confighash-controller from this
@@ -213,12 +205,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func binaries(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, name := range []string{"kubectl-confighash", "confighash-controller"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./cmd/"+name)
-		cmd.Dir = testtools.RepoRoot(t)
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "go build ./cmd/%s: %s", name, out)
-	}
+	require.NoError(t, kubetest.BuildCommands(testtools.RepoRoot(t), dir, "kubectl-confighash", "confighash-controller"))
 	return dir
 }
 
@@ -231,16 +218,6 @@ func runPlugin(t *testing.T, binDir string, args ...string) string {
 
 func startController(t *testing.T, binDir, kubeconfig string) {
 	t.Helper()
-	var logs bytes.Buffer
-	cmd := exec.Command(filepath.Join(binDir, "confighash-controller"), "--kubeconfig", kubeconfig, "--namespaces", ns,
+	kubetest.StartProcess(t, "controller", filepath.Join(binDir, "confighash-controller"), "--kubeconfig", kubeconfig, "--namespaces", ns,
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--coalesce-window", "200ms", "--min-roll-interval", "0s")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("controller logs:\n%s", logs.String())
-		}
-	})
 }

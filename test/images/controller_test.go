@@ -3,10 +3,7 @@ package images
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/internal/testing/cptest"
+	"github.com/confighash/confighash/internal/testing/kubetest"
 )
 
 // waitTimeout bounds every poll on a shared, busy machine.
@@ -186,7 +184,7 @@ func startController(t *testing.T, img *images, kubeconfig, ns string) *controll
 		t.Fatal(err)
 	}
 
-	c := &controllerContainer{img: img, name: fmt.Sprintf("confighash-imagetest-%04x", rand.IntN(1<<16)), metrics: freeAddr(t)}
+	c := &controllerContainer{img: img, name: fmt.Sprintf("confighash-imagetest-%04x", rand.IntN(1<<16)), metrics: kubetest.FreeAddr(t)}
 	img.must(t, "run", "-d", "--name", c.name,
 		"--network", "host",
 		"--read-only",
@@ -226,32 +224,10 @@ func (c *controllerContainer) logs(t *testing.T) string {
 	return out + stderr
 }
 
-var sampleLine = regexp.MustCompile(`^(\w+)(\{[^}]*\})? (\S+)$`)
-
 // metric scrapes the controller's /metrics and sums the samples of name
 // whose labels contain label; -1 when the endpoint does not answer.
 func (c *controllerContainer) metric(name, label string) float64 {
-	client := http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get("http://" + c.metrics + "/metrics")
-	if err != nil {
-		return -1
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return -1
-	}
-	sum := 0.0
-	for _, line := range strings.Split(string(body), "\n") {
-		m := sampleLine.FindStringSubmatch(line)
-		if m == nil || m[1] != name || !strings.Contains(m[2], label) {
-			continue
-		}
-		if v, err := strconv.ParseFloat(m[3], 64); err == nil {
-			sum += v
-		}
-	}
-	return sum
+	return kubetest.Metric(c.metrics, name, label)
 }
 
 func (c *controllerContainer) waitMetric(t *testing.T, what, name, label string, cond func(float64) bool) {
@@ -262,13 +238,7 @@ func (c *controllerContainer) waitMetric(t *testing.T, what, name, label string,
 // eventually polls cond until it holds or waitTimeout passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	kubetest.EventuallyTrue(t, waitTimeout, 100*time.Millisecond, what, cond)
 }
 
 // replicaSets waits until the Deployment's controller has observed its
@@ -286,17 +256,11 @@ func replicaSets(t *testing.T, cs kubernetes.Interface, ns, name string) int {
 		uid = d.UID
 		return d.Generation > 0 && d.Status.ObservedGeneration >= d.Generation
 	})
-	list, err := cs.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+	owned, err := kubetest.OwnedReplicaSets(ctx, cs, ns, uid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for i := range list.Items {
-		if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.UID == uid {
-			n++
-		}
-	}
-	return n
+	return len(owned)
 }
 
 // decodeApp reads the rendered ConfigMap and Deployment.
@@ -320,16 +284,4 @@ func decodeApp(t *testing.T, stream string) (*corev1.ConfigMap, *appsv1.Deployme
 		t.Fatalf("rendered Deployment: %v", err)
 	}
 	return &cm, &d
-}
-
-// freeAddr is a free loopback address for the controller's metrics (the
-// container shares the host's network).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/confighash/confighash/internal/testing/controlplane"
 	"github.com/confighash/confighash/internal/testing/cptest"
+	"github.com/confighash/confighash/internal/testing/kubetest"
 )
 
 // wantVersion is the Kubernetes version hack/build-controlplane.sh builds.
@@ -102,21 +103,7 @@ func createNamespace(t *testing.T, cs kubernetes.Interface, name string) {
 // passes; the last error is reported on timeout.
 func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	var lastErr error
-	for {
-		ok, err := cond(ctx)
-		if ok {
-			return
-		}
-		lastErr = err
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out after %s waiting for %s (last error: %v)", waitTimeout, what, lastErr)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	kubetest.Eventually(t, waitTimeout, 100*time.Millisecond, what, cond)
 }
 
 func TestVersion(t *testing.T) {
@@ -165,28 +152,13 @@ func testDeployment(name string) *appsv1.Deployment {
 	}
 }
 
-// ownedReplicaSets lists the ReplicaSets controlled by the Deployment.
-func ownedReplicaSets(ctx context.Context, cs kubernetes.Interface, d *appsv1.Deployment) ([]appsv1.ReplicaSet, error) {
-	list, err := cs.AppsV1().ReplicaSets(d.Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var owned []appsv1.ReplicaSet
-	for _, rs := range list.Items {
-		if ref := metav1.GetControllerOf(&rs); ref != nil && ref.UID == d.UID {
-			owned = append(owned, rs)
-		}
-	}
-	return owned, nil
-}
-
 // waitReplicaSets waits until the Deployment controls exactly n ReplicaSets.
 func waitReplicaSets(t *testing.T, cs kubernetes.Interface, d *appsv1.Deployment, n int) []appsv1.ReplicaSet {
 	t.Helper()
 	var got []appsv1.ReplicaSet
 	eventually(t, fmt.Sprintf("%d ReplicaSets of Deployment %s", n, d.Name), func(ctx context.Context) (bool, error) {
 		var err error
-		got, err = ownedReplicaSets(ctx, cs, d)
+		got, err = kubetest.OwnedReplicaSets(ctx, cs, d.Namespace, d.UID)
 		return len(got) == n, err
 	})
 	return got

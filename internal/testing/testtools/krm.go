@@ -39,6 +39,11 @@ func PodHashes(t testing.TB, stream string) map[string]string {
 	if err != nil {
 		t.Fatalf("parsing: %v\n%s", err, stream)
 	}
+	return TemplateHashes(nodes)
+}
+
+// TemplateHashes is PodHashes of objects already parsed.
+func TemplateHashes(nodes []*yaml.RNode) map[string]string {
 	out := map[string]string{}
 	for _, n := range nodes {
 		for _, path := range [][]string{{"spec", "template"}, {"spec", "jobTemplate", "spec", "template"}} {
