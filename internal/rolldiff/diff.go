@@ -233,23 +233,11 @@ func configChanges(old, cur *Render, ow, w inject.Workload) ([]ConfigChange, map
 	oldUses, newUses := usesByRef(ow), usesByRef(w)
 	renames := pairRenames(oldUses, newUses)
 	var out []ConfigChange
-	refs := map[string]bool{}
-	for ref := range oldUses {
-		refs[ref] = true
-	}
-	for ref := range newUses {
-		refs[ref] = true
-	}
-	sorted := make([]string, 0, len(refs))
-	for ref := range refs {
-		sorted = append(sorted, ref)
-	}
-	sort.Strings(sorted)
 	renamedFrom := map[string]bool{}
 	for _, oldRef := range renames {
 		renamedFrom[oldRef] = true
 	}
-	for _, ref := range sorted {
+	for _, ref := range unionKeys(oldUses, newUses) {
 		nu, inNew := newUses[ref]
 		ou, inOld := oldUses[ref]
 		if renamedFrom[ref] && !inNew {

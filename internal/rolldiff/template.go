@@ -50,11 +50,8 @@ func templateChanges(old, cur map[string]any, annPrefix string, renames map[stri
 		cur, _ = rename(cur, renames).(map[string]any)
 	}
 	var out []FieldChange
-	for _, k := range unionKeys(old, cur) {
+	for _, k := range changedKeys(old, cur) {
 		o, n := old[k], cur[k]
-		if reflect.DeepEqual(o, n) {
-			continue
-		}
 		switch k {
 		case "metadata":
 			out = append(out, metadataChanges(asMap(o), asMap(n))...)
@@ -69,17 +66,11 @@ func templateChanges(old, cur map[string]any, annPrefix string, renames map[stri
 
 func metadataChanges(old, cur map[string]any) []FieldChange {
 	var out []FieldChange
-	for _, k := range unionKeys(old, cur) {
+	for _, k := range changedKeys(old, cur) {
 		o, n := old[k], cur[k]
-		if reflect.DeepEqual(o, n) {
-			continue
-		}
 		if k == "labels" || k == "annotations" {
-			om, nm := asMap(o), asMap(n)
-			for _, key := range unionKeys(om, nm) {
-				if !reflect.DeepEqual(om[key], nm[key]) {
-					out = append(out, FieldChange{Path: "metadata." + k + "[" + key + "]", Field: k})
-				}
+			for _, key := range changedKeys(asMap(o), asMap(n)) {
+				out = append(out, FieldChange{Path: "metadata." + k + "[" + key + "]", Field: k})
 			}
 			continue
 		}
@@ -92,11 +83,8 @@ func metadataChanges(old, cur map[string]any) []FieldChange {
 // other fields whole.
 func specChanges(old, cur map[string]any) []FieldChange {
 	var out []FieldChange
-	for _, k := range unionKeys(old, cur) {
+	for _, k := range changedKeys(old, cur) {
 		o, n := old[k], cur[k]
-		if reflect.DeepEqual(o, n) {
-			continue
-		}
 		switch k {
 		case "containers", "initContainers", "ephemeralContainers":
 			out = append(out, namedListChanges(k, o, n, true)...)
@@ -136,11 +124,8 @@ func namedListChanges(list string, old, cur any, fields bool) []FieldChange {
 		case !fields:
 			out = append(out, FieldChange{Path: item, Field: list})
 		default:
-			oc, nc := asMap(o), asMap(n)
-			for _, f := range unionKeys(oc, nc) {
-				if !reflect.DeepEqual(oc[f], nc[f]) {
-					out = append(out, FieldChange{Path: item + "." + f, Field: f})
-				}
+			for _, f := range changedKeys(asMap(o), asMap(n)) {
+				out = append(out, FieldChange{Path: item + "." + f, Field: f})
 			}
 		}
 	}
@@ -234,6 +219,20 @@ func asMap(v any) map[string]any {
 	return m
 }
 
+// changedKeys lists the keys of old and cur whose values differ (a key in
+// one map only differs), sorted.
+func changedKeys(old, cur map[string]any) []string {
+	keys := unionKeys(old, cur)
+	out := keys[:0]
+	for _, k := range keys {
+		if !reflect.DeepEqual(old[k], cur[k]) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// unionKeys lists the keys of a and b, sorted.
 func unionKeys[V any](a, b map[string]V) []string {
 	set := make(map[string]bool, len(a)+len(b))
 	for k := range a {
