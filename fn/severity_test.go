@@ -16,6 +16,6 @@ func TestSeverity(t *testing.T) {
 		inject.SeverityInfo:    framework.Info,
 	} {
 		assert.Equal(t, want, severity(in))
-		assert.Equal(t, string(in), string(want), "the KRM result carries the finding's own word")
+		assert.Equal(t, string(want), string(in), "the KRM result carries the finding's own word")
 	}
 }

@@ -144,7 +144,7 @@ func readKyaml(b []byte) (map[string]any, error) {
 	}
 	tn, err := n.Pipe(yaml.Lookup("spec", "template"))
 	if err != nil || tn == nil {
-		return nil, fmt.Errorf("no template: %v", err)
+		return nil, fmt.Errorf("no template: %w", err)
 	}
 	for k, v := range tn.GetAnnotations() {
 		if annotationsOf(m, "spec", "template")[k] != v {

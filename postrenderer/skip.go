@@ -82,7 +82,7 @@ func plainKey(key []byte) bool {
 		return false
 	}
 	for _, b := range key {
-		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-' || b == '_' || b == '.' || b == '/') {
+		if !isKeyByte(b) {
 			return false
 		}
 	}

@@ -43,7 +43,7 @@ func chart(helm3, helm4, bin string, n int) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	chartPath, err := filepath.Abs(chartDir)
 	if err != nil {
 		return err

@@ -38,7 +38,7 @@ func (c command) run() (proc, error) {
 		if err != nil {
 			return proc{}, err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read-only: nothing to lose on close
 		cmd.Stdin = f
 	}
 	cmd.Stdout = io.Discard

@@ -25,7 +25,7 @@ func startup(bin string, n int) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	src := filepath.Join(tmp, "main.go")
 	if err := os.WriteFile(src, []byte(emptyProgram), 0o644); err != nil {
 		return err

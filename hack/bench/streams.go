@@ -89,7 +89,7 @@ func realWorld(corpus, bin string, n, rounds int) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	streams, err := loadCorpus(corpus, tmp)
 	if err != nil {
 		return fmt.Errorf("reading the corpus %s: %w", corpus, err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/confighash/confighash/internal/annotations"
 )
@@ -32,7 +33,7 @@ func TestCheckPrefix(t *testing.T) {
 	for _, tt := range tests {
 		err := annotations.CheckPrefix(tt.prefix)
 		if tt.ok {
-			assert.NoError(t, err, tt.prefix)
+			require.NoError(t, err, tt.prefix)
 			continue
 		}
 		assert.ErrorContains(t, err, "is not a DNS subdomain", tt.prefix)

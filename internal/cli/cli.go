@@ -168,7 +168,7 @@ func normaliseResourceList(input []byte) ([]byte, error) {
 	}
 	root := doc.Content[0]
 	changed := false
-	if items := inject.Child(root, "items"); items != nil && !(items.Kind == yaml.ScalarNode && items.Tag == yaml.NodeTagNull) {
+	if items := inject.Child(root, "items"); items != nil && (items.Kind != yaml.ScalarNode || items.Tag != yaml.NodeTagNull) {
 		if items.Kind != yaml.SequenceNode {
 			return nil, fmt.Errorf("the ResourceList's items is not a list (found %s)", yamlnorm.Describe(items))
 		}

@@ -339,7 +339,7 @@ func (c collector) deploymentRollout(ctx context.Context, d *appsv1.Deployment) 
 		Replicas: replicas(d.Spec.Replicas), Updated: d.Status.UpdatedReplicas, Available: d.Status.AvailableReplicas}
 	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil {
-		return r, fmt.Errorf("Deployment %s: selector: %w", hashing.ObjectName(d.Namespace, d.Name), err)
+		return r, fmt.Errorf("selector of Deployment %s: %w", hashing.ObjectName(d.Namespace, d.Name), err)
 	}
 	sets, err := c.cs.AppsV1().ReplicaSets(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {

@@ -57,7 +57,7 @@ func Normalise(n *yaml.Node) (*Result, error) {
 	if err != nil || !special {
 		return nil, err
 	}
-	if _, err := expandedSize(n, map[*yaml.Node]int{}); err != nil {
+	if err := CheckAliases(n); err != nil {
 		return nil, err
 	}
 	r := &Result{moved: map[*yaml.Node]bool{}}
@@ -175,6 +175,14 @@ func keyName(k *yaml.Node) string {
 		k = k.Alias
 	}
 	return k.Value
+}
+
+// CheckAliases refuses a tree whose aliases would expand it beyond MaxNodes
+// nodes (an alias bomb), that holds an alias to an unknown anchor, or an
+// alias inside its own anchor.
+func CheckAliases(n *yaml.Node) error {
+	_, err := expandedSize(n, map[*yaml.Node]int{})
+	return err
 }
 
 // inProgress marks a node being sized, to catch an alias inside its own
@@ -306,7 +314,7 @@ func (x *expander) merge(n *yaml.Node) error {
 				maps = append(maps, v.Content[j])
 			}
 		}
-		if len(maps) == 0 && !(v.Kind == yaml.SequenceNode) {
+		if len(maps) == 0 && v.Kind != yaml.SequenceNode {
 			return fmt.Errorf("line %d: a merge key (<<) takes a map or a list of maps", k.Line)
 		}
 		for _, m := range maps {
