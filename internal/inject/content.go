@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/yamlnorm"
 )
 
 // ReadContent reads the content of a ConfigMap's or Secret's document:
@@ -48,22 +49,12 @@ func isStringScalar(v *yaml.Node) bool {
 	return v.Tag == "" || v.Tag == yaml.NodeTagString || v.Tag == "!!binary"
 }
 
+// describe names what a content value is instead of a string, with a hint
+// where quoting it makes it one.
 func describe(v *yaml.Node) string {
-	switch v.Kind {
-	case yaml.MappingNode:
-		return "a map"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.AliasNode:
-		return "an alias"
+	d := yamlnorm.Describe(v)
+	if v.Kind == yaml.ScalarNode && (v.Tag == yaml.NodeTagInt || v.Tag == yaml.NodeTagFloat || v.Tag == yaml.NodeTagBool) {
+		d += " (quote it)"
 	}
-	switch v.Tag {
-	case yaml.NodeTagNull:
-		return "null"
-	case yaml.NodeTagInt, yaml.NodeTagFloat:
-		return "a number (quote it)"
-	case yaml.NodeTagBool:
-		return "a boolean (quote it)"
-	}
-	return "a " + v.Tag
+	return d
 }

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/yamlnorm"
 )
 
 // Object identifies one document of the stream, for reports and errors.
@@ -117,18 +118,14 @@ func checkMetadata(node *yaml.RNode) error {
 }
 
 // checkAliases refuses a document whose aliases would expand it beyond
-// maxNodes nodes (an alias bomb) or that refers to itself. Documents
-// without aliases cost one walk.
+// yamlnorm.MaxNodes nodes (an alias bomb) or that refers to itself.
+// Documents without aliases cost one walk.
 func checkAliases(n *yaml.Node) error {
 	if !hasAlias(n) {
 		return nil
 	}
-	size, err := expandedSize(n, map[*yaml.Node]int{})
-	if err != nil {
-		return err
-	}
-	if size > maxNodes {
-		return fmt.Errorf("yaml: document contains excessive aliasing (expands to more than %d nodes)", maxNodes)
+	if err := yamlnorm.CheckAliases(n); err != nil {
+		return fmt.Errorf("yaml: %w", err)
 	}
 	return nil
 }
@@ -143,34 +140,4 @@ func hasAlias(n *yaml.Node) bool {
 		}
 	}
 	return false
-}
-
-// inProgress marks a node being sized, to catch an alias inside its own
-// anchor.
-const inProgress = -1
-
-func expandedSize(n *yaml.Node, memo map[*yaml.Node]int) (int, error) {
-	if n.Kind == yaml.AliasNode {
-		if n.Alias == nil {
-			return 0, fmt.Errorf("yaml: unknown anchor %q", n.Value)
-		}
-		n = n.Alias
-	}
-	switch size, seen := memo[n]; {
-	case seen && size == inProgress:
-		return 0, fmt.Errorf("yaml: anchor %q contains an alias to itself", n.Anchor)
-	case seen:
-		return size, nil
-	}
-	memo[n] = inProgress
-	size := 1
-	for _, c := range n.Content {
-		s, err := expandedSize(c, memo)
-		if err != nil {
-			return 0, err
-		}
-		size = min(size+s, maxNodes+1)
-	}
-	memo[n] = size
-	return size, nil
 }

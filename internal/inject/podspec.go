@@ -28,7 +28,3 @@ func resolve(n *yaml.Node) *yaml.Node {
 	}
 	return n
 }
-
-// maxNodes bounds how many nodes one document may expand to through
-// aliases, so that an alias bomb is refused instead of filling memory.
-const maxNodes = 1_000_000

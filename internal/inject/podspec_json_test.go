@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/internal/yamlnorm"
 )
 
 // podSpecViaJSON is the reference readPodSpec is held to: the referencing
@@ -23,7 +25,7 @@ func podSpecViaJSON(template *yaml.RNode) (*corev1.PodSpec, error) {
 	if n.Kind != yaml.MappingNode {
 		return nil, errors.New("expected an object")
 	}
-	w := jsonWriter{budget: maxNodes}
+	w := jsonWriter{budget: yamlnorm.MaxNodes}
 	w.b = append(w.b, '{')
 	first := true
 	for i := 0; i+1 < len(n.Content); i += 2 {

@@ -345,6 +345,8 @@ func Describe(n *yaml.Node) string {
 		return "a map"
 	case yaml.SequenceNode:
 		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
 	case yaml.ScalarNode:
 		switch n.Tag {
 		case yaml.NodeTagInt, yaml.NodeTagFloat:
