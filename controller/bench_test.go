@@ -22,6 +22,7 @@ import (
 
 	"github.com/confighash/confighash/controller"
 	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/controllercmd"
 )
 
 // BenchmarkCacheMemory caches N ConfigMaps and N Secrets of one payload size
@@ -165,9 +166,9 @@ func BenchmarkRolloutLatency(b *testing.B) {
 	cfg := rest.CopyConfig(e.cfg)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return counter.wrap(rt) }
 	opts := e.testOptions()
-	opts.RESTConfig, opts.CoalesceWindow, opts.LogLevel = cfg, window, "info"
+	opts.RESTConfig, opts.CoalesceWindow = cfg, window
 	opts.RolloutsPerSecond, opts.RolloutBurst = 1000, 1000
-	r := e.start(opts)
+	r := e.startLogging(opts, controllercmd.LogLevelInfo)
 	start := time.Now()
 	eventually(b, "every workload in sync", func(context.Context) (bool, error) {
 		return r.metric("confighash_reconciles_total", map[string]string{"result": "in_sync"}) >= float64(workloads), nil

@@ -27,6 +27,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/confighash/confighash/controller"
+	"github.com/confighash/confighash/internal/controllercmd"
 	"github.com/confighash/confighash/internal/testing/controlplane"
 	"github.com/confighash/confighash/internal/testing/cptest"
 	"github.com/confighash/confighash/internal/testing/kubetest"
@@ -43,7 +44,7 @@ const testWindow = 1500 * time.Millisecond
 func TestMain(m *testing.M) {
 	// Controllers under test log to their own buffers; this catches the
 	// rest (caches built directly by tests).
-	ctrllog.SetLogger(controller.NewLogger(os.Stderr, "text", "info"))
+	ctrllog.SetLogger(controllercmd.NewLogger(os.Stderr, "text", "info"))
 	code := m.Run()
 	if err := cptest.StopShared(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -185,13 +186,18 @@ func (e *env) testOptions() controller.Options {
 	o.MinRollInterval = 0
 	o.RolloutsPerSecond, o.RolloutBurst = 100, 100
 	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
-	o.LogLevel = "debug"
 	return o
 }
 
-// start runs a controller in-process until stop or the end of the test;
-// its logs are printed when the test fails.
+// start runs a controller in-process until stop or the end of the test,
+// logging at level debug; its logs are printed when the test fails.
 func (e *env) start(opts controller.Options) *running {
+	e.t.Helper()
+	return e.startLogging(opts, controllercmd.LogLevelDebug)
+}
+
+// startLogging is start with the log level given.
+func (e *env) startLogging(opts controller.Options, level string) *running {
 	e.t.Helper()
 	r := &running{reg: prometheus.NewRegistry(), obs: &observer{}, logs: &kubetest.LockedBuffer{}, done: make(chan error, 1)}
 	if opts.RESTConfig == nil {
@@ -199,7 +205,7 @@ func (e *env) start(opts controller.Options) *running {
 	}
 	opts.Registry = r.reg
 	opts.Observer = r.obs.add
-	opts.Logger = controller.NewLogger(r.logs, "text", opts.LogLevel)
+	opts.Logger = controllercmd.NewLogger(r.logs, controllercmd.LogFormatText, level)
 	mgr, _, err := controller.NewManager(opts)
 	if err != nil {
 		e.t.Fatalf("new manager: %v", err)

@@ -2,12 +2,8 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
-	"os"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -16,14 +12,12 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -33,6 +27,10 @@ import (
 )
 
 // Run builds the manager and runs it until ctx is done.
+//
+// Like the rest of the package it reads no flag, environment variable or
+// in-pod file and sets no process-wide logger: confighash-controller
+// (internal/controllercmd) does, and hands in plain options with a Logger.
 func Run(ctx context.Context, opts Options) error {
 	mgr, _, err := NewManager(opts)
 	if err != nil {
@@ -41,42 +39,25 @@ func Run(ctx context.Context, opts Options) error {
 	return mgr.Start(ctx)
 }
 
-// inClusterNamespaceFile holds the pod's namespace, where the Lease goes by
-// default.
-const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
 // NewManager builds a controller-runtime manager with the confighash
-// controller set up, from completed or raw options.
+// controller set up, from completed or raw options. It logs to
+// opts.Logger (unset: controller-runtime's logger). With LeaderElect and no
+// LeaderElectionNamespace the Lease goes to the pod's namespace, which
+// controller-runtime finds only in a pod.
 func NewManager(opts Options) (manager.Manager, *Reconciler, error) {
 	opts, err := opts.Complete()
 	if err != nil {
 		return nil, nil, err
 	}
-	if opts.LeaderElect && opts.LeaderElectionNamespace == "" {
-		// The Lease defaults to the pod's namespace; outside a pod there is none.
-		if _, err := os.Stat(inClusterNamespaceFile); err != nil {
-			return nil, nil, errors.New("--leader-elect outside a cluster needs --leader-election-namespace (no pod namespace to put the Lease in)")
-		}
-	}
-	log := opts.Logger
-	if log.GetSink() == nil {
-		// A process of its own: every library logs through the same logger.
-		log = NewLogger(os.Stderr, opts.LogFormat, opts.LogLevel)
-		ctrllog.SetLogger(log)
-		klog.SetLogger(log.WithName("client-go"))
-	}
 	cfg, err := RESTConfig(opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	// Time spent waiting on a client-side limiter shows in
-	// rest_client_rate_limiter_duration_seconds (nothing without one).
-	crmetrics.RegisterRESTClientMetrics(crmetrics.MetricRateLimiterLatency)
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, nil, err
 	}
-	mgr, err := manager.New(cfg, managerOptions(opts, scheme, log))
+	mgr, err := manager.New(cfg, managerOptions(opts, scheme))
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the manager: %w", err)
 	}
@@ -144,11 +125,11 @@ func CacheOptions(opts Options) cache.Options {
 	return co
 }
 
-func managerOptions(opts Options, scheme *runtime.Scheme, log logr.Logger) manager.Options {
+func managerOptions(opts Options, scheme *runtime.Scheme) manager.Options {
 	co := CacheOptions(opts)
 	return manager.Options{
 		Scheme:                        scheme,
-		Logger:                        log,
+		Logger:                        opts.Logger,
 		Cache:                         co,
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
@@ -231,25 +212,4 @@ func rolloutKind(mgr manager.Manager, opts Options) (*workloadKind, error) {
 		return nil, nil
 	}
 	return nil, fmt.Errorf("argo rollouts (%s): %w", RolloutGVK, err)
-}
-
-// NewLogger returns a structured logger writing JSON or text lines to w;
-// level debug shows V(1) messages.
-func NewLogger(w io.Writer, format, level string) logr.Logger {
-	lvl := slog.LevelInfo
-	if level == "debug" {
-		lvl = slog.Level(-1)
-	}
-	hopts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-		// logr's V(1) is slog level -1: call it DEBUG, not DEBUG+3.
-		if l, ok := a.Value.Any().(slog.Level); ok && len(groups) == 0 && a.Key == slog.LevelKey && l < slog.LevelInfo {
-			a.Value = slog.StringValue("DEBUG")
-		}
-		return a
-	}}
-	var h slog.Handler = slog.NewJSONHandler(w, hopts)
-	if format == "text" {
-		h = slog.NewTextHandler(w, hopts)
-	}
-	return logr.FromSlogHandler(h)
 }

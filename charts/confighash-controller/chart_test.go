@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/controller"
+	"github.com/confighash/confighash/internal/controllercmd"
 	"github.com/confighash/confighash/internal/testing/cptest"
 	"github.com/confighash/confighash/internal/testing/kubetest"
 	"github.com/confighash/confighash/internal/testing/testtools"
@@ -183,7 +184,7 @@ func TestChartTemplate(t *testing.T) {
 			}
 			assert.Subset(t, c.Args, []string{"--coalesce-window=2s", "--min-roll-interval=30s",
 				"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"})
-			opts, err := controller.ParseFlags(c.Args, io.Discard)
+			opts, err := controllercmd.ParseFlags(c.Args, io.Discard, os.Getenv)
 			require.NoError(t, err, "the rendered args are the controller's flags")
 			assert.Equal(t, 30*time.Second, opts.MinRollInterval)
 			assert.Equal(t, "ch-confighash-controller", d.Spec.Template.Spec.ServiceAccountName)
@@ -217,7 +218,7 @@ func TestChartTemplate(t *testing.T) {
 			args := d.Spec.Template.Spec.Containers[0].Args
 			assert.Subset(t, args, []string{"--leader-elect", "--leader-election-id=ch-confighash-controller",
 				"--leader-election-namespace=ops", "--namespaces=a,b"})
-			opts, err := controller.ParseFlags(args, io.Discard)
+			opts, err := controllercmd.ParseFlags(args, io.Discard, os.Getenv)
 			require.NoError(t, err)
 			assert.Equal(t, []string{"a", "b"}, opts.Namespaces)
 			assert.True(t, opts.LeaderElect)
@@ -233,7 +234,7 @@ func TestChartTemplate(t *testing.T) {
 				"--set", "kubeAPIQPS=50", "--set", "kubeAPIBurst=100"))
 			args := typed[appsv1.Deployment](t, objs["Deployment/ops/ch-confighash-controller"]).Spec.Template.Spec.Containers[0].Args
 			assert.Subset(t, args, []string{"--kube-api-qps=50", "--kube-api-burst=100"})
-			opts, err := controller.ParseFlags(args, io.Discard)
+			opts, err := controllercmd.ParseFlags(args, io.Discard, os.Getenv)
 			require.NoError(t, err)
 			assert.InDelta(t, 50.0, opts.KubeAPIQPS, 0)
 			assert.Equal(t, 100, opts.KubeAPIBurst)
@@ -407,14 +408,14 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func rollsAs(t *testing.T, cs kubernetes.Interface, cfg *rest.Config, chartDeploy *appsv1.Deployment, appNS string) {
 	t.Helper()
 	ctx := t.Context()
-	opts, err := controller.ParseFlags(chartDeploy.Spec.Template.Spec.Containers[0].Args, io.Discard)
+	opts, err := controllercmd.ParseFlags(chartDeploy.Spec.Template.Spec.Containers[0].Args, io.Discard, os.Getenv)
 	require.NoError(t, err, "the installed Deployment's args")
 	opts.RESTConfig = cfg
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0" // no ports in a test
 	opts.CoalesceWindow = 500 * time.Millisecond
 	var logs bytes.Buffer
 	var logMu sync.Mutex
-	opts.Logger = controller.NewLogger(writerFunc(func(p []byte) (int, error) {
+	opts.Logger = controllercmd.NewLogger(writerFunc(func(p []byte) (int, error) {
 		logMu.Lock()
 		defer logMu.Unlock()
 		return logs.Write(p)
@@ -422,7 +423,7 @@ func rollsAs(t *testing.T, cs kubernetes.Interface, cfg *rest.Config, chartDeplo
 	opts.Registry = prometheus.NewRegistry()
 	obs := &outcomes{}
 	opts.Observer = obs.add
-	mgr, _, err := controller.NewManager(opts)
+	mgr, _, err := controller.NewManager(opts.Options)
 	require.NoError(t, err)
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -1,28 +1,15 @@
 // Command confighash-controller rolls workloads when a ConfigMap or Secret
-// they consume is edited out of band. See docs/controller.md.
+// they consume is edited out of band. See docs/controller.md; the wiring
+// (flags, environment, loggers) is in internal/controllercmd, the
+// controller in package controller.
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
 	"os"
 
-	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
-
-	"github.com/confighash/confighash/controller"
+	"github.com/confighash/confighash/internal/controllercmd"
 )
 
 func main() {
-	opts, err := controller.ParseFlags(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err == nil {
-		err = controller.Run(signals.SetupSignalHandler(), opts)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "confighash-controller:", err)
-		os.Exit(1)
-	}
+	os.Exit(controllercmd.Main(os.Args[1:], os.Stderr))
 }

@@ -1,0 +1,92 @@
+// Package controllercmd is the command confighash-controller: it reads the
+// command line and the environment, sets the process-wide loggers and
+// hands the controller package (a library) plain options. main only calls
+// Main.
+package controllercmd
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/confighash/confighash/controller"
+)
+
+// podNamespaceFile holds the pod's namespace, where the Lease goes by
+// default.
+const podNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// Main runs confighash-controller with args (the command line without the
+// program name), usage, logs and errors going to stderr, until SIGTERM or
+// SIGINT. It returns the exit code: 0 after -h or a clean stop, 1 on an
+// error.
+func Main(args []string, stderr io.Writer) int {
+	return process{
+		stderr:           stderr,
+		getenv:           os.Getenv,
+		podNamespaceFile: podNamespaceFile,
+		context:          signals.SetupSignalHandler,
+	}.main(args)
+}
+
+// process is what Main takes from the process: its error stream, its
+// environment, the file holding its pod's namespace and the context that
+// ends on a signal.
+type process struct {
+	stderr           io.Writer
+	getenv           func(string) string
+	podNamespaceFile string
+	context          func() context.Context
+}
+
+func (p process) main(args []string) int {
+	err := p.run(args)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	default:
+		fmt.Fprintln(p.stderr, "confighash-controller:", err)
+		return 1
+	}
+}
+
+func (p process) run(args []string) error {
+	c, err := ParseFlags(args, p.stderr, p.getenv)
+	if err != nil {
+		return err
+	}
+	if err := checkLeaseNamespace(c.Options, p.podNamespaceFile); err != nil {
+		return err
+	}
+	// Every library logs through the same logger: controller-runtime's
+	// and client-go's (klog) global ones, and the controller's own.
+	log := NewLogger(p.stderr, c.LogFormat, c.LogLevel)
+	ctrllog.SetLogger(log)
+	klog.SetLogger(log.WithName("client-go"))
+	c.Logger = log
+	// Time spent waiting on a client-side limiter shows in
+	// rest_client_rate_limiter_duration_seconds (nothing without one).
+	crmetrics.RegisterRESTClientMetrics(crmetrics.MetricRateLimiterLatency)
+	return controller.Run(p.context(), c.Options)
+}
+
+// checkLeaseNamespace fails at once when leader election has no namespace
+// for its Lease: none given, and outside a pod (no podNamespaceFile) none to
+// default to. The check comes before anything connects or logs.
+func checkLeaseNamespace(o controller.Options, podNamespaceFile string) error {
+	if !o.LeaderElect || o.LeaderElectionNamespace != "" {
+		return nil
+	}
+	if _, err := os.Stat(podNamespaceFile); err != nil {
+		return errors.New("--leader-elect outside a cluster needs --leader-election-namespace (no pod namespace to put the Lease in)")
+	}
+	return nil
+}
