@@ -2,10 +2,17 @@ package controller
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/confighash/confighash/hashing"
@@ -54,11 +61,48 @@ func TransformSecret(obj any) (any, error) {
 	return out, nil
 }
 
-// TransformWorkload is the cache transform for workloads: it drops
-// managedFields and kubectl's last-applied copy, which the controller never
-// reads.
+// TransformWorkload is the cache transform for workloads. The controller
+// reads a workload for its identity (name, namespace, UID), its versions
+// (resourceVersion, generation), its annotations and its pod template's, and
+// the pod template's references to ConfigMaps and Secrets; it writes a merge
+// patch of annotations built from those, never the object. So the cached
+// form keeps exactly that: the typed kinds (Deployment, StatefulSet,
+// DaemonSet, CronJob, and ReplicaSet and Job, which nothing here manages
+// but a cache may hold) keep their TypeMeta, that metadata and a pod
+// template reduced by ReducePodTemplate; status, labels, managedFields,
+// kubectl's last-applied copy and every other spec field are dropped. An
+// unstructured workload (Argo Rollouts) loses status, managedFields and the
+// last-applied copy, and its spec.template is reduced the same way. The
+// transform is idempotent, as client-go requires.
 func TransformWorkload(obj any) (any, error) {
-	if o, ok := obj.(metav1.Object); ok {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		out := &appsv1.Deployment{TypeMeta: o.TypeMeta, ObjectMeta: leanMeta(&o.ObjectMeta)}
+		out.Spec.Template = ReducePodTemplate(&o.Spec.Template)
+		return out, nil
+	case *appsv1.StatefulSet:
+		out := &appsv1.StatefulSet{TypeMeta: o.TypeMeta, ObjectMeta: leanMeta(&o.ObjectMeta)}
+		out.Spec.Template = ReducePodTemplate(&o.Spec.Template)
+		return out, nil
+	case *appsv1.DaemonSet:
+		out := &appsv1.DaemonSet{TypeMeta: o.TypeMeta, ObjectMeta: leanMeta(&o.ObjectMeta)}
+		out.Spec.Template = ReducePodTemplate(&o.Spec.Template)
+		return out, nil
+	case *appsv1.ReplicaSet:
+		out := &appsv1.ReplicaSet{TypeMeta: o.TypeMeta, ObjectMeta: leanMeta(&o.ObjectMeta)}
+		out.Spec.Template = ReducePodTemplate(&o.Spec.Template)
+		return out, nil
+	case *batchv1.Job:
+		out := &batchv1.Job{TypeMeta: o.TypeMeta, ObjectMeta: leanMeta(&o.ObjectMeta)}
+		out.Spec.Template = ReducePodTemplate(&o.Spec.Template)
+		return out, nil
+	case *batchv1.CronJob:
+		out := &batchv1.CronJob{TypeMeta: o.TypeMeta, ObjectMeta: leanMeta(&o.ObjectMeta)}
+		out.Spec.JobTemplate.Spec.Template = ReducePodTemplate(&o.Spec.JobTemplate.Spec.Template)
+		return out, nil
+	case *unstructured.Unstructured:
+		return reduceUnstructured(o)
+	case metav1.Object:
 		o.SetManagedFields(nil)
 		if a := o.GetAnnotations(); a[lastApplied] != "" {
 			delete(a, lastApplied)
@@ -66,6 +110,168 @@ func TransformWorkload(obj any) (any, error) {
 		}
 	}
 	return obj, nil
+}
+
+// leanMeta keeps what the controller reads of a workload's metadata: its
+// identity, versions and annotations (without kubectl's last-applied copy).
+func leanMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
+	ann := m.Annotations
+	if _, ok := ann[lastApplied]; ok {
+		ann = maps.Clone(ann)
+		delete(ann, lastApplied)
+	}
+	return metav1.ObjectMeta{
+		Name:              m.Name,
+		Namespace:         m.Namespace,
+		UID:               m.UID,
+		ResourceVersion:   m.ResourceVersion,
+		Generation:        m.Generation,
+		CreationTimestamp: m.CreationTimestamp,
+		DeletionTimestamp: m.DeletionTimestamp,
+		Annotations:       ann,
+	}
+}
+
+// ReducePodTemplate is a pod template reduced to what reference discovery
+// (hashing.Discover) and the controller read: the template's annotations;
+// per container (init, regular, ephemeral) its name, its envFrom sources of
+// ConfigMaps and Secrets and its env entries that take a value from one
+// (name and reference only); the volumes that are a ConfigMap, a Secret or
+// a projection of them (other projected sources dropped); and
+// imagePullSecrets. Optional flags and items are kept as they are. Images,
+// commands, probes, resources, ports, mounts, affinity, tolerations, labels
+// and every other field are not.
+func ReducePodTemplate(t *corev1.PodTemplateSpec) corev1.PodTemplateSpec {
+	out := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: t.Annotations}}
+	s, r := &t.Spec, &out.Spec
+	r.InitContainers = reduceContainers(s.InitContainers)
+	r.Containers = reduceContainers(s.Containers)
+	for i := range s.EphemeralContainers {
+		c := reduceContainer(&s.EphemeralContainers[i].EphemeralContainerCommon)
+		r.EphemeralContainers = append(r.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom}})
+	}
+	for i := range s.Volumes {
+		if v, ok := reduceVolume(&s.Volumes[i]); ok {
+			r.Volumes = append(r.Volumes, v)
+		}
+	}
+	if len(s.ImagePullSecrets) > 0 {
+		r.ImagePullSecrets = slices.Clone(s.ImagePullSecrets)
+	}
+	return out
+}
+
+func reduceContainers(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i := range cs {
+		c := reduceContainer(&corev1.EphemeralContainerCommon{Name: cs[i].Name, Env: cs[i].Env, EnvFrom: cs[i].EnvFrom})
+		out[i] = corev1.Container{Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom}
+	}
+	return out
+}
+
+// reducedContainer is the part of a container reference discovery reads.
+type reducedContainer struct {
+	Name    string
+	Env     []corev1.EnvVar
+	EnvFrom []corev1.EnvFromSource
+}
+
+func reduceContainer(c *corev1.EphemeralContainerCommon) reducedContainer {
+	out := reducedContainer{Name: c.Name}
+	for _, f := range c.EnvFrom {
+		if f.ConfigMapRef != nil || f.SecretRef != nil {
+			out.EnvFrom = append(out.EnvFrom, corev1.EnvFromSource{ConfigMapRef: f.ConfigMapRef, SecretRef: f.SecretRef})
+		}
+	}
+	for _, e := range c.Env {
+		if from := e.ValueFrom; from != nil && (from.ConfigMapKeyRef != nil || from.SecretKeyRef != nil) {
+			out.Env = append(out.Env, corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{
+				ConfigMapKeyRef: from.ConfigMapKeyRef, SecretKeyRef: from.SecretKeyRef}})
+		}
+	}
+	return out
+}
+
+// reduceVolume keeps a volume that is a ConfigMap, a Secret or a
+// projection with one of them, with only those sources.
+func reduceVolume(v *corev1.Volume) (corev1.Volume, bool) {
+	out := corev1.Volume{Name: v.Name}
+	src := &v.VolumeSource
+	out.ConfigMap, out.Secret = src.ConfigMap, src.Secret
+	if p := src.Projected; p != nil {
+		var sources []corev1.VolumeProjection
+		for _, s := range p.Sources {
+			if s.ConfigMap != nil || s.Secret != nil {
+				sources = append(sources, corev1.VolumeProjection{ConfigMap: s.ConfigMap, Secret: s.Secret})
+			}
+		}
+		if len(sources) > 0 {
+			out.Projected = &corev1.ProjectedVolumeSource{Sources: sources}
+		}
+	}
+	return out, out.ConfigMap != nil || out.Secret != nil || out.Projected != nil
+}
+
+// reduceUnstructured is TransformWorkload for a custom resource. An Argo
+// Rollout, the one the controller manages, keeps its identity, versions,
+// annotations and its spec.template reduced by ReducePodTemplate; any other
+// loses managedFields and the last-applied copy only.
+func reduceUnstructured(u *unstructured.Unstructured) (any, error) {
+	if u.GroupVersionKind().GroupKind() != RolloutGVK.GroupKind() {
+		u.SetManagedFields(nil)
+		if a := u.GetAnnotations(); a[lastApplied] != "" {
+			delete(a, lastApplied)
+			u.SetAnnotations(a)
+		}
+		return u, nil
+	}
+	out := &unstructured.Unstructured{Object: map[string]any{}}
+	out.SetAPIVersion(u.GetAPIVersion())
+	out.SetKind(u.GetKind())
+	meta, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ptr.To(leanMeta(&metav1.ObjectMeta{
+		Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion(),
+		Generation: u.GetGeneration(), CreationTimestamp: u.GetCreationTimestamp(), DeletionTimestamp: u.GetDeletionTimestamp(),
+		Annotations: u.GetAnnotations(),
+	})))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: reducing the metadata: %w", u.GetKind(), client.ObjectKeyFromObject(u), err)
+	}
+	out.Object["metadata"] = meta
+	m, found, err := unstructured.NestedMap(u.Object, "spec", "template")
+	if err != nil || !found {
+		return out, nil //nolint:nilerr // no pod template (a workloadRef): nothing the controller reads
+	}
+	var t corev1.PodTemplateSpec
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &t); err != nil {
+		return u, nil //nolint:nilerr // left whole: the reconciler reports the bad template when it reads it
+	}
+	reduced := ReducePodTemplate(&t)
+	rm, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&reduced)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: reducing spec.template: %w", u.GetKind(), client.ObjectKeyFromObject(u), err)
+	}
+	if spec, ok := rm["spec"].(map[string]any); ok {
+		for _, list := range []string{"initContainers", "containers", "ephemeralContainers"} {
+			cs, _ := spec[list].([]any)
+			for _, c := range cs {
+				if c, ok := c.(map[string]any); ok {
+					if r, ok := c["resources"].(map[string]any); ok && len(r) == 0 {
+						delete(c, "resources") // the converter writes the empty struct
+					}
+				}
+			}
+		}
+	}
+	if meta, ok := rm["metadata"].(map[string]any); ok && meta["creationTimestamp"] == nil {
+		delete(meta, "creationTimestamp")
+	}
+	out.Object["spec"] = map[string]any{"template": rm}
+	return out, nil
 }
 
 func isDigested(m *metav1.ObjectMeta) bool { return m.SelfLink == digestMarker } //nolint:staticcheck // the API server never fills selfLink; the cache reuses it

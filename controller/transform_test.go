@@ -3,13 +3,20 @@ package controller_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/confighash/confighash/controller"
@@ -125,4 +132,187 @@ func TestContentOfRejectsNonDigest(t *testing.T) {
 	}
 	_, err := controller.ContentOf(cm)
 	assert.ErrorContains(t, err, "not a digest")
+}
+
+// templateOf is the pod template of a typed or unstructured workload.
+func templateOf(t testing.TB, obj client.Object) *corev1.PodTemplateSpec {
+	t.Helper()
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return &o.Spec.Template
+	case *appsv1.StatefulSet:
+		return &o.Spec.Template
+	case *appsv1.DaemonSet:
+		return &o.Spec.Template
+	case *batchv1.CronJob:
+		return &o.Spec.JobTemplate.Spec.Template
+	case *unstructured.Unstructured:
+		m, found, err := unstructured.NestedMap(o.Object, "spec", "template")
+		require.NoError(t, err)
+		require.True(t, found)
+		var tmpl corev1.PodTemplateSpec
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(m, &tmpl))
+		return &tmpl
+	}
+	t.Fatalf("%T is not a workload", obj)
+	return nil
+}
+
+// managedFieldsPadding is a managedFields entry's field set of a few KB.
+var managedFieldsPadding = func() []byte {
+	var b strings.Builder
+	b.WriteString(`{"f:spec":{`)
+	for i := range 200 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"f:field%d":{}`, i)
+	}
+	b.WriteString("}}")
+	return []byte(b.String())
+}()
+
+// fullWorkloads wraps spec, with server-side metadata, status and
+// managedFields, in every kind the controller manages.
+func fullWorkloads(t testing.TB, spec corev1.PodSpec, meta, tmplAnn map[string]string) []client.Object {
+	t.Helper()
+	var out []client.Object
+	for _, kind := range []string{"Deployment", "StatefulSet", "DaemonSet"} {
+		out = append(out, realisticWorkload(kind, "app", 3, spec, meta, tmplAnn))
+	}
+	d := out[0].(*appsv1.Deployment)
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 4, Replicas: 3, Conditions: []appsv1.DeploymentCondition{
+		{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", Message: "Deployment has minimum availability."}}}
+	cj := &batchv1.CronJob{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "CronJob"}, ObjectMeta: *d.ObjectMeta.DeepCopy()}
+	cj.Spec.Schedule = "*/5 * * * *"
+	cj.Spec.JobTemplate.Spec.Template = *d.Spec.Template.DeepCopy()
+	out = append(out, cj)
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(d)
+	require.NoError(t, err)
+	rollout := &unstructured.Unstructured{Object: raw}
+	rollout.SetGroupVersionKind(controller.RolloutGVK)
+	require.NoError(t, unstructured.SetNestedField(rollout.Object, map[string]any{"canary": map[string]any{"steps": []any{map[string]any{"setWeight": int64(20)}}}}, "spec", "strategy"))
+	out = append(out, rollout)
+	for _, o := range out {
+		o.SetNamespace("shop")
+		o.SetUID("8d6f-uid")
+		o.SetResourceVersion("4711")
+		o.SetGeneration(4)
+		a := o.GetAnnotations()
+		a["kubectl.kubernetes.io/last-applied-configuration"] = strings.Repeat("{}", 2000)
+		o.SetAnnotations(a)
+		o.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "helm", Operation: metav1.ManagedFieldsOperationApply,
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: managedFieldsPadding}}})
+	}
+	return out
+}
+
+// TestTransformWorkloadKeepsWhatDecisionsRead: every kind, with the pod
+// spec of every hash vector and a realistic chart's, reads the same once
+// cached: identity, versions, annotations, what Inspect sees under each
+// opt-in (references, keys, optional flags, external list, recorded
+// hashes) and the index values; the transform is idempotent.
+func TestTransformWorkloadKeepsWhatDecisionsRead(t *testing.T) {
+	vs, err := vectors.Load()
+	require.NoError(t, err)
+	specs := map[string]corev1.PodSpec{"realistic": realisticPodSpec(3, realisticRefs{
+		Env: "app-3", Files: "files-3", Creds: "creds-3", Registry: "registry", Cluster: "cluster"})}
+	for _, v := range vs {
+		specs[v.File] = v.PodSpec
+	}
+	ephemeral := realisticPodSpec(4, realisticRefs{Env: "e", Files: "f", Creds: "c", Registry: "r", Cluster: "k"})
+	ephemeral.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debug", Image: "busybox", Env: []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "debug-creds"}, Key: "token", Optional: ptr.To(true)}}}},
+		EnvFrom: []corev1.EnvFromSource{{Prefix: "DBG_", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "dbg"}}}},
+	}}}
+	specs["ephemeral"] = ephemeral
+	optIns := map[string]struct{ meta, tmpl map[string]string }{
+		"render-time hash": {tmpl: map[string]string{"confighash.dev/hash": "v1-sha256:" + strings.Repeat("ab", 32),
+			"confighash.dev/controller-hash": "v1-sha256:" + strings.Repeat("cd", 32), "checksum/config": "x"}},
+		"external and baseline": {meta: map[string]string{"confighash.dev/external": "Secret/creds-3,ConfigMap/files-3",
+			"confighash.dev/external-baseline": "{}"}, tmpl: map[string]string{"confighash.dev/hash": "v1-sha256:" + strings.Repeat("ab", 32)}},
+		"enabled":          {meta: map[string]string{"confighash.dev/enabled": "true"}},
+		"reloader named":   {meta: map[string]string{controller.ReloaderCMReloadAnnotation: "app-3,shop/cluster", controller.ReloaderSecAutoAnnotation: "true"}},
+		"opted out":        {meta: map[string]string{"confighash.dev/enabled": "false"}, tmpl: map[string]string{"confighash.dev/hash": "v1-sha256:" + strings.Repeat("ab", 32)}},
+		"not opted in":     {},
+		"wave":             {meta: map[string]string{controller.WaveAnnotation: "true"}},
+		"reloader configs": {meta: map[string]string{controller.ReloaderCMAutoAnnotation: "true"}},
+	}
+	for specName, spec := range specs {
+		for optName, opt := range optIns {
+			for _, full := range fullWorkloads(t, spec, opt.meta, opt.tmpl) {
+				kind := full.GetObjectKind().GroupVersionKind().Kind
+				t.Run(specName+"/"+optName+"/"+kind, func(t *testing.T) {
+					out, err := controller.TransformWorkload(full.DeepCopyObject())
+					require.NoError(t, err)
+					lean := out.(client.Object)
+					assert.Equal(t, full.GetName(), lean.GetName())
+					assert.Equal(t, full.GetNamespace(), lean.GetNamespace())
+					assert.Equal(t, full.GetUID(), lean.GetUID())
+					assert.Equal(t, full.GetResourceVersion(), lean.GetResourceVersion())
+					assert.Equal(t, full.GetGeneration(), lean.GetGeneration())
+					wantAnn := maps.Clone(full.GetAnnotations())
+					delete(wantAnn, "kubectl.kubernetes.io/last-applied-configuration")
+					assert.Equal(t, wantAnn, lean.GetAnnotations())
+					assert.Empty(t, lean.GetManagedFields())
+
+					ft, lt := templateOf(t, full), templateOf(t, lean)
+					assert.Equal(t, ft.Annotations, lt.Annotations)
+					assert.Equal(t, hashing.Discover(&ft.Spec), hashing.Discover(&lt.Spec))
+					for _, keyID := range []string{"", "k1"} {
+						assert.Equal(t, controller.Inspect("shop", full.GetAnnotations(), ft, "", keyID),
+							controller.Inspect("shop", lean.GetAnnotations(), lt, "", keyID), "key id %q", keyID)
+					}
+
+					again, err := controller.TransformWorkload(lean.DeepCopyObject())
+					require.NoError(t, err)
+					assert.Equal(t, lean, again, "idempotent")
+				})
+			}
+		}
+	}
+}
+
+// TestTransformWorkloadIsLean: the cached form of a realistic workload
+// holds no image, probe, resource, affinity, toleration, label, status or
+// managedFields, and its size does not grow with the parts of the pod spec
+// the controller does not read.
+func TestTransformWorkloadIsLean(t *testing.T) {
+	refs := realisticRefs{Env: "app-3", Files: "files-3", Creds: "creds-3", Registry: "registry", Cluster: "cluster"}
+	ann := map[string]string{"confighash.dev/hash": "v1-sha256:" + strings.Repeat("ab", 32)}
+	spec := realisticPodSpec(3, refs)
+	bigger := realisticPodSpec(3, refs)
+	for i := range bigger.Containers {
+		c := &bigger.Containers[i]
+		for k := range 100 {
+			c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprint("PAD_", k), Value: strings.Repeat("v", 100)})
+		}
+		c.Args = append(c.Args, strings.Repeat("--flag ", 200))
+	}
+	bigger.Tolerations = append(bigger.Tolerations, bigger.Tolerations...)
+	bigger.Volumes = append(bigger.Volumes, corev1.Volume{Name: "more", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	small, big := fullWorkloads(t, spec, nil, ann), fullWorkloads(t, bigger, nil, ann)
+	for i := range small {
+		kind := small[i].GetObjectKind().GroupVersionKind().Kind
+		t.Run(kind, func(t *testing.T) {
+			fullRaw, err := json.Marshal(small[i])
+			require.NoError(t, err)
+			lean, err := controller.TransformWorkload(small[i].DeepCopyObject())
+			require.NoError(t, err)
+			leanRaw, err := json.Marshal(lean)
+			require.NoError(t, err)
+			leanBig, err := controller.TransformWorkload(big[i].DeepCopyObject())
+			require.NoError(t, err)
+			leanBigRaw, err := json.Marshal(leanBig)
+			require.NoError(t, err)
+			t.Logf("%s: %d bytes as JSON, %d cached", kind, len(fullRaw), len(leanRaw))
+			assert.Equal(t, len(leanRaw), len(leanBigRaw), "the cached form does not grow with unread fields")
+			assert.Less(t, len(leanRaw), len(fullRaw)/5)
+			for _, gone := range []string{"registry.invalid", "livenessProbe", "requests", "affinity", "tolerations",
+				"app.kubernetes.io", "observedGeneration", "MinimumReplicasAvailable", "managedFields", "last-applied", "SETTING", "emptyDir", "serviceAccountToken", "downwardAPI"} {
+				assert.NotContains(t, string(leanRaw), gone)
+			}
+		})
+	}
 }
