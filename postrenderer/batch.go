@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/yamlnode"
 	"github.com/confighash/confighash/internal/yamlnorm"
 )
 
@@ -88,8 +89,8 @@ func editable(norm *yamlnorm.Result, w inject.Workload) error {
 		return nil
 	}
 	for _, n := range []*yaml.Node{w.Node.YNode(), w.Template.YNode()} {
-		meta := inject.Child(n, "metadata")
-		ann := inject.Child(meta, "annotations")
+		meta := yamlnode.Child(n, "metadata")
+		ann := yamlnode.Child(meta, "annotations")
 		nodes := []*yaml.Node{n, meta, ann}
 		if ann != nil {
 			nodes = append(nodes, ann.Content...)

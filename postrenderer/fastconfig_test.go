@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/yamlnode"
 )
 
 var scanCases = []string{
@@ -56,8 +57,8 @@ func hashConfig(text []byte, fast bool) (string, error) {
 	if d.Config != nil {
 		kind, name = string(d.Config.Kind), d.Config.Name
 	} else {
-		kind = inject.Child(d.Node.YNode(), "kind").Value
-		name = inject.Path(d.Node.YNode(), "metadata", "name").Value
+		kind = yamlnode.Child(d.Node.YNode(), "kind").Value
+		name = yamlnode.Path(d.Node.YNode(), "metadata", "name").Value
 	}
 	ref := "configMapRef"
 	if kind == "Secret" {
@@ -81,7 +82,7 @@ func ns(d inject.Doc) string {
 		}
 		return d.Config.Namespace
 	}
-	if v := inject.Path(d.Node.YNode(), "metadata", "namespace"); v != nil {
+	if v := yamlnode.Path(d.Node.YNode(), "metadata", "namespace"); v != nil {
 		return v.Value
 	}
 	return "default"

@@ -5,6 +5,8 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/confighash/confighash/internal/yamlnode"
 )
 
 // strTag is the resolved tag of a YAML string.
@@ -27,20 +29,7 @@ func Value(m *yaml.Node, key string) (value string, present, isString bool) {
 // Node returns the value node of annotation key in the metadata of mapping
 // m, or nil.
 func Node(m *yaml.Node, key string) *yaml.Node {
-	return mappingValue(mappingValue(mappingValue(m, "metadata"), "annotations"), key)
-}
-
-// mappingValue returns the value of key in mapping m, or nil.
-func mappingValue(m *yaml.Node, key string) *yaml.Node {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
-	}
-	return nil
+	return yamlnode.Path(m, "metadata", "annotations", key)
 }
 
 // ReadsAsString reports whether scalar v reads as the string v.Value in

@@ -16,6 +16,7 @@ import (
 	"github.com/confighash/confighash/fn"
 	"github.com/confighash/confighash/internal/hmackey"
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/yamlnode"
 	"github.com/confighash/confighash/internal/yamlnorm"
 )
 
@@ -168,7 +169,7 @@ func normaliseResourceList(input []byte) ([]byte, error) {
 	}
 	root := doc.Content[0]
 	changed := false
-	if items := inject.Child(root, "items"); items != nil && (items.Kind != yaml.ScalarNode || items.Tag != yaml.NodeTagNull) {
+	if items := yamlnode.Child(root, "items"); items != nil && (items.Kind != yaml.ScalarNode || items.Tag != yaml.NodeTagNull) {
 		if items.Kind != yaml.SequenceNode {
 			return nil, fmt.Errorf("the ResourceList's items is not a list (found %s)", yamlnorm.Describe(items))
 		}
@@ -179,7 +180,7 @@ func normaliseResourceList(input []byte) ([]byte, error) {
 			if it.Kind != yaml.MappingNode {
 				return nil, fmt.Errorf("ResourceList items[%d] is not an object (found %s)", i, yamlnorm.Describe(it))
 			}
-			name := strings.TrimSpace(valueOf(inject.Child(it, "kind")) + " " + valueOf(inject.Path(it, "metadata", "name")))
+			name := strings.TrimSpace(valueOf(yamlnode.Child(it, "kind")) + " " + valueOf(yamlnode.Path(it, "metadata", "name")))
 			r, err := yamlnorm.Normalise(it)
 			if err != nil {
 				return nil, fmt.Errorf("ResourceList items[%d] (%s): %w", i, name, err)

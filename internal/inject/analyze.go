@@ -12,6 +12,7 @@ import (
 
 	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/annotations"
+	"github.com/confighash/confighash/internal/yamlnode"
 )
 
 // Workload is what the filter found for one workload of the stream.
@@ -129,7 +130,7 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 	w := Workload{Object: o, Node: node}
 	enabled, _ := Annotation(node.YNode(), opts.Annotation(EnabledName))
 	w.OptedOut = enabled == "false"
-	tn := Path(node.YNode(), path...)
+	tn := yamlnode.Path(node.YNode(), path...)
 	if isNull(tn) || w.OptedOut {
 		return w, !isNull(tn), nil
 	}
@@ -187,7 +188,7 @@ func (c *configIndex) addDoc(d Doc, o Object, defaultNamespace string) error {
 	if o.APIVersion != "v1" || (o.Kind != "List" && o.Kind != "ConfigMapList" && o.Kind != "SecretList") {
 		return nil
 	}
-	items := Child(d.Node.YNode(), "items")
+	items := yamlnode.Child(d.Node.YNode(), "items")
 	if items == nil || items.Kind != yaml.SequenceNode {
 		return nil
 	}
@@ -316,7 +317,7 @@ func (w Workload) Rebind(node *yaml.RNode, opts Options) (Workload, error) {
 		return w, nil
 	}
 	path, _ := opts.templatePath(w.group(), w.Kind)
-	tn := Path(node.YNode(), path...)
+	tn := yamlnode.Path(node.YNode(), path...)
 	if tn == nil || tn.Kind != yaml.MappingNode {
 		return w, fmt.Errorf("%s: %s is not an object", w.Object, strings.Join(path, "."))
 	}

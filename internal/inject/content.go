@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/yamlnode"
 	"github.com/confighash/confighash/internal/yamlnorm"
 )
 
@@ -18,7 +19,7 @@ func ReadContent(node *yaml.Node, kind hashing.Kind, namespace, name string) (ha
 	var b hashing.ContentBuilder
 	b.Reset(kind)
 	for _, f := range kind.Fields() {
-		m := Child(node, string(f))
+		m := yamlnode.Child(node, string(f))
 		if isNull(m) {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/yamlnode"
 	"github.com/confighash/confighash/internal/yamlnorm"
 )
 
@@ -58,7 +59,7 @@ func identify(d Doc, defaultNamespace string) (Object, error) {
 		return o, fmt.Errorf("%s: %w", o.where(), err)
 	}
 	n := d.Node.YNode()
-	meta := Child(n, "metadata")
+	meta := yamlnode.Child(n, "metadata")
 	o.APIVersion, o.Kind, o.Name, o.Namespace = scalar(n, "apiVersion"), scalar(n, "kind"), scalar(meta, "name"), scalar(meta, "namespace")
 	if o.Path == "" {
 		// Helm 4 sends no "# Source:" comments but this annotation.
@@ -88,7 +89,7 @@ func (o Object) isConfig() bool {
 // checkMetadata makes sure metadata, and its annotations and labels, are
 // maps when present, so that reading or writing annotations is safe.
 func checkMetadata(node *yaml.RNode) error {
-	meta := Child(node.YNode(), "metadata")
+	meta := yamlnode.Child(node.YNode(), "metadata")
 	if isNull(meta) {
 		return nil
 	}
@@ -96,7 +97,7 @@ func checkMetadata(node *yaml.RNode) error {
 		return fmt.Errorf("metadata is not an object")
 	}
 	for _, name := range []string{"annotations", "labels"} {
-		f := Child(meta, name)
+		f := yamlnode.Child(meta, name)
 		if isNull(f) {
 			continue
 		}
@@ -110,7 +111,7 @@ func checkMetadata(node *yaml.RNode) error {
 		}
 	}
 	for _, name := range []string{"name", "namespace"} {
-		if f := Child(meta, name); !isNull(f) && f.Kind != yaml.ScalarNode {
+		if f := yamlnode.Child(meta, name); !isNull(f) && f.Kind != yaml.ScalarNode {
 			return fmt.Errorf("metadata.%s is not a string", name)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/confighash/confighash/internal/yamlnode"
 	"github.com/confighash/confighash/internal/yamlnorm"
 )
 
@@ -18,7 +19,7 @@ import (
 // case-sensitive decoder.
 func podSpecViaJSON(template *yaml.RNode) (*corev1.PodSpec, error) {
 	spec := &corev1.PodSpec{}
-	n := Child(template.YNode(), "spec")
+	n := yamlnode.Child(template.YNode(), "spec")
 	if isNull(n) {
 		return spec, nil
 	}

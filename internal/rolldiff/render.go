@@ -9,6 +9,7 @@ import (
 
 	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/yamlnode"
 )
 
 // Render is one side of a diff: the analysed stream and the content of its
@@ -69,7 +70,7 @@ func (r *Render) addConfigs(n *yaml.RNode, defaultNamespace string) error {
 	}
 	switch kind {
 	case "List", "ConfigMapList", "SecretList":
-		items := inject.Child(y, "items")
+		items := yamlnode.Child(y, "items")
 		if items == nil || items.Kind != yaml.SequenceNode {
 			return nil
 		}
@@ -83,7 +84,7 @@ func (r *Render) addConfigs(n *yaml.RNode, defaultNamespace string) error {
 	default:
 		return nil
 	}
-	meta := inject.Child(y, "metadata")
+	meta := yamlnode.Child(y, "metadata")
 	ref := configRef{Kind: hashing.Kind(kind), Namespace: scalar(meta, "namespace"), Name: scalar(meta, "name")}
 	if ref.Namespace == "" {
 		ref.Namespace = defaultNamespace
@@ -97,7 +98,7 @@ func (r *Render) addConfigs(n *yaml.RNode, defaultNamespace string) error {
 }
 
 func scalar(m *yaml.Node, key string) string {
-	if v := inject.Child(m, key); v != nil && v.Kind == yaml.ScalarNode {
+	if v := yamlnode.Child(m, key); v != nil && v.Kind == yaml.ScalarNode {
 		return v.Value
 	}
 	return ""

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/yamlnode"
 )
 
 // templateOf returns the workload's pod template as plain values; also for
@@ -25,7 +26,7 @@ func templateOf(r *Render, w inject.Workload) map[string]any {
 				path = strings.Split(k.Path, "/")
 			}
 		}
-		if n := inject.Path(w.Node.YNode(), path...); n != nil && n.Kind == yaml.MappingNode {
+		if n := yamlnode.Path(w.Node.YNode(), path...); n != nil && n.Kind == yaml.MappingNode {
 			t = yaml.NewRNode(n)
 		}
 	}

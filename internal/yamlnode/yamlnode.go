@@ -1,0 +1,30 @@
+// Package yamlnode reads yaml.v3 node trees directly (kyaml's yaml.Node is
+// the same type): kyaml's RNode helpers allocate a wrapper per field
+// visited, which on a large stream costs more than the hashing. It imports
+// no kyaml, so the controller's side may use it too.
+package yamlnode
+
+import yaml "go.yaml.in/yaml/v3"
+
+// Child returns the value of key in mapping m, or nil.
+func Child(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// Path follows keys from n, or returns nil.
+func Path(n *yaml.Node, keys ...string) *yaml.Node {
+	for _, k := range keys {
+		if n = Child(n, k); n == nil {
+			return nil
+		}
+	}
+	return n
+}

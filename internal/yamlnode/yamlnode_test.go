@@ -1,0 +1,44 @@
+package yamlnode_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/confighash/confighash/internal/yamlnode"
+)
+
+func TestPath(t *testing.T) {
+	var doc yaml.Node
+	require.NoError(t, yaml.Unmarshal([]byte("metadata:\n  name: web\n  labels: [a]\nspec: null\n"), &doc))
+	root := doc.Content[0]
+	tests := []struct {
+		name string
+		keys []string
+		want string // "" for nil
+	}{
+		{"no keys is the node", nil, "!!map"},
+		{"a mapping's value", []string{"metadata", "name"}, "web"},
+		{"a missing key", []string{"metadata", "namespace"}, ""},
+		{"through a list", []string{"metadata", "labels", "a"}, ""},
+		{"through a scalar", []string{"spec", "template"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := yamlnode.Path(root, tt.keys...)
+			if tt.want == "" {
+				assert.Nil(t, got)
+				return
+			}
+			require.NotNil(t, got)
+			if got.Kind == yaml.MappingNode {
+				assert.Equal(t, tt.want, got.Tag)
+			} else {
+				assert.Equal(t, tt.want, got.Value)
+			}
+		})
+	}
+	assert.Nil(t, yamlnode.Child(nil, "x"))
+}
