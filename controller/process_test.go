@@ -25,13 +25,23 @@ type proc struct {
 // coalescing window, plus args.
 func (e *env) startProcess(name string, args ...string) *proc {
 	e.t.Helper()
+	return e.startProcessBin("", name, args...)
+}
+
+// startProcessBin is startProcess with the controller binary bin (empty:
+// built from this tree).
+func (e *env) startProcessBin(bin, name string, args ...string) *proc {
+	e.t.Helper()
+	if bin == "" {
+		bin = filepath.Join(buildBinaries(e.t), "confighash-controller")
+	}
 	metrics := kubetest.FreeAddr(e.t)
 	all := append([]string{
 		"--kubeconfig", e.cp.KubeconfigPath(), "--namespaces", e.ns,
 		"--metrics-bind-address", metrics, "--health-probe-bind-address", "0",
 		"--coalesce-window", testWindow.String(), "--min-roll-interval", "0s", "--log-format", "text",
 	}, args...)
-	return &proc{Process: kubetest.StartProcess(e.t, name, filepath.Join(buildBinaries(e.t), "confighash-controller"), all...), metrics: metrics}
+	return &proc{Process: kubetest.StartProcess(e.t, name, bin, all...), metrics: metrics}
 }
 
 // signal sends sig and waits for the process to exit.

@@ -32,6 +32,20 @@ type ScaleResult struct {
 	ConfigMaps int `json:"configMaps"`
 	Secrets    int `json:"secrets"`
 	Changes    int `json:"changes"`
+	// Shape is "minimal" (one container, two references, the default) or
+	// "realistic" (chart-shaped pod specs, see realisticPodSpec; a tenth
+	// each StatefulSets and DaemonSets). PayloadBytes is the size of each
+	// workload's files ConfigMap. WorkloadBytes is the size of workload 0 as
+	// the API server returns it in JSON (managedFields included).
+	Shape         string `json:"shape,omitempty"`
+	PayloadBytes  int    `json:"payloadBytes,omitempty"`
+	WorkloadBytes int    `json:"workloadBytes,omitempty"`
+	Deployments   int    `json:"deployments,omitempty"`
+	StatefulSets  int    `json:"statefulSets,omitempty"`
+	DaemonSets    int    `json:"daemonSets,omitempty"`
+	// Build names the controller measured ("before", "after", ...:
+	// CONFIGHASH_SCALE_LABEL).
+	Build string `json:"build,omitempty"`
 	// External: each workload's Secret is external (listed in
 	// confighash.dev/external, not in the render-time hash), so a first
 	// start writes one baseline per workload.
@@ -52,6 +66,13 @@ type ScaleResult struct {
 	RSSMB       float64 `json:"rssMB"`
 	HeapAfterMB float64 `json:"heapAfterMB"`
 	RSSAfterMB  float64 `json:"rssAfterMB"`
+	// Settled memory: heap in use and RSS right after the first garbage
+	// collection that follows the changes (the runtime forces one within
+	// two minutes), and the heap per workload, its configs included.
+	HeapSettledMB     float64 `json:"heapSettledMB,omitempty"`
+	RSSSettledMB      float64 `json:"rssSettledMB,omitempty"`
+	HeapPerWorkloadKB float64 `json:"heapPerWorkloadKB,omitempty"`
+	RSSPerWorkloadKB  float64 `json:"rssPerWorkloadKB,omitempty"`
 	// Latency of a roll beyond the coalescing window: from the config
 	// update to the Deployment's watch event carrying the new hash.
 	P50ms float64 `json:"p50ms"`
@@ -76,6 +97,16 @@ type ScaleResult struct {
 //	CONFIGHASH_SCALE=1000,2500,5000 CONFIGHASH_SCALE_OUT=/tmp/scale.jsonl \
 //	  go test -run '^$' -bench BenchmarkScale -benchtime 1x -timeout 90m ./controller/
 //
+// CONFIGHASH_SCALE_SHAPE=realistic gives the workloads the shape of a
+// chart's output (realisticPodSpec: an init container and three containers,
+// 44 env entries, probes, resources, affinity, tolerations, eight volumes;
+// about 10 KB each as the API server returns them), a tenth of them
+// StatefulSets and a tenth DaemonSets (zero replicas; no node runs a
+// DaemonSet's pods); CONFIGHASH_SCALE_PAYLOAD sets the size of each files
+// ConfigMap (default 1024). CONFIGHASH_SCALE_BIN runs another build of the
+// controller (e.g. one built from an earlier commit, to compare), and
+// CONFIGHASH_SCALE_LABEL names it in the results.
+//
 // CONFIGHASH_SCALE_EXTERNAL=1 makes each workload's Secret external
 // (confighash.dev/external), so the start is a first start on never-seen
 // workloads: one baseline PATCH each. CONFIGHASH_SCALE_ARGS adds flags to
@@ -96,6 +127,7 @@ func BenchmarkScale(b *testing.B) {
 			b.ReportMetric(float64(r.StartupWrites), "startup-writes")
 			b.ReportMetric(float64(r.StartupBaselines), "startup-baselines")
 			b.ReportMetric(r.HeapMB, "heap-MB")
+			b.ReportMetric(r.HeapPerWorkloadKB, "heap-KB/workload")
 			b.ReportMetric(r.RSSMB, "rss-MB")
 			b.ReportMetric(r.P50ms, "p50-ms")
 			b.ReportMetric(r.P99ms, "p99-ms")
@@ -130,30 +162,40 @@ const (
 func runScale(b *testing.B, w, changes int) ScaleResult {
 	external := os.Getenv("CONFIGHASH_SCALE_EXTERNAL") == "1"
 	extra := strings.Fields(os.Getenv("CONFIGHASH_SCALE_ARGS"))
+	shape := scaleShape{realistic: os.Getenv("CONFIGHASH_SCALE_SHAPE") == "realistic", payload: envInt("CONFIGHASH_SCALE_PAYLOAD", 1024), external: external}
 	e := newEnv(b)
 	cfg := rest.CopyConfig(e.cfg)
 	cfg.QPS, cfg.Burst = 2000, 4000
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	created := time.Now()
-	createScale(b, e.ns, cs, w, external)
+	createScale(b, e.ns, cs, w, shape)
 	b.Logf("%d workloads, %d ConfigMaps, %d Secrets created in %s", w, 2*w, w, time.Since(created).Round(time.Second))
 	// Polled every 200ms: these waits read thousands of objects or a
 	// controller's metrics.
-	eventuallyWithin(b, 20*time.Minute, scalePoll, "the Deployment controller to observe every Deployment", func(ctx context.Context) (bool, error) {
-		list, err := cs.AppsV1().Deployments(e.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, d := range list.Items {
-			if d.Status.ObservedGeneration < d.Generation {
-				return false, nil
-			}
-		}
-		return len(list.Items) == w, nil
+	eventuallyWithin(b, 20*time.Minute, scalePoll, "kube-controller-manager to observe every workload", func(ctx context.Context) (bool, error) {
+		return observedAll(ctx, cs, e.ns, w)
 	})
 
-	r := ScaleResult{Workloads: w, ConfigMaps: 2 * w, Secrets: w, Changes: changes, External: external, ControllerArgs: strings.Join(extra, " ")}
-	p := e.startProcess("scale", append([]string{"--coalesce-window", scaleWindow.String(), "--max-rollouts-per-second", "1000",
+	r := ScaleResult{Workloads: w, ConfigMaps: 2 * w, Secrets: w, Changes: changes, External: external, ControllerArgs: strings.Join(extra, " "),
+		Shape: "minimal", PayloadBytes: shape.payload, Build: os.Getenv("CONFIGHASH_SCALE_LABEL")}
+	for i := range w {
+		switch shape.kind(i) {
+		case "StatefulSet":
+			r.StatefulSets++
+		case "DaemonSet":
+			r.DaemonSets++
+		default:
+			r.Deployments++
+		}
+	}
+	if shape.realistic {
+		r.Shape = "realistic"
+		r.Secrets++ // the shared image pull Secret
+	}
+	raw, err := cs.AppsV1().RESTClient().Get().Namespace(e.ns).Resource("deployments").Name("app-0").DoRaw(context.Background())
+	require.NoError(b, err)
+	r.WorkloadBytes = len(raw)
+	p := e.startProcessBin(os.Getenv("CONFIGHASH_SCALE_BIN"), "scale", append([]string{"--coalesce-window", scaleWindow.String(), "--max-rollouts-per-second", "1000",
 		"--rollout-burst", "1000", "--log-level", "info"}, extra...)...)
 	start := time.Now()
 	eventuallyWithin(b, 20*time.Minute, scalePoll, "every workload in sync", func(context.Context) (bool, error) {
@@ -179,7 +221,7 @@ func runScale(b *testing.B, w, changes int) ScaleResult {
 	var latencies []time.Duration
 	for i := range changes {
 		idx := (i * 7919) % w
-		latencies = append(latencies, scaleChange(b, e.ns, cs, idx, i))
+		latencies = append(latencies, scaleChange(b, e.ns, cs, shape.kind(idx), idx, i))
 	}
 	// Each roll's Event is posted after its patch: wait for them all.
 	eventuallyWithin(b, 2*time.Minute, scalePoll, "an Event per change", func(context.Context) (bool, error) {
@@ -191,6 +233,15 @@ func runScale(b *testing.B, w, changes int) ScaleResult {
 	r.PostPerChange = per(p.metric("rest_client_requests_total", `method="POST"`), post0)
 	r.HeapAfterMB = p.metric("go_memstats_heap_inuse_bytes") / 1e6
 	r.RSSAfterMB = p.metric("process_resident_memory_bytes") / 1e6
+	// Settled memory: wait for a collection after the changes, then read.
+	gc0 := p.metric("go_gc_duration_seconds_count")
+	eventuallyWithin(b, 3*time.Minute, scalePoll, "a garbage collection after the changes", func(context.Context) (bool, error) {
+		return p.metric("go_gc_duration_seconds_count") > gc0, nil
+	})
+	r.HeapSettledMB = p.metric("go_memstats_heap_inuse_bytes") / 1e6
+	r.RSSSettledMB = p.metric("process_resident_memory_bytes") / 1e6
+	r.HeapPerWorkloadKB = r.HeapSettledMB * 1e3 / float64(w)
+	r.RSSPerWorkloadKB = r.RSSSettledMB * 1e3 / float64(w)
 	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
 	q := func(f float64) float64 {
 		return float64(latencies[int(f*float64(len(latencies)-1))].Microseconds()) / 1000
@@ -202,21 +253,45 @@ func runScale(b *testing.B, w, changes int) ScaleResult {
 
 // scaleChange edits workload idx's ConfigMap (even i) or Secret (odd i)
 // and returns how long after the update, beyond the coalescing window, a
-// watch on the Deployment saw the new controller hash.
-func scaleChange(b *testing.B, ns string, cs kubernetes.Interface, idx, i int) time.Duration {
+// watch on the workload (of kind) saw the new controller hash.
+func scaleChange(b *testing.B, ns string, cs kubernetes.Interface, kind string, idx, i int) time.Duration {
 	b.Helper()
 	ctx := context.Background()
 	name := fmt.Sprintf("app-%d", idx)
 	// Watch from the list's resourceVersion, the current one: the
-	// Deployment's own may be older than the apiserver's watch cache holds.
-	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	list, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{FieldSelector: selector})
-	require.NoError(b, err)
-	require.Len(b, list.Items, 1, name)
-	before := list.Items[0].Spec.Template.Annotations["confighash.dev/controller-hash"]
+	// workload's own may be older than the apiserver's watch cache holds.
+	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
+	var before, listRV string
+	var wi watch.Interface
+	var err error
+	switch kind {
+	case "StatefulSet":
+		list, lerr := cs.AppsV1().StatefulSets(ns).List(ctx, opts)
+		require.NoError(b, lerr)
+		require.Len(b, list.Items, 1, name)
+		before, listRV = list.Items[0].Spec.Template.Annotations["confighash.dev/controller-hash"], list.ResourceVersion
+	case "DaemonSet":
+		list, lerr := cs.AppsV1().DaemonSets(ns).List(ctx, opts)
+		require.NoError(b, lerr)
+		require.Len(b, list.Items, 1, name)
+		before, listRV = list.Items[0].Spec.Template.Annotations["confighash.dev/controller-hash"], list.ResourceVersion
+	default:
+		list, lerr := cs.AppsV1().Deployments(ns).List(ctx, opts)
+		require.NoError(b, lerr)
+		require.Len(b, list.Items, 1, name)
+		before, listRV = list.Items[0].Spec.Template.Annotations["confighash.dev/controller-hash"], list.ResourceVersion
+	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	wi, err := cs.AppsV1().Deployments(ns).Watch(wctx, metav1.ListOptions{FieldSelector: selector, ResourceVersion: list.ResourceVersion})
+	opts.ResourceVersion = listRV
+	switch kind {
+	case "StatefulSet":
+		wi, err = cs.AppsV1().StatefulSets(ns).Watch(wctx, opts)
+	case "DaemonSet":
+		wi, err = cs.AppsV1().DaemonSets(ns).Watch(wctx, opts)
+	default:
+		wi, err = cs.AppsV1().Deployments(ns).Watch(wctx, opts)
+	}
 	require.NoError(b, err)
 	defer wi.Stop()
 	var t0 time.Time
@@ -237,16 +312,80 @@ func scaleChange(b *testing.B, ns string, cs kubernetes.Interface, idx, i int) t
 	}
 	for ev := range wi.ResultChan() {
 		if ev.Type == watch.Error {
-			b.Fatalf("watch of %s: %v", name, ev.Object)
+			b.Fatalf("watch of %s %s: %v", kind, name, ev.Object)
 		}
-		if got, ok := ev.Object.(*appsv1.Deployment); ok {
-			if h := got.Spec.Template.Annotations["confighash.dev/controller-hash"]; h != "" && h != before {
-				return time.Since(t0) - scaleWindow
-			}
+		var ann map[string]string
+		switch got := ev.Object.(type) {
+		case *appsv1.Deployment:
+			ann = got.Spec.Template.Annotations
+		case *appsv1.StatefulSet:
+			ann = got.Spec.Template.Annotations
+		case *appsv1.DaemonSet:
+			ann = got.Spec.Template.Annotations
+		}
+		if h := ann["confighash.dev/controller-hash"]; h != "" && h != before {
+			return time.Since(t0) - scaleWindow
 		}
 	}
-	b.Fatalf("no roll of %s within two minutes", name)
+	b.Fatalf("no roll of %s %s within two minutes", kind, name)
 	return 0
+}
+
+// observedAll reports whether kube-controller-manager has observed the
+// current generation of every one of the w workloads in ns.
+func observedAll(ctx context.Context, cs kubernetes.Interface, ns string, w int) (bool, error) {
+	n := 0
+	deps, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, err
+	}
+	for _, d := range deps.Items {
+		if d.Status.ObservedGeneration < d.Generation {
+			return false, nil
+		}
+	}
+	n += len(deps.Items)
+	sts, err := cs.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, err
+	}
+	for _, s := range sts.Items {
+		if s.Status.ObservedGeneration < s.Generation {
+			return false, nil
+		}
+	}
+	n += len(sts.Items)
+	dss, err := cs.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, err
+	}
+	for _, d := range dss.Items {
+		if d.Status.ObservedGeneration < d.Generation {
+			return false, nil
+		}
+	}
+	return n+len(dss.Items) == w, nil
+}
+
+// scaleShape is what createScale makes.
+type scaleShape struct {
+	realistic bool
+	payload   int
+	external  bool
+}
+
+// kind is the kind of workload i: realistic runs make every tenth workload
+// a StatefulSet and the next a DaemonSet.
+func (s scaleShape) kind(i int) string {
+	if s.realistic {
+		switch i % 10 {
+		case 8:
+			return "StatefulSet"
+		case 9:
+			return "DaemonSet"
+		}
+	}
+	return "Deployment"
 }
 
 // createScale creates, for i in [0, w): ConfigMap app-i (LOG_LEVEL,
@@ -255,7 +394,11 @@ func scaleChange(b *testing.B, ns string, cs kubernetes.Interface, idx, i int) t
 // and creds-i's password, with the render-time hash a render would write.
 // With external, creds-i is external: listed in confighash.dev/external and
 // left out of the render-time hash, as a render without the Secret writes.
-func createScale(b *testing.B, ns string, cs kubernetes.Interface, w int, external bool) {
+// A realistic shape uses realisticPodSpec and realisticWorkload instead,
+// with app-i holding ten keys, creds-i also consumed through a projection,
+// a shared image pull Secret and an optional, absent ConfigMap.
+func createScale(b *testing.B, ns string, cs kubernetes.Interface, w int, shape scaleShape) {
+	external := shape.external
 	b.Helper()
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -269,8 +412,17 @@ func createScale(b *testing.B, ns string, cs kubernetes.Interface, w int, extern
 			firstErr = err
 		}
 	}
-	payload := strings.Repeat("x", 1024)
+	payload := strings.Repeat("x", shape.payload)
 	zero := int32(0)
+	registry := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "registry"}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"registry.invalid":{"auth":"dXNlcjpwYXNz"}}}`)}}
+	var registryContent hashing.Content
+	if shape.realistic {
+		_, err := cs.CoreV1().Secrets(ns).Create(ctx, registry, metav1.CreateOptions{})
+		require.NoError(b, err)
+		registryContent, err = controller.ContentOf(registry)
+		require.NoError(b, err)
+	}
 	for i := range w {
 		wg.Add(1)
 		go func() {
@@ -283,11 +435,11 @@ func createScale(b *testing.B, ns string, cs kubernetes.Interface, w int, extern
 				name string
 				obj  any
 			}{
-				{hashing.KindConfigMap, name, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"LOG_LEVEL": "info", "OTHER": "x"}}},
+				{hashing.KindConfigMap, name, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: envData(shape.realistic)}},
 				{hashing.KindConfigMap, files, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: files}, Data: map[string]string{"config.yaml": payload}}},
 				{hashing.KindSecret, creds, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: creds}, Data: map[string][]byte{"password": []byte("pw"), "user": []byte("app")}}},
 			}
-			contents := map[string]hashing.Content{}
+			contents := map[string]hashing.Content{"Secret/registry": registryContent}
 			for _, o := range objs {
 				var err error
 				var content hashing.Content
@@ -326,6 +478,9 @@ func createScale(b *testing.B, ns string, cs kubernetes.Interface, w int, extern
 				c, ok := contents[string(k)+"/"+n]
 				return c, ok
 			}
+			if shape.realistic {
+				spec = realisticPodSpec(i, realisticRefs{Env: name, Files: files, Creds: creds, Registry: "registry", Cluster: "cluster"})
+			}
 			uses := hashing.Discover(&spec)
 			annotations := map[string]string{}
 			if external {
@@ -339,6 +494,23 @@ func createScale(b *testing.B, ns string, cs kubernetes.Interface, w int, extern
 				uses = inStream
 			}
 			renderHash := hashing.Compute(ns, uses, lookup, hashing.Options{})
+			if shape.realistic {
+				wl := realisticWorkload(shape.kind(i), name, i, spec, annotations, map[string]string{"confighash.dev/hash": renderHash})
+				wl.SetNamespace(ns)
+				var err error
+				switch o := wl.(type) {
+				case *appsv1.Deployment:
+					_, err = cs.AppsV1().Deployments(ns).Create(ctx, o, metav1.CreateOptions{FieldManager: "helm"})
+				case *appsv1.StatefulSet:
+					_, err = cs.AppsV1().StatefulSets(ns).Create(ctx, o, metav1.CreateOptions{FieldManager: "helm"})
+				case *appsv1.DaemonSet:
+					_, err = cs.AppsV1().DaemonSets(ns).Create(ctx, o, metav1.CreateOptions{FieldManager: "helm"})
+				}
+				if err != nil {
+					fail(err)
+				}
+				return
+			}
 			d := &appsv1.Deployment{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
 				Spec: appsv1.DeploymentSpec{
@@ -357,4 +529,16 @@ func createScale(b *testing.B, ns string, cs kubernetes.Interface, w int, extern
 	}
 	wg.Wait()
 	require.NoError(b, firstErr)
+}
+
+// envData is the content of ConfigMap app-i: the consumed LOG_LEVEL and
+// OTHER, and for a realistic workload eight keys nobody consumes.
+func envData(realistic bool) map[string]string {
+	d := map[string]string{"LOG_LEVEL": "info", "OTHER": "x"}
+	if realistic {
+		for k := range 8 {
+			d[fmt.Sprintf("UNUSED_%d", k)] = fmt.Sprintf("value-%d", k)
+		}
+	}
+	return d
 }
