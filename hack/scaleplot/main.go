@@ -1,13 +1,17 @@
 // Command scaleplot draws the controller's scale benchmark as an SVG: roll
 // latency, memory and start-up time against the number of workloads. It
 // reads the JSON lines BenchmarkScale appends to CONFIGHASH_SCALE_OUT.
+// With -build, only the rows of that build (CONFIGHASH_SCALE_LABEL) and, with
+// -shape, of that shape are drawn, so one file can hold a before and an
+// after.
 //
-//	go run ./hack/scaleplot < /tmp/scale.jsonl > docs/scale.svg
+//	go run ./hack/scaleplot -build after -shape realistic < docs/scale.jsonl > docs/scale.svg
 package main
 
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -20,6 +24,8 @@ import (
 // row holds the fields of controller.ScaleResult that are drawn.
 type row struct {
 	Workloads      int     `json:"workloads"`
+	Build          string  `json:"build"`
+	Shape          string  `json:"shape"`
 	StartupSeconds float64 `json:"startupSeconds"`
 	HeapMB         float64 `json:"heapMB"`
 	RSSMB          float64 `json:"rssMB"`
@@ -40,7 +46,13 @@ type panel struct {
 }
 
 func main() {
+	build := flag.String("build", "", "draw only the rows of this build (empty: every row)")
+	shape := flag.String("shape", "", "draw only the rows of this shape (empty: every row)")
+	flag.Parse()
 	rows, err := read(os.Stdin)
+	if err == nil {
+		rows, err = only(rows, *build, *shape)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scaleplot:", err)
 		os.Exit(1)
@@ -86,6 +98,20 @@ func read(r io.Reader) ([]row, error) {
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Workloads < rows[j].Workloads })
 	return rows, nil
+}
+
+// only keeps the rows of build and shape (each, when not empty).
+func only(rows []row, build, shape string) ([]row, error) {
+	var out []row
+	for _, r := range rows {
+		if (build == "" || r.Build == build) && (shape == "" || r.Shape == shape) {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no results of build %q and shape %q", build, shape)
+	}
+	return out, nil
 }
 
 const (

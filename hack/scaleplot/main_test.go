@@ -43,3 +43,16 @@ func TestNiceCeil(t *testing.T) {
 		assert.InDelta(t, want, niceCeil(v), 1e-9, "niceCeil(%v)", v)
 	}
 }
+
+func TestOnlyFilters(t *testing.T) {
+	rows := []row{{Workloads: 1000, Build: "before", Shape: "realistic"}, {Workloads: 1000, Build: "after", Shape: "realistic"},
+		{Workloads: 5000, Build: "after", Shape: "minimal"}}
+	got, err := only(rows, "after", "realistic")
+	require.NoError(t, err)
+	assert.Equal(t, []row{rows[1]}, got)
+	got, err = only(rows, "", "")
+	require.NoError(t, err)
+	assert.Len(t, got, 3)
+	_, err = only(rows, "nightly", "")
+	assert.ErrorContains(t, err, `no results of build "nightly"`)
+}
