@@ -122,20 +122,39 @@ func (r *specReader) items(n *yaml.Node) []corev1.KeyToPath {
 	return out
 }
 
-// source reads name (under nameKey), items and optional of a configMap,
-// secret or projected source.
-func (r *specReader) source(n *yaml.Node, nameKey string) (name string, items []corev1.KeyToPath, optional *bool) {
-	r.fields(n, nameKey, func(k string, v *yaml.Node) {
-		switch k {
-		case nameKey:
-			name = r.str(v, k)
-		case "items":
-			items = r.items(v)
-		case "optional":
-			optional = r.boolPtr(v, k)
+// reference is what a configMap/secret volume, projected source, key
+// selector or envFrom source says about the object it references.
+type reference struct {
+	name     string
+	key      string
+	items    []corev1.KeyToPath
+	optional *bool
+}
+
+// Which of key and items a reference has, besides its name and optional.
+const (
+	withKey = 1 << iota
+	withItems
+)
+
+// reference reads a reference object (what names it in errors): the name
+// under nameKey, optional, and key or items where has says the API type
+// has them (other fields are not read).
+func (r *specReader) reference(n *yaml.Node, what, nameKey string, has int) reference {
+	var ref reference
+	r.fields(n, what, func(k string, v *yaml.Node) {
+		switch {
+		case k == nameKey:
+			ref.name = r.str(v, k)
+		case k == "key" && has&withKey != 0:
+			ref.key = r.str(v, k)
+		case k == "items" && has&withItems != 0:
+			ref.items = r.items(v)
+		case k == "optional":
+			ref.optional = r.boolPtr(v, k)
 		}
 	})
-	return name, items, optional
+	return ref
 }
 
 func (r *specReader) volume(n *yaml.Node) corev1.Volume {
@@ -144,13 +163,13 @@ func (r *specReader) volume(n *yaml.Node) corev1.Volume {
 		switch k {
 		case "configMap":
 			if !isNull(resolve(v)) {
-				name, items, opt := r.source(v, "name")
-				vol.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Items: items, Optional: opt}
+				ref := r.reference(v, k, "name", withItems)
+				vol.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: ref.name}, Items: ref.items, Optional: ref.optional}
 			}
 		case "secret":
 			if !isNull(resolve(v)) {
-				name, items, opt := r.source(v, "secretName")
-				vol.Secret = &corev1.SecretVolumeSource{SecretName: name, Items: items, Optional: opt}
+				ref := r.reference(v, k, "secretName", withItems)
+				vol.Secret = &corev1.SecretVolumeSource{SecretName: ref.name, Items: ref.items, Optional: ref.optional}
 			}
 		case "projected":
 			if !isNull(resolve(v)) {
@@ -174,11 +193,11 @@ func (r *specReader) projection(n *yaml.Node) corev1.VolumeProjection {
 		}
 		switch k {
 		case "configMap":
-			name, items, opt := r.source(v, "name")
-			p.ConfigMap = &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Items: items, Optional: opt}
+			ref := r.reference(v, k, "name", withItems)
+			p.ConfigMap = &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: ref.name}, Items: ref.items, Optional: ref.optional}
 		case "secret":
-			name, items, opt := r.source(v, "name")
-			p.Secret = &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Items: items, Optional: opt}
+			ref := r.reference(v, k, "name", withItems)
+			p.Secret = &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: ref.name}, Items: ref.items, Optional: ref.optional}
 		}
 	})
 	return p
@@ -216,30 +235,16 @@ func (r *specReader) envVar(n *yaml.Node) corev1.EnvVar {
 				}
 				switch sk {
 				case "configMapKeyRef":
-					name, key, opt := r.keyRef(sv)
-					e.ValueFrom.ConfigMapKeyRef = &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key, Optional: opt}
+					ref := r.reference(sv, "keyRef", "name", withKey)
+					e.ValueFrom.ConfigMapKeyRef = &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: ref.name}, Key: ref.key, Optional: ref.optional}
 				case "secretKeyRef":
-					name, key, opt := r.keyRef(sv)
-					e.ValueFrom.SecretKeyRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key, Optional: opt}
+					ref := r.reference(sv, "keyRef", "name", withKey)
+					e.ValueFrom.SecretKeyRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: ref.name}, Key: ref.key, Optional: ref.optional}
 				}
 			})
 		}
 	})
 	return e
-}
-
-func (r *specReader) keyRef(n *yaml.Node) (name, key string, optional *bool) {
-	r.fields(n, "keyRef", func(k string, v *yaml.Node) {
-		switch k {
-		case "name":
-			name = r.str(v, k)
-		case "key":
-			key = r.str(v, k)
-		case "optional":
-			optional = r.boolPtr(v, k)
-		}
-	})
-	return name, key, optional
 }
 
 func (r *specReader) envFrom(n *yaml.Node) corev1.EnvFromSource {
@@ -250,24 +255,12 @@ func (r *specReader) envFrom(n *yaml.Node) corev1.EnvFromSource {
 		}
 		switch k {
 		case "configMapRef":
-			name, opt := r.ref(v)
-			e.ConfigMapRef = &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Optional: opt}
+			ref := r.reference(v, "ref", "name", 0)
+			e.ConfigMapRef = &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: ref.name}, Optional: ref.optional}
 		case "secretRef":
-			name, opt := r.ref(v)
-			e.SecretRef = &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Optional: opt}
+			ref := r.reference(v, "ref", "name", 0)
+			e.SecretRef = &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: ref.name}, Optional: ref.optional}
 		}
 	})
 	return e
-}
-
-func (r *specReader) ref(n *yaml.Node) (name string, optional *bool) {
-	r.fields(n, "ref", func(k string, v *yaml.Node) {
-		switch k {
-		case "name":
-			name = r.str(v, k)
-		case "optional":
-			optional = r.boolPtr(v, k)
-		}
-	})
-	return name, optional
 }

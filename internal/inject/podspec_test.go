@@ -54,3 +54,28 @@ func compareReaders(t *testing.T, s string) {
 		t.Fatalf("readers disagree:\njson   %+v\ndirect %+v\n%s", a, b, s)
 	}
 }
+
+// TestPodSpecReaderErrorsNameTheField: a refused reference names the field
+// that is wrong and its line.
+func TestPodSpecReaderErrorsNameTheField(t *testing.T) {
+	tests := []struct{ spec, want string }{
+		{"spec:\n  volumes:\n  - configMap: c\n", "line 3: configMap: expected an object"},
+		{"spec:\n  volumes:\n  - secret: {secretName: s, items: x}\n", "line 3: items: expected a list"},
+		{"spec:\n  volumes:\n  - projected: {sources: [{configMap: {name: 1}}]}\n", "line 3: name: expected a string"},
+		{"spec:\n  containers:\n  - env: [{valueFrom: {secretKeyRef: [s]}}]\n", "line 3: keyRef: expected an object"},
+		{"spec:\n  containers:\n  - env: [{valueFrom: {configMapKeyRef: {name: c, key: 1}}}]\n", "line 3: key: expected a string"},
+		{"spec:\n  containers:\n  - envFrom: [{secretRef: {name: s, optional: yes}}]\n", "line 3: optional: expected true or false"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			node, err := yaml.Parse(tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = podSpec(node)
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("got %v, want %s", err, tt.want)
+			}
+		})
+	}
+}

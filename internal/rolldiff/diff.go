@@ -1,6 +1,8 @@
 package rolldiff
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -317,12 +319,7 @@ func consumedKeys(ou hashing.Use, oc hashing.Content, nu hashing.Use, nc hashing
 			set[k] = true
 		}
 	}
-	keys := make([]string, 0, len(set))
-	for k := range set {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return slices.Sorted(maps.Keys(set))
 }
 
 // keyDiff sorts keys into added, removed and changed between two contents.

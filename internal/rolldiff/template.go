@@ -2,8 +2,9 @@ package rolldiff
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -169,25 +170,19 @@ func withoutOwn(t map[string]any, annPrefix string) map[string]any {
 			kept[k] = v
 		}
 	}
-	m2 := map[string]any{}
-	for k, v := range meta {
-		m2[k] = v
-	}
-	if len(kept) == 0 {
-		delete(m2, "annotations")
+	return withField(t, "metadata", withField(meta, "annotations", kept))
+}
+
+// withField returns a copy of m (not nil) with key set to v, or without
+// key when v is empty.
+func withField(m map[string]any, key string, v map[string]any) map[string]any {
+	out := maps.Clone(m)
+	if len(v) == 0 {
+		delete(out, key)
 	} else {
-		m2["annotations"] = kept
+		out[key] = v
 	}
-	t2 := map[string]any{}
-	for k, v := range t {
-		t2[k] = v
-	}
-	if len(m2) == 0 {
-		delete(t2, "metadata")
-	} else {
-		t2["metadata"] = m2
-	}
-	return t2
+	return out
 }
 
 // rename returns v with every string equal to a key of names replaced by
@@ -242,12 +237,7 @@ func unionKeys[V any](a, b map[string]V) []string {
 	for k := range b {
 		set[k] = true
 	}
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // templateReason says which template fields changed, in words.
