@@ -23,7 +23,8 @@ export CONFIGHASH_BIN := $(BIN)
 export KUSTOMIZE HELM3 HELM4
 
 FUZZTIME ?= 10s
-FUZZ_PKGS := ./hashing/ ./internal/inject/ ./postrenderer/ ./controller/
+# Every package with a fuzz target.
+FUZZ_PKGS := $(addprefix ./,$(sort $(dir $(shell grep -rl --include=*_test.go "^func Fuzz" hashing internal postrenderer controller fn))))
 
 .PHONY: help
 help: ## Show the targets.
