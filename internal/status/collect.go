@@ -129,17 +129,9 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 	}
 	for i := range deps.Items {
 		d := &deps.Items[i]
-		w, ok, err := c.workload(ctx, "Deployment", d.ObjectMeta, &d.Spec.Template)
-		if err != nil || !ok {
-			if err != nil {
-				return out, err
-			}
-			continue
-		}
-		if w.Rollout, err = c.deploymentRollout(ctx, d); err != nil {
+		if err := c.add(ctx, &out, "Deployment", d.ObjectMeta, &d.Spec.Template, func() (Rollout, error) { return c.deploymentRollout(ctx, d) }); err != nil {
 			return out, err
 		}
-		out.Workloads = append(out.Workloads, w)
 	}
 	sets, err := cs.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -147,15 +139,8 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 	}
 	for i := range sets.Items {
 		s := &sets.Items[i]
-		w, ok, err := c.workload(ctx, "StatefulSet", s.ObjectMeta, &s.Spec.Template)
-		if err != nil {
+		if err := c.add(ctx, &out, "StatefulSet", s.ObjectMeta, &s.Spec.Template, func() (Rollout, error) { return c.statefulSetRollout(ctx, s) }); err != nil {
 			return out, err
-		}
-		if ok {
-			if w.Rollout, err = c.statefulSetRollout(ctx, s); err != nil {
-				return out, err
-			}
-			out.Workloads = append(out.Workloads, w)
 		}
 	}
 	daemons, err := cs.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
@@ -164,13 +149,8 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 	}
 	for i := range daemons.Items {
 		d := &daemons.Items[i]
-		w, ok, err := c.workload(ctx, "DaemonSet", d.ObjectMeta, &d.Spec.Template)
-		if err != nil {
+		if err := c.add(ctx, &out, "DaemonSet", d.ObjectMeta, &d.Spec.Template, func() (Rollout, error) { return daemonSetRollout(d), nil }); err != nil {
 			return out, err
-		}
-		if ok {
-			w.Rollout = daemonSetRollout(d)
-			out.Workloads = append(out.Workloads, w)
 		}
 	}
 	jobs, err := cs.BatchV1().CronJobs(ns).List(ctx, metav1.ListOptions{})
@@ -179,14 +159,12 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 	}
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
-		w, ok, err := c.workload(ctx, "CronJob", j.ObjectMeta, &j.Spec.JobTemplate.Spec.Template)
-		if err != nil {
-			return out, err
+		cronRollout := func() (Rollout, error) {
+			return Rollout{Done: true, Generation: j.Generation, ObservedGeneration: j.Generation,
+				Message: "the next Job runs the current template"}, nil
 		}
-		if ok {
-			w.Rollout = Rollout{Done: true, Generation: j.Generation, ObservedGeneration: j.Generation,
-				Message: "the next Job runs the current template"}
-			out.Workloads = append(out.Workloads, w)
+		if err := c.add(ctx, &out, "CronJob", j.ObjectMeta, &j.Spec.JobTemplate.Spec.Template, cronRollout); err != nil {
+			return out, err
 		}
 	}
 	sort.SliceStable(out.Workloads, func(i, j int) bool {
@@ -207,6 +185,20 @@ type collector struct {
 	prefix string
 	key    []byte
 	keyID  string
+}
+
+// add appends the workload to out when it is managed, with its rollout
+// (read only then).
+func (c collector) add(ctx context.Context, out *Report, kind string, meta metav1.ObjectMeta, tmpl *corev1.PodTemplateSpec, rollout func() (Rollout, error)) error {
+	w, ok, err := c.workload(ctx, kind, meta, tmpl)
+	if err != nil || !ok {
+		return err
+	}
+	if w.Rollout, err = rollout(); err != nil {
+		return err
+	}
+	out.Workloads = append(out.Workloads, w)
+	return nil
 }
 
 // workload computes the config state of a workload as the controller
