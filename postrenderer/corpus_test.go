@@ -2,8 +2,6 @@ package postrenderer_test
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -22,26 +20,15 @@ import (
 // corpusStreams returns the corpus as streams a user would pipe: each Argo CD
 // file, and kube-prometheus's files concatenated (one install).
 func corpusStreams(t *testing.T) map[string][]byte {
-	dir := testtools.Corpus(t)
 	out := map[string][]byte{}
-	argo, err := filepath.Glob(filepath.Join(dir, "argo-cd", "*.yaml"))
-	require.NoError(t, err)
-	for _, f := range argo {
-		b, err := os.ReadFile(f)
-		require.NoError(t, err)
-		out["argo-cd/"+filepath.Base(f)] = b
+	for _, f := range testtools.CorpusFiles(t, "argo-cd") {
+		out["argo-cd/"+f.Name] = f.Data
 	}
-	kp, err := filepath.Glob(filepath.Join(dir, "kube-prometheus", "*.yaml"))
-	require.NoError(t, err)
-	var all bytes.Buffer
+	kp := testtools.CorpusFiles(t, "kube-prometheus")
 	for _, f := range kp {
-		b, err := os.ReadFile(f)
-		require.NoError(t, err)
-		out["kube-prometheus/"+filepath.Base(f)] = b
-		all.WriteString("---\n")
-		all.Write(b)
+		out["kube-prometheus/"+f.Name] = f.Data
 	}
-	out["kube-prometheus (all files as one stream)"] = all.Bytes()
+	out["kube-prometheus (all files as one stream)"] = testtools.Stream(kp)
 	require.Greater(t, len(out), 80)
 	return out
 }

@@ -28,20 +28,9 @@ import (
 // corpusStreams returns the shared corpus as a user would render it: Argo
 // CD's install.yaml, and kube-prometheus's files as one stream.
 func corpusStreams(t *testing.T) map[string][]byte {
-	dir := testtools.Corpus(t)
-	argo, err := os.ReadFile(filepath.Join(dir, "argo-cd", "install.yaml"))
+	argo, err := os.ReadFile(filepath.Join(testtools.Corpus(t), "argo-cd", "install.yaml"))
 	require.NoError(t, err)
-	files, err := filepath.Glob(filepath.Join(dir, "kube-prometheus", "*.yaml"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	var kp bytes.Buffer
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		require.NoError(t, err)
-		kp.WriteString("---\n")
-		kp.Write(b)
-	}
-	return map[string][]byte{"argo-cd": argo, "kube-prometheus": kp.Bytes()}
+	return map[string][]byte{"argo-cd": argo, "kube-prometheus": testtools.Stream(testtools.CorpusFiles(t, "kube-prometheus"))}
 }
 
 // consumer is a workload and what its pod spec consumes, found with

@@ -100,3 +100,40 @@ func Run(t testing.TB, dir string, env []string, stdin []byte, name string, args
 	}
 	return res
 }
+
+// CorpusFile is one manifest file of the corpus.
+type CorpusFile struct {
+	// Name is the file's base name, like install.yaml.
+	Name string
+	Data []byte
+}
+
+// CorpusFiles reads the *.yaml files of one folder of the corpus (argo-cd,
+// kube-prometheus) in name order; none is a failure.
+func CorpusFiles(t testing.TB, folder string) []CorpusFile {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(Corpus(t), folder, "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no manifests in the corpus folder %s (%v)", folder, err)
+	}
+	out := make([]CorpusFile, 0, len(paths))
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, CorpusFile{Name: filepath.Base(p), Data: b})
+	}
+	return out
+}
+
+// Stream joins files into one stream, each after a "---" line, the way one
+// install applies them.
+func Stream(files []CorpusFile) []byte {
+	var b bytes.Buffer
+	for _, f := range files {
+		b.WriteString("---\n")
+		b.Write(f.Data)
+	}
+	return b.Bytes()
+}
