@@ -69,7 +69,7 @@ vet: ## go vet.
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## golangci-lint (config in .golangci.yml).
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 
 .PHONY: lint-docker
 lint-docker: ## Lint the Dockerfile (dockerfilelint from npm, pinned; no Docker engine needed).
