@@ -2,12 +2,12 @@ package postrenderer
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
 // FuzzParseBatch holds the batched parse to parsing each document on its
@@ -17,12 +17,7 @@ import (
 // before it, and only re-encoding, which parses the document on its own,
 // writes comments.
 func FuzzParseBatch(f *testing.F) {
-	seeds, _ := filepath.Glob("testdata/*/input.yaml")
-	for _, s := range seeds {
-		if b, err := os.ReadFile(s); err == nil {
-			f.Add(b)
-		}
-	}
+	testtools.AddSeedFiles(f, "testdata/*/input.yaml")
 	f.Add([]byte("---\na: &x 1\n---\nb: *x\n"))
 	f.Add([]byte("---\na: 1\n...\n---\nb: 2\n"))
 	f.Add([]byte("---\na: 1\n# foot\n---\n# head\nb: [1,\n---\nc: 3"))

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -13,6 +11,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/testing/testtools"
 	"github.com/confighash/confighash/internal/yamlnorm"
 	"github.com/confighash/confighash/postrenderer"
 )
@@ -21,13 +20,7 @@ import (
 // both accept, the edited bytes must mean exactly what the filter's nodes
 // mean, and a second run must change nothing.
 func FuzzProcess(f *testing.F) {
-	seeds, _ := filepath.Glob("testdata/*/input.yaml")
-	for _, s := range seeds {
-		b, err := os.ReadFile(s)
-		if err == nil {
-			f.Add(b)
-		}
-	}
+	testtools.AddSeedFiles(f, "testdata/*/input.yaml")
 	const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  k: v\n---\n"
 	const dep = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n%s    spec:\n      containers:\n      - name: a\n        envFrom:\n        - configMapRef:\n            name: c\n"
 	for _, meta := range []string{

@@ -137,3 +137,20 @@ func Stream(files []CorpusFile) []byte {
 	}
 	return b.Bytes()
 }
+
+// AddSeedFiles adds the content of each file matching pattern (like
+// testdata/*/input.yaml) to the fuzzer's seed corpus.
+func AddSeedFiles(f *testing.F, pattern string) {
+	f.Helper()
+	paths, err := filepath.Glob(pattern)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+}
