@@ -37,6 +37,8 @@ Usage:
   confighash [flags] < input            hash a KRM ResourceList or a plain YAML stream
   confighash explain [--json] < input   show what each workload consumes and its hash
   confighash verify [flags] < input     exit 1 when a workload lacks its current hash (CI guard)
+  confighash diff [flags] OLD NEW       which workloads two renders roll, and why (docs/diff.md)
+  confighash status [flags]             what the cluster runs against its configs (kubectl confighash, docs/status.md)
   confighash version                    print the version
 
 On standard input, a ResourceList (kind: ResourceList) runs the KRM function
