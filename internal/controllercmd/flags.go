@@ -53,7 +53,7 @@ func ParseFlags(args []string, out io.Writer, getenv func(string) string) (Confi
 	if c.LogLevel == "" {
 		c.LogLevel = DefaultLogLevel
 	}
-	c.Options, err = c.Options.Complete()
+	c.Options, err = c.Complete()
 	return c, errors.Join(append([]error{err}, checkLog(c.LogFormat, c.LogLevel)...)...)
 }
 
