@@ -55,6 +55,9 @@ type Options struct {
 	// MetricsBindAddress and HealthProbeBindAddress: "0" turns them off.
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's /debug/pprof/ profiles (heap, goroutine,
+	// CPU) there; empty or "0" (the default) serves none.
+	PprofBindAddress string
 	// Namespaces restricts the controller (cache and watches) to these
 	// namespaces, so it needs Roles only. Empty means every namespace.
 	Namespaces []string

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/confighash/confighash/controller"
 	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/testing/kubetest"
 )
 
 // ScaleResult is one row of the scale benchmark; hack/scaleplot draws them.
@@ -111,7 +114,9 @@ type ScaleResult struct {
 // (confighash.dev/external), so the start is a first start on never-seen
 // workloads: one baseline PATCH each. CONFIGHASH_SCALE_ARGS adds flags to
 // the controller (space-separated, e.g. "--kube-api-qps 5 --kube-api-burst
-// 10", client-go's own defaults).
+// 10", client-go's own defaults). CONFIGHASH_SCALE_PROFILE=/tmp/heap saves
+// the controller's heap profile, taken after the settled-memory reading
+// (--pprof-bind-address, gc=1), as /tmp/heap-W.pb.gz.
 func BenchmarkScale(b *testing.B) {
 	var scales []int
 	for _, s := range strings.Split(envString("CONFIGHASH_SCALE", "5000"), ",") {
@@ -195,8 +200,14 @@ func runScale(b *testing.B, w, changes int) ScaleResult {
 	raw, err := cs.AppsV1().RESTClient().Get().Namespace(e.ns).Resource("deployments").Name("app-0").DoRaw(context.Background())
 	require.NoError(b, err)
 	r.WorkloadBytes = len(raw)
-	p := e.startProcessBin(os.Getenv("CONFIGHASH_SCALE_BIN"), "scale", append([]string{"--coalesce-window", scaleWindow.String(), "--max-rollouts-per-second", "1000",
-		"--rollout-burst", "1000", "--log-level", "info"}, extra...)...)
+	args := []string{"--coalesce-window", scaleWindow.String(), "--max-rollouts-per-second", "1000", "--rollout-burst", "1000", "--log-level", "info"}
+	profile := os.Getenv("CONFIGHASH_SCALE_PROFILE")
+	pprofAddr := ""
+	if profile != "" {
+		pprofAddr = kubetest.FreeAddr(b)
+		args = append(args, "--pprof-bind-address", pprofAddr)
+	}
+	p := e.startProcessBin(os.Getenv("CONFIGHASH_SCALE_BIN"), "scale", append(args, extra...)...)
 	start := time.Now()
 	eventuallyWithin(b, 20*time.Minute, scalePoll, "every workload in sync", func(context.Context) (bool, error) {
 		if external && p.metric("confighash_baseline_writes_total") < float64(w) {
@@ -242,6 +253,9 @@ func runScale(b *testing.B, w, changes int) ScaleResult {
 	r.RSSSettledMB = p.metric("process_resident_memory_bytes") / 1e6
 	r.HeapPerWorkloadKB = r.HeapSettledMB * 1e3 / float64(w)
 	r.RSSPerWorkloadKB = r.RSSSettledMB * 1e3 / float64(w)
+	if profile != "" {
+		saveHeapProfile(b, pprofAddr, fmt.Sprintf("%s-%d.pb.gz", profile, w))
+	}
 	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
 	q := func(f float64) float64 {
 		return float64(latencies[int(f*float64(len(latencies)-1))].Microseconds()) / 1000
@@ -249,6 +263,20 @@ func runScale(b *testing.B, w, changes int) ScaleResult {
 	r.P50ms, r.P99ms = q(0.5), q(0.99)
 	p.signal(syscall.SIGTERM)
 	return r
+}
+
+// saveHeapProfile writes the controller's heap profile, taken after a
+// garbage collection (gc=1), to path, for go tool pprof.
+func saveHeapProfile(b *testing.B, addr, path string) {
+	b.Helper()
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1") //nolint:noctx // a local test process
+	require.NoError(b, err)
+	defer func() { require.NoError(b, resp.Body.Close()) }()
+	require.Equal(b, http.StatusOK, resp.StatusCode, "heap profile")
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(b, err)
+	require.NoError(b, os.WriteFile(path, body, 0o644))
+	b.Logf("heap profile: %s", path)
 }
 
 // scaleChange edits workload idx's ConfigMap (even i) or Secret (odd i)

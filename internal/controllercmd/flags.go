@@ -68,6 +68,7 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RetryPeriod, "leader-election-retry-period", c.RetryPeriod, "interval between Lease attempts")
 	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, `Prometheus metrics address ("0" turns it off)`)
 	fs.StringVar(&c.HealthProbeBindAddress, "health-probe-bind-address", c.HealthProbeBindAddress, `/healthz and /readyz address ("0" turns it off)`)
+	fs.StringVar(&c.PprofBindAddress, "pprof-bind-address", c.PprofBindAddress, `address serving Go's /debug/pprof/ profiles (default "": off; "0" also turns it off)`)
 	fs.Func("namespaces", "comma-separated namespaces to watch (default all; Roles suffice when set)", func(s string) error {
 		c.Namespaces = nil
 		for _, n := range strings.Split(s, ",") {

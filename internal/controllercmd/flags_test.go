@@ -30,7 +30,7 @@ func TestParseFlags(t *testing.T) {
 		"--kubeconfig", "/tmp/kc", "--leader-elect", "--leader-election-namespace", "ops",
 		"--namespaces", "shop, billing,", "--dry-run", "--annotation-prefix", "example.com",
 		"--coalesce-window", "500ms", "--min-roll-interval", "1m", "--hmac-key-file", key,
-		"--metrics-bind-address", "0", "--argo-rollouts", "disabled",
+		"--metrics-bind-address", "0", "--pprof-bind-address", "127.0.0.1:6060", "--argo-rollouts", "disabled",
 		"--kube-api-qps", "50", "--concurrency", "8", "--log-format", "text", "--log-level", "debug",
 	}, &out, noEnv)
 	require.NoError(t, err)
@@ -46,6 +46,7 @@ func TestParseFlags(t *testing.T) {
 	assert.Equal(t, []byte("s3cret"), o.Key, "trimmed like bin/confighash --hmac-key-file")
 	assert.Equal(t, "0", o.MetricsBindAddress)
 	assert.Equal(t, controller.DefaultHealthAddress, o.HealthProbeBindAddress)
+	assert.Equal(t, "127.0.0.1:6060", o.PprofBindAddress)
 	assert.Equal(t, controller.ArgoRolloutsDisabled, o.ArgoRollouts)
 	assert.InDelta(t, 50.0, o.KubeAPIQPS, 0)
 	assert.Equal(t, 100, o.KubeAPIBurst, "completed: twice the rate")
@@ -89,6 +90,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 	assert.Equal(t, d.MinRollInterval, o.MinRollInterval)
 	assert.Equal(t, d.MetricsBindAddress, o.MetricsBindAddress)
 	assert.Equal(t, d.HealthProbeBindAddress, o.HealthProbeBindAddress)
+	assert.Empty(t, o.PprofBindAddress, "profiles are served only when asked for")
 	assert.Equal(t, d.Concurrency, o.Concurrency)
 	assert.Equal(t, "confighash.dev", o.AnnotationPrefix)
 	assert.Equal(t, "json", o.LogFormat)
