@@ -181,3 +181,75 @@ func Scalar(n *yaml.Node) Kind {
 	}
 	return Plain(n.Value)
 }
+
+// PlainKey returns String when sigs.k8s.io/yaml stores the plain mapping key
+// s under the name s, as yaml.v3 and kyaml do, and what s is otherwise.
+// sigs.k8s.io/yaml writes a key that YAML 1.1 reads as a boolean or number
+// as its Go text ("on" becomes "true", "010" becomes "8", "1e3" becomes
+// "1000") and refuses a null key; a timestamp stays its text.
+func PlainKey(s string) Kind {
+	switch k := Plain(s); k {
+	case String, Timestamp:
+		return String
+	case Bool:
+		if s == "true" || s == "false" {
+			return String
+		}
+		return k
+	case Number:
+		if stored, ok := numberKey(s); ok && stored == s {
+			return String
+		}
+		return k
+	default:
+		return k
+	}
+}
+
+// numberKey returns the name sigs.k8s.io/yaml gives a key that YAML 1.1
+// reads as a number: an int in decimal, a float as Go formats a float32
+// (.inf, -.inf and .nan for the special values); false for one it refuses
+// (an integer beyond int64).
+func numberKey(s string) (string, bool) {
+	plain := strings.ReplaceAll(s, "_", "")
+	if i, err := strconv.ParseInt(plain, 0, 64); err == nil {
+		return strconv.FormatInt(i, 10), true
+	}
+	if digits, ok := strings.CutPrefix(plain, "0b"); ok {
+		i, err := strconv.ParseInt(digits, 2, 64)
+		return strconv.FormatInt(i, 10), err == nil
+	}
+	if digits, ok := strings.CutPrefix(plain, "-0b"); ok {
+		i, err := strconv.ParseInt("-"+digits, 2, 64)
+		return strconv.FormatInt(i, 10), err == nil
+	}
+	var f float64
+	switch {
+	case strings.EqualFold(s, ".nan"):
+		return ".nan", true
+	case strings.EqualFold(s, ".inf") || strings.EqualFold(s, "+.inf"):
+		return ".inf", true
+	case strings.EqualFold(s, "-.inf"):
+		return "-.inf", true
+	case s[0] == '.':
+		f, _ = strconv.ParseFloat(s, 64)
+	default:
+		var err error
+		if f, err = strconv.ParseFloat(plain, 64); err != nil || !float.MatchString(plain) {
+			return "", false
+		}
+	}
+	return strconv.FormatFloat(f, 'g', -1, 32), true
+}
+
+// Key is PlainKey for a mapping key node: a quoted, block or !!str-tagged
+// key is stored under its text.
+func Key(n *yaml.Node) Kind {
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle|yaml.TaggedStyle) != 0 {
+		if k := Scalar(n); k != String {
+			return k
+		}
+		return String
+	}
+	return PlainKey(n.Value)
+}

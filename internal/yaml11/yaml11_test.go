@@ -73,6 +73,9 @@ func FuzzPlain(f *testing.F) {
 		if got := yaml11.Plain(s); (got == yaml11.String) != (v3 == yaml11.String && sigs == yaml11.String) {
 			t.Fatalf("Plain(%q) = %s; yaml.v3: %s, sigs.k8s.io/yaml: %s", s, got, v3, sigs)
 		}
+		if stored, ok := storedUnder(t, s); ok && stored != (yaml11.PlainKey(s) == yaml11.String) {
+			t.Fatalf("PlainKey(%q) = %s; sigs.k8s.io/yaml stores it under its text: %v", s, yaml11.PlainKey(s), stored)
+		}
 	})
 }
 
@@ -151,4 +154,41 @@ func TestScalar(t *testing.T) {
 		require.NoError(t, yaml.Unmarshal([]byte("v: "+text+"\n"), &n))
 		assert.Equal(t, want, yaml11.Scalar(n.Content[0].Content[1]), "%s", text)
 	}
+}
+
+// TestPlainKeyAgreesWithTheReaders: a key PlainKey accepts is stored under
+// its own text by sigs.k8s.io/yaml, one it refuses is not (or is refused).
+func TestPlainKeyAgreesWithTheReaders(t *testing.T) {
+	for _, s := range candidates {
+		if strings.ContainsAny(s, ":") || s == "<<" || s == "=" {
+			continue // not a plain key, or a merge key
+		}
+		stored, ok := storedUnder(t, s)
+		require.True(t, ok, "%q is not one plain key", s)
+		assert.Equal(t, stored, yaml11.PlainKey(s) == yaml11.String, "key %q", s)
+	}
+}
+
+// storedUnder reports whether sigs.k8s.io/yaml stores the value of plain
+// key s under the name s, and false when s is not one plain key to yaml.v3.
+func storedUnder(t *testing.T, s string) (stored, ok bool) {
+	t.Helper()
+	doc := []byte(s + ": v\n")
+	var n yaml.Node
+	if strings.ContainsAny(s, "\n\r\t") || yaml.Unmarshal(doc, &n) != nil || len(n.Content) != 1 ||
+		n.Content[0].Kind != yaml.MappingNode || len(n.Content[0].Content) != 2 {
+		return false, false
+	}
+	k := n.Content[0].Content[0]
+	if k.Kind != yaml.ScalarNode || k.Style != 0 || k.Value != s || k.Tag == "!!merge" || n.Content[0].Content[1].Value != "v" {
+		return false, false
+	}
+	j, err := sigsyaml.YAMLToJSON(doc)
+	if err != nil {
+		return false, true
+	}
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(j, &m))
+	_, stored = m[s]
+	return stored, true
 }
