@@ -2,9 +2,11 @@ package postrenderer
 
 import (
 	"bytes"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/yaml11"
 )
 
 // scanConfig reads a ConfigMap or Secret written in the plain block layout
@@ -67,10 +69,21 @@ type scanBuffers struct {
 }
 
 // add records one key of data, binaryData or stringData. It refuses what
-// the builder calls an error (a field the kind does not have included):
-// the parser path then decides, and reports it.
+// the builder calls an error (a field the kind does not have included) and
+// a key kubectl would store under another name (yaml11.PlainKey): the
+// parser path then decides, and reports it.
 func (c *config) add(field string, key, value []byte) bool {
+	if mayResolve(key[0]) && yaml11.PlainKey(string(key)) != yaml11.String {
+		return false
+	}
 	return c.buf.content.Add(hashing.Field(field), string(key), value) == nil
+}
+
+// mayResolve reports whether a plain scalar starting with c can be anything
+// but a string to some YAML reader (the first characters go-yaml's resolver
+// looks further at); yaml11 decides for those.
+func mayResolve(c byte) bool {
+	return c >= '0' && c <= '9' || strings.IndexByte("+-.~yYnNtTfFoO", c) >= 0
 }
 
 type scanner struct {
@@ -405,10 +418,6 @@ func singleQuoted(v []byte) ([]byte, bool) {
 	return inner, true
 }
 
-// nonStrings are plain scalars some YAML reader could take for a null, a
-// boolean or a number.
-var nonStrings = [][]byte{[]byte("null"), []byte("true"), []byte("false"), []byte("yes"), []byte("no"), []byte("on"), []byte("off"), []byte("y"), []byte("n")}
-
 // plainString accepts plain scalars that YAML reads as strings and that
 // cannot start or continue another construct; anything doubtful goes to the
 // parser.
@@ -423,10 +432,8 @@ func plainString(v []byte) bool {
 	if v[0] >= '0' && v[0] <= '9' {
 		return false
 	}
-	for _, word := range nonStrings {
-		if bytes.EqualFold(v, word) {
-			return false
-		}
+	if mayResolve(v[0]) && yaml11.Plain(string(v)) != yaml11.String {
+		return false // a null, boolean or number to kubectl or yaml.v3
 	}
 	for _, b := range v {
 		if b == '\t' || b < 0x20 {

@@ -94,11 +94,39 @@ func (notFast) Error() string { return "not on the fast path" }
 
 var errNotFast error = notFast{}
 
+// yaml11Cases are configs whose keys or values kubectl and Helm
+// (sigs.k8s.io/yaml, YAML 1.1) read as something other than the string
+// yaml.v3 reads, with the error the parser path gives.
+var yaml11Cases = []struct{ text, err string }{
+	{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: yes\n", "data.k: expected a string, found a boolean (quote it)"},
+	{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: Off # comment\n", "data.k: expected a string, found a boolean (quote it)"},
+	{"apiVersion: v1\nkind: Secret\nmetadata:\n  name: a\nstringData:\n  k: N\n", "stringData.k: expected a string, found a boolean (quote it)"},
+	{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: 1_000\n", "data.k: expected a string, found a number (quote it)"},
+	{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  on: v\n", `data: key "on" is a boolean to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`},
+	{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  010: v\n", `data: key "010" is a number to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`},
+	{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\nbinaryData:\n  1e3: AAEC\n", `binaryData: key "1e3" is a number to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`},
+}
+
+// TestScanConfigRefusesWhatKubectlReadsOtherwise: the scanner leaves a
+// YAML 1.1 boolean or number, as a value or a key, to the parser, which
+// names it.
+func TestScanConfigRefusesWhatKubectlReadsOtherwise(t *testing.T) {
+	for _, tc := range yaml11Cases {
+		_, ok := scanConfig([]byte(tc.text), &scanBuffers{})
+		assert.False(t, ok, "the scanner took %q", tc.text)
+		_, err := hashConfig([]byte(tc.text), false)
+		assert.ErrorContains(t, err, tc.err, "%q", tc.text)
+	}
+}
+
 // FuzzScanConfig holds the scanner to the parser: for any document it
 // accepts, the parser must accept it too and give the same hash.
 func FuzzScanConfig(f *testing.F) {
 	for _, c := range scanCases {
 		f.Add([]byte(c))
+	}
+	for _, c := range yaml11Cases {
+		f.Add([]byte(c.text))
 	}
 	f.Fuzz(func(t *testing.T, text []byte) {
 		fastHash, err := hashConfig(text, true)

@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/yaml11"
 	"github.com/confighash/confighash/internal/yamlnode"
 	"github.com/confighash/confighash/internal/yamlnorm"
 )
@@ -27,9 +28,16 @@ func ReadContent(node *yaml.Node, kind hashing.Kind, namespace, name string) (ha
 			return hashing.Content{}, fmt.Errorf("%s: expected a map of strings", f)
 		}
 		for i := 0; i+1 < len(m.Content); i += 2 {
-			key, v := m.Content[i].Value, m.Content[i+1]
-			if v.Kind != yaml.ScalarNode || !isStringScalar(v) {
-				return hashing.Content{}, fmt.Errorf("%s.%s: expected a string, found %s", f, key, describe(v))
+			k, v := m.Content[i], m.Content[i+1]
+			key := k.Value
+			if kind := yaml11.Key(k); kind != yaml11.String {
+				return hashing.Content{}, fmt.Errorf("%s: key %q is %s to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)", f, key, kind)
+			}
+			if v.Kind != yaml.ScalarNode {
+				return hashing.Content{}, fmt.Errorf("%s.%s: expected a string, found %s", f, key, yamlnorm.Describe(v))
+			}
+			if kind := yaml11.Scalar(v); kind != yaml11.String {
+				return hashing.Content{}, fmt.Errorf("%s.%s: expected a string, found %s", f, key, describe(kind))
 			}
 			if err := b.AddString(f, key, v.Value); err != nil {
 				return hashing.Content{}, err
@@ -41,21 +49,12 @@ func ReadContent(node *yaml.Node, kind hashing.Kind, namespace, name string) (ha
 	return c, nil
 }
 
-// isStringScalar reports whether a scalar reads as a string in JSON terms:
-// quoted, a block scalar, or a plain scalar YAML resolves to a string.
-func isStringScalar(v *yaml.Node) bool {
-	if v.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
-		return true
-	}
-	return v.Tag == "" || v.Tag == yaml.NodeTagString || v.Tag == "!!binary"
-}
-
 // describe names what a content value is instead of a string, with a hint
-// where quoting it makes it one.
-func describe(v *yaml.Node) string {
-	d := yamlnorm.Describe(v)
-	if v.Kind == yaml.ScalarNode && (v.Tag == yaml.NodeTagInt || v.Tag == yaml.NodeTagFloat || v.Tag == yaml.NodeTagBool) {
-		d += " (quote it)"
+// where quoting it makes it one. A plain scalar is what every reader makes
+// of it (yaml11): yes, no, on and off are booleans to kubectl and Helm.
+func describe(kind yaml11.Kind) string {
+	if kind.Quotable() {
+		return string(kind) + " (quote it)"
 	}
-	return d
+	return string(kind)
 }

@@ -20,6 +20,20 @@ func TestReadContentNamesWhatIsNotAString(t *testing.T) {
 		{"{a: b}", "data.k: expected a string, found a map"},
 		{"[a]", "data.k: expected a string, found a list"},
 		{"*x", "data.k: expected a string, found an alias"},
+		// YAML 1.1 booleans: yaml.v3 reads strings, kubectl and Helm
+		// (sigs.k8s.io/yaml) booleans the API server refuses.
+		{"yes", "data.k: expected a string, found a boolean (quote it)"},
+		{"No", "data.k: expected a string, found a boolean (quote it)"},
+		{"ON", "data.k: expected a string, found a boolean (quote it)"},
+		{"off", "data.k: expected a string, found a boolean (quote it)"},
+		{"y", "data.k: expected a string, found a boolean (quote it)"},
+		{"N", "data.k: expected a string, found a boolean (quote it)"},
+		{"0b101", "data.k: expected a string, found a number (quote it)"},
+		{"1_000", "data.k: expected a string, found a number (quote it)"},
+		{".inf", "data.k: expected a string, found a number (quote it)"},
+		{"~", "data.k: expected a string, found null"},
+		// kubectl stores a !!binary value decoded, yaml.v3 keeps its text.
+		{"!!binary aGk=", "data.k: expected a string, found a !!binary value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.value, func(t *testing.T) {
@@ -27,6 +41,36 @@ func TestReadContentNamesWhatIsNotAString(t *testing.T) {
 			require.NoError(t, err)
 			_, err = inject.ReadContent(n.YNode(), hashing.KindConfigMap, "ns", "cfg")
 			require.EqualError(t, err, tt.want)
+		})
+	}
+}
+
+// TestReadContentRefusesKeysKubectlRenames: sigs.k8s.io/yaml stores a key
+// YAML 1.1 reads as a boolean or number under its JSON text ("on" as
+// "true", "010" as "8"), so hashing its spelling would hash a key the API
+// server does not hold. Keys stored as written are read.
+func TestReadContentRefusesKeysKubectlRenames(t *testing.T) {
+	for key, want := range map[string]string{
+		"on":    `data: key "on" is a boolean to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`,
+		"No":    `data: key "No" is a boolean to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`,
+		"010":   `data: key "010" is a number to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`,
+		"1e3":   `data: key "1e3" is a number to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`,
+		"~":     `data: key "~" is null to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`,
+		"'on'":  "",
+		"true":  "",
+		"10":    "",
+		"app.y": "",
+	} {
+		t.Run(key, func(t *testing.T) {
+			n, err := yaml.Parse("kind: ConfigMap\ndata:\n  " + key + ": v\n")
+			require.NoError(t, err)
+			c, err := inject.ReadContent(n.YNode(), hashing.KindConfigMap, "ns", "cfg")
+			if want != "" {
+				require.EqualError(t, err, want)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, c.Keys, 1)
 		})
 	}
 }
