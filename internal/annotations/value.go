@@ -1,11 +1,12 @@
 package annotations
 
 import (
+	"fmt"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
-	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/confighash/confighash/internal/yaml11"
 	"github.com/confighash/confighash/internal/yamlnode"
 )
 
@@ -33,23 +34,31 @@ func Node(m *yaml.Node, key string) *yaml.Node {
 }
 
 // ReadsAsString reports whether scalar v reads as the string v.Value in
-// YAML 1.2 and YAML 1.1.
+// YAML 1.2 and YAML 1.1 (yaml11: an unquoted yes or off is a boolean to
+// kubectl and Helm, which send it so and have the object refused).
 func ReadsAsString(v *yaml.Node) bool {
-	if v.Kind != yaml.ScalarNode || v.ShortTag() != strTag {
-		return false
+	return v.Kind == yaml.ScalarNode && v.ShortTag() == strTag && yaml11.Scalar(v) == yaml11.String
+}
+
+// Kind returns what scalar v is to the strictest YAML reader, for a
+// message naming why it is not a string.
+func Kind(v *yaml.Node) yaml11.Kind {
+	switch v.Kind {
+	case yaml.MappingNode:
+		return "a map"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+	default:
+		return "an alias"
 	}
-	if v.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle|yaml.TaggedStyle) != 0 || PlainSafe(v.Value) {
-		return true
+	if k := yaml11.Scalar(v); k != yaml11.String {
+		return k
 	}
-	// A plain scalar yaml.v3 reads as a string may still be a YAML 1.1 bool,
-	// number or timestamp: ask the YAML 1.1 reader kubectl uses. (A plain
-	// scalar holds no ": " or " #", so it reads back as one value.)
-	var m map[string]any
-	if strings.ContainsAny(v.Value, "\n\r") || sigsyaml.Unmarshal([]byte("v: "+v.Value), &m) != nil {
-		return false
+	if v.ShortTag() != strTag {
+		return yaml11.Kind("a " + strings.TrimPrefix(v.ShortTag(), "!!"))
 	}
-	s, ok := m["v"].(string)
-	return ok && s == v.Value
+	return yaml11.String
 }
 
 // PlainSafe reports whether s can be written as a plain scalar in block
@@ -70,11 +79,19 @@ func PlainSafe(s string) bool {
 			return false
 		}
 	}
-	switch strings.ToLower(s) {
-	case "y", "yes", "n", "no", "true", "false", "on", "off", "null":
-		return false
-	}
-	return true
+	return yaml11.Plain(s) == yaml11.String
 }
 
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// NotStringError describes annotation key of m, present and not a string,
+// as the content readers describe a config value that is not one. It names
+// the key and what the value is, never the value.
+func NotStringError(m *yaml.Node, key string) error {
+	kind := Kind(Node(m, key))
+	hint := ""
+	if kind.Quotable() {
+		hint = " (quote it)"
+	}
+	return fmt.Errorf("annotation %s: expected a string, found %s%s; kubectl and Helm send it so and the API server refuses the object", key, kind, hint)
+}

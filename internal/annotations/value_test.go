@@ -8,6 +8,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/confighash/confighash/internal/annotations"
+	"github.com/confighash/confighash/internal/yaml11"
 )
 
 // parse returns the root mapping of one YAML document.
@@ -28,9 +29,21 @@ func TestReadsAsString(t *testing.T) {
 		"abc": true, "1.2.3": true, "v1-sha256:00": true, "ConfigMap/a,Secret/b": true, "0x1g": true,
 		`"9178192511668845"`: true, "'yes'": true, "!!str 12": true, "!!int 12": false,
 		"|\n  two\n  lines": true, "[a]": false, "{a: b}": false,
+		"y": false, "N": false, "off": false, "NO": false, "yEs": true, "'off'": true,
 	} {
 		v := parse(t, "k: "+text+"\n").Content[1]
 		assert.Equal(t, want, annotations.ReadsAsString(v), "%s", text)
+	}
+}
+
+// TestKind names what a value is when it is not a string, as the content
+// readers do.
+func TestKind(t *testing.T) {
+	for text, want := range map[string]yaml11.Kind{
+		"no": yaml11.Bool, "On": yaml11.Bool, "false": yaml11.Bool, "0x1F": yaml11.Number, "~": yaml11.Null,
+		"2001-12-14": yaml11.Timestamp, "[a]": "a list", "{a: b}": "a map", "'no'": yaml11.String, "abc": yaml11.String,
+	} {
+		assert.Equal(t, want, annotations.Kind(parse(t, "k: "+text+"\n").Content[1]), "%s", text)
 	}
 }
 

@@ -44,7 +44,7 @@ func TestDiffCommand(t *testing.T) {
 		{name: "changes, --exit-code", old: old, new: edited, args: []string{"--exit-code"}, code: 1},
 		{name: "flags after the files", old: old, new: edited, args: []string{"--exit-code", "--namespace", "shop"}, code: 1,
 			stdout: []string{"ConfigMap shop/cfg key k changed"}},
-		{name: "a key nobody reads, --exit-code", old: oldKeyed, new: strings.Replace(oldKeyed, "other: x", "other: y", 1),
+		{name: "a key nobody reads, --exit-code", old: oldKeyed, new: strings.Replace(oldKeyed, "other: x", "other: z", 1),
 			args: []string{"--exit-code"}, code: 0, stdout: []string{"0 of 1 workload roll"}},
 		{name: "no change, --exit-code", old: old, new: old, args: []string{"--exit-code"}, code: 0, stdout: []string{"0 of 1 workload roll"}},
 		{name: "markdown", old: old, new: edited, args: []string{"--markdown"}, code: 0,

@@ -128,7 +128,10 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 		return Workload{}, false, nil
 	}
 	w := Workload{Object: o, Node: node}
-	enabled, _ := Annotation(node.YNode(), opts.Annotation(EnabledName))
+	enabled, present, isString := annotations.Value(node.YNode(), opts.Annotation(EnabledName))
+	if present && !isString {
+		return w, false, fmt.Errorf("%s: %w", o, annotations.NotStringError(node.YNode(), opts.Annotation(EnabledName)))
+	}
 	w.OptedOut = enabled == "false"
 	tn := yamlnode.Path(node.YNode(), path...)
 	if isNull(tn) || w.OptedOut {
