@@ -127,7 +127,7 @@ func TestCompare(t *testing.T) {
 		},
 		{
 			name: "a key nobody consumes changes",
-			old:  base, new: edit(t, "UNUSED: x", "UNUSED: y"),
+			old:  base, new: edit(t, "UNUSED: x", "UNUSED: z"),
 		},
 		{
 			name: "a key two workloads consume changes",
