@@ -82,7 +82,16 @@ func (e *entry) clearMissing() {
 	e.missing, e.missingSet, e.missingSince = "", "", time.Time{}
 }
 
-// memory holds the entries of all workloads.
+// empty reports whether the entry remembers nothing, so it can go: most
+// workloads are in sync most of the time, and cost no entry then.
+func (e *entry) empty() bool {
+	return e.firstMismatch.IsZero() && e.lastRoll.IsZero() && len(e.changes) == 0 &&
+		e.missing == "" && e.missingSet == "" && e.missingSince.IsZero() && !e.warnedUnknown &&
+		len(e.firstSeen) == 0 && len(e.written) == 0 && len(e.overlayMeta) == 0 && len(e.overlayTemplate) == 0
+}
+
+// memory holds the entries of the workloads that have something to
+// remember (see entry.empty).
 type memory struct {
 	mu      sync.Mutex
 	entries map[Request]*entry
@@ -103,6 +112,9 @@ func (m *memory) with(req Request, f func(e *entry)) {
 	hadMissing := e.missing != ""
 	f(e)
 	m.countMissing(hadMissing, e.missing != "")
+	if e.empty() {
+		delete(m.entries, req)
+	}
 }
 
 // noteChange records a config change for a workload, keeping the latest few.
@@ -142,6 +154,9 @@ func (m *memory) takeWritten(req Request, ref string) string {
 	delete(e.written, ref)
 	if len(e.written) == 0 {
 		e.written = nil
+	}
+	if e.empty() {
+		delete(m.entries, req)
 	}
 	return v
 }
