@@ -2,11 +2,14 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -34,6 +37,31 @@ func (r *Reconciler) indexer(kind *workloadKind) client.IndexerFunc {
 		}
 		return refs(v.Uses)
 	}
+}
+
+// addConsumesIndex adds IndexConsumes to the informer of obj's kind, read
+// by a List with client.InNamespace and client.MatchingFields. It is what
+// controller-runtime's IndexField does, without the second, cluster-wide
+// value IndexField adds for every value (a List across namespaces, which
+// the controller never makes): half the index entries, each a set of its
+// own. The index name and value follow controller-runtime's cache reader
+// ("field:" + the field, "namespace/" + the value).
+func addConsumesIndex(ctx context.Context, c cache.Informers, obj client.Object, extract client.IndexerFunc) error {
+	inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	return inf.AddIndexers(toolscache.Indexers{"field:" + IndexConsumes: func(raw any) ([]string, error) {
+		o, ok := raw.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("%T is not an object", raw)
+		}
+		vals := extract(o)
+		for i, v := range vals {
+			vals[i] = o.GetNamespace() + "/" + v
+		}
+		return vals, nil
+	}})
 }
 
 // sortedKinds returns the kinds in name order, for deterministic mapping.

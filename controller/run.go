@@ -178,7 +178,7 @@ func Setup(mgr manager.Manager, opts Options) (*Reconciler, error) {
 			return log.WithValues("kind", req.Kind, "namespace", req.Namespace, "name", req.Name)
 		})
 	for _, k := range r.sortedKinds() {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, k.newObject(), IndexConsumes, r.indexer(k)); err != nil {
+		if err := addConsumesIndex(ctx, mgr.GetCache(), k.newObject(), r.indexer(k)); err != nil {
 			return nil, fmt.Errorf("indexing %s: %w", k.Name, err)
 		}
 		b = b.WatchesRawSource(source.TypedKind[client.Object, Request](mgr.GetCache(), k.newObject(), r.workloadHandler(k)))
