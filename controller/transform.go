@@ -1,10 +1,12 @@
 package controller
 
 import (
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -18,12 +20,13 @@ import (
 	"github.com/confighash/confighash/hashing"
 )
 
-// digestMarker, in the selfLink field (deprecated, never set by API servers
-// since Kubernetes 1.20), marks a cached ConfigMap or Secret whose values
-// were replaced by digests, so the transform is idempotent and a payload is
-// never mistaken for a digest. A field rather than an annotation: a map per
-// object would cost more than the digests.
-const digestMarker = "confighash.dev/digests/sha256"
+// digestMarker opens the selfLink field (deprecated, never set by API
+// servers since Kubernetes 1.20) of a cached ConfigMap or Secret whose
+// values were replaced by digests; the digests follow it, packed (see
+// packDigests). A string field rather than the data maps: a map per object
+// costs more than its digests, and the transform stays idempotent and never
+// mistakes a payload for a digest.
+const digestMarker = "confighash.dev/digests/sha256:"
 
 // lastApplied is kubectl's copy of the whole applied object, payload
 // included; it is dropped from every cached object.
@@ -31,9 +34,9 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // TransformConfigMap is the cache transform for ConfigMaps: it keeps the
 // identity metadata and replaces data and binaryData by the SHA-256 of each
-// key's bytes, stored as raw 32-byte binaryData values. Labels, annotations
-// and managedFields are dropped, so the cached size does not depend on the
-// payload.
+// key's bytes, packed with the key names into the selfLink field (see
+// digestMarker). Labels, annotations and managedFields are dropped, so the
+// cached size does not depend on the payload.
 func TransformConfigMap(obj any) (any, error) {
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !ok || isDigested(&cm.ObjectMeta) {
@@ -43,22 +46,17 @@ func TransformConfigMap(obj any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &corev1.ConfigMap{TypeMeta: cm.TypeMeta, ObjectMeta: slimMeta(&cm.ObjectMeta)}
-	out.BinaryData = digestValues(content)
-	return out, nil
+	return &corev1.ConfigMap{TypeMeta: cm.TypeMeta, ObjectMeta: slimMeta(&cm.ObjectMeta, content)}, nil
 }
 
 // TransformSecret is the cache transform for Secrets: like
-// TransformConfigMap, with the digests in data. The type is kept; no value
-// is.
+// TransformConfigMap. The type is kept; no value is.
 func TransformSecret(obj any) (any, error) {
 	s, ok := obj.(*corev1.Secret)
 	if !ok || isDigested(&s.ObjectMeta) {
 		return obj, nil
 	}
-	out := &corev1.Secret{TypeMeta: s.TypeMeta, ObjectMeta: slimMeta(&s.ObjectMeta), Type: s.Type}
-	out.Data = digestValues(hashing.SecretContent(s))
-	return out, nil
+	return &corev1.Secret{TypeMeta: s.TypeMeta, ObjectMeta: slimMeta(&s.ObjectMeta, hashing.SecretContent(s)), Type: s.Type}, nil
 }
 
 // TransformWorkload is the cache transform for workloads. The controller
@@ -274,10 +272,11 @@ func reduceUnstructured(u *unstructured.Unstructured) (any, error) {
 	return out, nil
 }
 
-func isDigested(m *metav1.ObjectMeta) bool { return m.SelfLink == digestMarker } //nolint:staticcheck // the API server never fills selfLink; the cache reuses it
+func isDigested(m *metav1.ObjectMeta) bool { return strings.HasPrefix(m.SelfLink, digestMarker) } //nolint:staticcheck // the API server never fills selfLink; the cache reuses it
 
-// slimMeta keeps what identifies an object and its version, and marks it.
-func slimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
+// slimMeta keeps what identifies an object and its version, and carries
+// the content's digests.
+func slimMeta(m *metav1.ObjectMeta, c hashing.Content) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:              m.Name,
 		Namespace:         m.Namespace,
@@ -285,16 +284,27 @@ func slimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 		ResourceVersion:   m.ResourceVersion,
 		CreationTimestamp: m.CreationTimestamp,
 		DeletionTimestamp: m.DeletionTimestamp,
-		SelfLink:          digestMarker, //nolint:staticcheck // see isDigested
+		SelfLink:          packDigests(c), //nolint:staticcheck // see digestMarker
 	}
 }
 
-func digestValues(c hashing.Content) map[string][]byte {
-	out := make(map[string][]byte, len(c.Keys))
-	for k, d := range c.Keys {
-		out[k] = append([]byte(nil), d[:]...)
+// packDigests is digestMarker followed by, for each key in order, the
+// key's length (uvarint), the key and its 32-byte digest: one string.
+func packDigests(c hashing.Content) string {
+	keys := slices.Sorted(maps.Keys(c.Keys))
+	n := len(digestMarker)
+	for _, k := range keys {
+		n += binary.MaxVarintLen64 + len(k) + len(hashing.Digest{})
 	}
-	return out
+	b := make([]byte, 0, n)
+	b = append(b, digestMarker...)
+	for _, k := range keys {
+		d := c.Keys[k]
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = append(b, d[:]...)
+	}
+	return string(b)
 }
 
 // ContentOf returns the canonical content of a ConfigMap or Secret, from
@@ -305,26 +315,30 @@ func ContentOf(obj client.Object) (hashing.Content, error) {
 		if !isDigested(&o.ObjectMeta) {
 			return hashing.ConfigMapContent(o)
 		}
-		return fromDigests(hashing.KindConfigMap, &o.ObjectMeta, o.BinaryData)
+		return fromDigests(hashing.KindConfigMap, &o.ObjectMeta)
 	case *corev1.Secret:
 		if !isDigested(&o.ObjectMeta) {
 			return hashing.SecretContent(o), nil
 		}
-		return fromDigests(hashing.KindSecret, &o.ObjectMeta, o.Data)
+		return fromDigests(hashing.KindSecret, &o.ObjectMeta)
 	default:
 		return hashing.Content{}, fmt.Errorf("%T is not a ConfigMap or Secret", obj)
 	}
 }
 
-func fromDigests(kind hashing.Kind, m *metav1.ObjectMeta, values map[string][]byte) (hashing.Content, error) {
-	c := hashing.Content{Kind: kind, Namespace: m.Namespace, Name: m.Name, Keys: make(map[string]hashing.Digest, len(values))}
-	for k, v := range values {
+func fromDigests(kind hashing.Kind, m *metav1.ObjectMeta) (hashing.Content, error) {
+	c := hashing.Content{Kind: kind, Namespace: m.Namespace, Name: m.Name, Keys: map[string]hashing.Digest{}}
+	packed := m.SelfLink[len(digestMarker):] //nolint:staticcheck // see digestMarker
+	for packed != "" {
+		n, w := binary.Uvarint([]byte(packed[:min(len(packed), binary.MaxVarintLen64)]))
 		var d hashing.Digest
-		if len(v) != len(d) {
-			return c, fmt.Errorf("%s %s: cached value of key %q is not a digest", kind, hashing.ObjectName(m.Namespace, m.Name), k)
+		if w <= 0 || uint64(len(packed)-w) < n+uint64(len(d)) {
+			return c, fmt.Errorf("%s %s: cached value is not a digest", kind, hashing.ObjectName(m.Namespace, m.Name))
 		}
-		copy(d[:], v)
+		k := packed[w : w+int(n)]
+		copy(d[:], packed[w+int(n):])
 		c.Keys[k] = d
+		packed = packed[w+int(n)+len(d):]
 	}
 	return c, nil
 }

@@ -1,7 +1,6 @@
 package controller_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -97,11 +96,10 @@ func TestTransformDropsPayloadAndMetadata(t *testing.T) {
 	assert.Nil(t, out.ManagedFields)
 	assert.Nil(t, out.Labels)
 	assert.Equal(t, "7", out.ResourceVersion)
-	assert.Len(t, out.BinaryData, 3)
-	for k, v := range out.BinaryData {
-		assert.Len(t, v, 32, k)
-	}
+	assert.Nil(t, out.BinaryData, "the digests are one packed string, no map")
 	assert.Nil(t, out.Annotations)
+	assert.Less(t, len(out.SelfLink), 200, "three keys: their names and 32-byte digests") //nolint:staticcheck // the cached form's digests
+	assert.NotContains(t, out.SelfLink, "xxxx")                                           //nolint:staticcheck // the cached form's digests
 
 	// Idempotent: transforming the cached form again changes nothing.
 	again, err := controller.TransformConfigMap(out.DeepCopy())
@@ -119,19 +117,25 @@ func TestTransformDropsPayloadAndMetadata(t *testing.T) {
 		Data: map[string][]byte{"password": []byte("hunter2")}}
 	so := cachedForm(t, s).(*corev1.Secret)
 	assert.Equal(t, corev1.SecretTypeOpaque, so.Type)
-	assert.False(t, bytes.Contains(so.Data["password"], []byte("hunter2")))
+	assert.Nil(t, so.Data)
+	assert.NotContains(t, so.SelfLink, "hunter2") //nolint:staticcheck // the cached form's digests
 	raw, err := json.Marshal(so)
 	require.NoError(t, err)
 	assert.NotContains(t, string(raw), "aHVudGVyMg", "no base64 of the value either")
 }
 
 func TestContentOfRejectsNonDigest(t *testing.T) {
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "n", SelfLink: "confighash.dev/digests/sha256"}, //nolint:staticcheck // the marker the transform sets
-		BinaryData: map[string][]byte{"k": []byte("short")},
+	out, err := controller.TransformConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "n"},
+		Data: map[string]string{"k": "v", "other": "w"}})
+	require.NoError(t, err)
+	packed := out.(*corev1.ConfigMap).SelfLink //nolint:staticcheck // the cached form's digests
+	marker := "confighash.dev/digests/sha256:"
+	require.True(t, strings.HasPrefix(packed, marker))
+	for _, cut := range []int{1, 10, len(packed) - len(marker) - 1} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "n", SelfLink: packed[:len(packed)-cut]}} //nolint:staticcheck // a damaged cached form
+		_, err := controller.ContentOf(cm)
+		assert.ErrorContains(t, err, "not a digest", "cut %d", cut)
 	}
-	_, err := controller.ContentOf(cm)
-	assert.ErrorContains(t, err, "not a digest")
 }
 
 // templateOf is the pod template of a typed or unstructured workload.
