@@ -314,10 +314,9 @@ func oldValue(rng *rand.Rand, p kv) string {
 	return jsonString(v)
 }
 
-func jsonString(v string) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
+// jsonString writes v as a string both JSON and YAML read: JSON's own
+// escaping leaves DEL and C1 controls raw, which YAML refuses.
+func jsonString(v string) string { return doubleQuoted(v) }
 
 // blockMetas are pod template metadata layouts; %s is where existing
 // annotations of the case go (one a line, at 8 spaces), %f where they go in
