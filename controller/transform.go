@@ -73,19 +73,19 @@ func TransformSecret(obj any) (any, error) {
 // last-applied copy, and its spec.template is reduced the same way. The
 // transform is idempotent, as client-go requires.
 func TransformWorkload(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok && isPacked(m) {
+		return obj, nil
+	}
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
-		out := &appsv1.Deployment{TypeMeta: o.TypeMeta, ObjectMeta: leanMeta(&o.ObjectMeta)}
-		out.Spec.Template = ReducePodTemplate(&o.Spec.Template)
-		return out, nil
+		meta, err := packedMeta(o, &o.Spec.Template)
+		return &appsv1.Deployment{TypeMeta: o.TypeMeta, ObjectMeta: meta}, err
 	case *appsv1.StatefulSet:
-		out := &appsv1.StatefulSet{TypeMeta: o.TypeMeta, ObjectMeta: leanMeta(&o.ObjectMeta)}
-		out.Spec.Template = ReducePodTemplate(&o.Spec.Template)
-		return out, nil
+		meta, err := packedMeta(o, &o.Spec.Template)
+		return &appsv1.StatefulSet{TypeMeta: o.TypeMeta, ObjectMeta: meta}, err
 	case *appsv1.DaemonSet:
-		out := &appsv1.DaemonSet{TypeMeta: o.TypeMeta, ObjectMeta: leanMeta(&o.ObjectMeta)}
-		out.Spec.Template = ReducePodTemplate(&o.Spec.Template)
-		return out, nil
+		meta, err := packedMeta(o, &o.Spec.Template)
+		return &appsv1.DaemonSet{TypeMeta: o.TypeMeta, ObjectMeta: meta}, err
 	case *appsv1.ReplicaSet:
 		out := &appsv1.ReplicaSet{TypeMeta: o.TypeMeta, ObjectMeta: leanMeta(&o.ObjectMeta)}
 		out.Spec.Template = ReducePodTemplate(&o.Spec.Template)
@@ -95,9 +95,8 @@ func TransformWorkload(obj any) (any, error) {
 		out.Spec.Template = ReducePodTemplate(&o.Spec.Template)
 		return out, nil
 	case *batchv1.CronJob:
-		out := &batchv1.CronJob{TypeMeta: o.TypeMeta, ObjectMeta: leanMeta(&o.ObjectMeta)}
-		out.Spec.JobTemplate.Spec.Template = ReducePodTemplate(&o.Spec.JobTemplate.Spec.Template)
-		return out, nil
+		meta, err := packedMeta(o, &o.Spec.JobTemplate.Spec.Template)
+		return &batchv1.CronJob{TypeMeta: o.TypeMeta, ObjectMeta: meta}, err
 	case *unstructured.Unstructured:
 		return reduceUnstructured(o)
 	case metav1.Object:
@@ -108,6 +107,57 @@ func TransformWorkload(obj any) (any, error) {
 		}
 	}
 	return obj, nil
+}
+
+// templateMarker opens the selfLink field (see digestMarker) of a cached
+// Deployment, StatefulSet, DaemonSet or CronJob; the pod template reduced
+// by ReducePodTemplate follows, as protobuf. The typed object itself keeps
+// no spec: a pod spec's containers and volumes are hundreds of bytes of Go
+// structs each even when reduced, where their references take tens.
+// PodTemplate reads it back.
+const templateMarker = "confighash.dev/pod-template/protobuf:"
+
+func isPacked(m metav1.Object) bool { return strings.HasPrefix(m.GetSelfLink(), templateMarker) }
+
+// packedMeta is leanMeta carrying the reduced pod template t.
+func packedMeta(o client.Object, t *corev1.PodTemplateSpec) (metav1.ObjectMeta, error) {
+	m, ok := o.(metav1.ObjectMetaAccessor)
+	if !ok {
+		return metav1.ObjectMeta{}, fmt.Errorf("%T has no metadata", o)
+	}
+	meta := leanMeta(m.GetObjectMeta().(*metav1.ObjectMeta))
+	reduced := ReducePodTemplate(t)
+	raw, err := reduced.Marshal()
+	if err != nil {
+		return meta, fmt.Errorf("%T %s: packing the pod template: %w", o, client.ObjectKeyFromObject(o), err)
+	}
+	meta.SelfLink = templateMarker + string(raw) //nolint:staticcheck // see templateMarker
+	return meta, nil
+}
+
+// PodTemplate returns the pod template of a typed workload (Deployment,
+// StatefulSet, DaemonSet, CronJob) as the controller reads it: from the
+// cached form TransformWorkload gives (the reduced template, unpacked; a
+// new value each call) or from the object as the API server returns it.
+func PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
+	if isPacked(obj) {
+		var t corev1.PodTemplateSpec
+		if err := t.Unmarshal([]byte(obj.GetSelfLink()[len(templateMarker):])); err != nil { //nolint:staticcheck // see templateMarker
+			return nil, fmt.Errorf("%T %s: cached pod template: %w", obj, client.ObjectKeyFromObject(obj), err)
+		}
+		return &t, nil
+	}
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return &o.Spec.Template, nil
+	case *appsv1.StatefulSet:
+		return &o.Spec.Template, nil
+	case *appsv1.DaemonSet:
+		return &o.Spec.Template, nil
+	case *batchv1.CronJob:
+		return &o.Spec.JobTemplate.Spec.Template, nil
+	}
+	return nil, fmt.Errorf("%T is not a typed workload", obj)
 }
 
 // leanMeta keeps what the controller reads of a workload's metadata: its

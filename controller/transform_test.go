@@ -142,14 +142,10 @@ func TestContentOfRejectsNonDigest(t *testing.T) {
 func templateOf(t testing.TB, obj client.Object) *corev1.PodTemplateSpec {
 	t.Helper()
 	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		return &o.Spec.Template
-	case *appsv1.StatefulSet:
-		return &o.Spec.Template
-	case *appsv1.DaemonSet:
-		return &o.Spec.Template
-	case *batchv1.CronJob:
-		return &o.Spec.JobTemplate.Spec.Template
+	case *appsv1.Deployment, *appsv1.StatefulSet, *appsv1.DaemonSet, *batchv1.CronJob:
+		tmpl, err := controller.PodTemplate(o)
+		require.NoError(t, err)
+		return tmpl
 	case *unstructured.Unstructured:
 		m, found, err := unstructured.NestedMap(o.Object, "spec", "template")
 		require.NoError(t, err)
@@ -261,6 +257,9 @@ func TestTransformWorkloadKeepsWhatDecisionsRead(t *testing.T) {
 					assert.Equal(t, wantAnn, lean.GetAnnotations())
 					assert.Empty(t, lean.GetManagedFields())
 
+					if typed, ok := lean.(*appsv1.Deployment); ok {
+						assert.Zero(t, typed.Spec, "the cached Deployment keeps no spec: its pod template is packed")
+					}
 					ft, lt := templateOf(t, full), templateOf(t, lean)
 					assert.Equal(t, ft.Annotations, lt.Annotations)
 					assert.Equal(t, hashing.Discover(&ft.Spec), hashing.Discover(&lt.Spec))
@@ -276,6 +275,19 @@ func TestTransformWorkloadKeepsWhatDecisionsRead(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestPodTemplateRejectsDamagedPack(t *testing.T) {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}}
+	d.Spec.Template.Spec = realisticPodSpec(1, realisticRefs{Env: "e", Files: "f", Creds: "c", Registry: "r", Cluster: "k"})
+	out, err := controller.TransformWorkload(d)
+	require.NoError(t, err)
+	lean := out.(*appsv1.Deployment)
+	_, err = controller.PodTemplate(lean)
+	require.NoError(t, err)
+	lean.SelfLink = lean.SelfLink[:len(lean.SelfLink)-3] //nolint:staticcheck // a damaged cached form
+	_, err = controller.PodTemplate(lean)
+	assert.ErrorContains(t, err, "shop/web: cached pod template")
 }
 
 // TestTransformWorkloadIsLean: the cached form of a realistic workload
