@@ -332,3 +332,20 @@ func TestTransformWorkloadIsLean(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkPodTemplate is the cost of reading a cached workload's pod
+// template (unpacking the reduced template), paid by every index, event
+// handler and reconcile read.
+func BenchmarkPodTemplate(b *testing.B) {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}}
+	d.Spec.Template.Spec = realisticPodSpec(1, realisticRefs{Env: "e", Files: "f", Creds: "c", Registry: "r", Cluster: "k"})
+	out, err := controller.TransformWorkload(d)
+	require.NoError(b, err)
+	lean := out.(*appsv1.Deployment)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := controller.PodTemplate(lean); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
