@@ -58,6 +58,19 @@ func chart(helm3, helm4, bin string, n int) error {
 		if err := chartPair("helm3 template", "helm3 template --post-renderer bin/confighash", plain, post, n); err != nil {
 			return err
 		}
+		// Helm 3 itself does more work with any post-renderer (it writes the
+		// manifest out and reads it back); a pass-through one shows how much.
+		cat := filepath.Join(tmp, "cat.sh")
+		if err := os.WriteFile(cat, []byte("#!/bin/sh\nexec cat\n"), 0o755); err != nil {
+			return err
+		}
+		pass := command{argv: append(append([]string{helm3}, base...), "--post-renderer", cat), env: env}
+		if err := chartPair("helm3 template", "helm3 template --post-renderer cat", plain, pass, n); err != nil {
+			return err
+		}
+		if err := chartPair("helm3 template --post-renderer cat", "helm3 template --post-renderer bin/confighash", pass, post, n); err != nil {
+			return err
+		}
 	}
 	if helm4 != "" {
 		env := helmEnv(filepath.Join(tmp, "helm4"), bin)
