@@ -5,32 +5,34 @@ import (
 	"fmt"
 	"io"
 
-	"sigs.k8s.io/kustomize/kyaml/fn/framework"
+	"sigs.k8s.io/kustomize/kyaml/errors"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
 )
 
-// Processor is the KRM function as a framework processor. Base holds options
-// from the command line; a functionConfig overrides them field by field.
+// Processor is the KRM function. Base holds options from the command line; a
+// functionConfig overrides them field by field. It does the work of a kyaml
+// framework processor in types of its own, so that a binary linking it does
+// not link kyaml's framework and the OpenAPI validation (and its regexps,
+// compiled at start-up) that comes with it.
 type Processor struct {
 	Base inject.Options
 }
 
-var _ framework.ResourceListProcessor = Processor{}
-
 // Process loads the functionConfig, runs the filter and adds its findings to
 // the results.
-func (p Processor) Process(rl *framework.ResourceList) error {
+func (p Processor) Process(rl *ResourceList) error {
 	opts, err := LoadConfig(rl.FunctionConfig)
 	if err != nil {
 		return err
 	}
 	opts = merge(p.Base, opts)
 	var report inject.Report
-	if err := rl.Filter(inject.Filter{Options: opts, Report: &report}); err != nil {
-		return err
+	if rl.Items, err = (inject.Filter{Options: opts, Report: &report}).Filter(rl.Items); err != nil {
+		// As framework.ResourceList.Filter does: the message is the filter's.
+		return errors.Wrap(err)
 	}
 	for _, f := range report.Findings {
 		rl.Results = append(rl.Results, result(f))
@@ -44,14 +46,14 @@ func (p Processor) Process(rl *framework.ResourceList) error {
 // without its internal-annotation reconciliation, which this function never
 // needs (it changes no path or index annotation) and which costs more than
 // the hashing on large inputs.
-func Run(p Processor, in io.Reader, out io.Writer) (framework.Results, error) {
+func Run(p Processor, in io.Reader, out io.Writer) (Results, error) {
 	var buf bytes.Buffer
 	rw := &kio.ByteReadWriter{Reader: in, Writer: &buf, KeepReaderAnnotations: true, PreserveSeqIndent: true}
 	items, err := rw.Read()
 	if err != nil {
 		return nil, fmt.Errorf("reading the ResourceList: %w", err)
 	}
-	rl := &framework.ResourceList{Items: items, FunctionConfig: rw.FunctionConfig}
+	rl := &ResourceList{Items: items, FunctionConfig: rw.FunctionConfig}
 	if err := p.Process(rl); err != nil {
 		return rl.Results, err
 	}
@@ -70,7 +72,7 @@ func Run(p Processor, in io.Reader, out io.Writer) (framework.Results, error) {
 	return rl.Results, err
 }
 
-func resultsNode(results framework.Results) (*yaml.RNode, error) {
+func resultsNode(results Results) (*yaml.RNode, error) {
 	b, err := yaml.Marshal(results)
 	if err != nil {
 		return nil, err
@@ -89,8 +91,8 @@ func merge(base, over inject.Options) inject.Options {
 	return base
 }
 
-func result(f inject.Finding) *framework.Result {
-	r := &framework.Result{
+func result(f inject.Finding) *Result {
+	r := &Result{
 		Message:  f.Message,
 		Severity: severity(f.Severity),
 		ResourceRef: &yaml.ResourceIdentifier{
@@ -99,18 +101,18 @@ func result(f inject.Finding) *framework.Result {
 		},
 	}
 	if f.Object.Path != "" {
-		r.File = &framework.File{Path: f.Object.Path, Index: f.Object.Index}
+		r.File = &File{Path: f.Object.Path, Index: f.Object.Index}
 	}
 	return r
 }
 
 // severity is the KRM result severity of a finding's.
-func severity(s inject.Severity) framework.Severity {
+func severity(s inject.Severity) Severity {
 	switch s {
 	case inject.SeverityError:
-		return framework.Error
+		return Error
 	case inject.SeverityWarning:
-		return framework.Warning
+		return Warning
 	}
-	return framework.Info
+	return Info
 }

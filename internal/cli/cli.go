@@ -10,7 +10,6 @@ import (
 	"os"
 	"strings"
 
-	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/fn"
@@ -146,7 +145,7 @@ func run(o options, stdio IO) error {
 		results, err := fn.Run(fn.Processor{Base: o.Options}, bytes.NewReader(input), stdio.Out)
 		if !o.quiet {
 			for _, r := range results {
-				if r.Severity != framework.Info {
+				if r.Severity != fn.Info {
 					fmt.Fprintf(stdio.Err, "confighash: %s\n", r)
 				}
 			}
