@@ -40,15 +40,23 @@ func (p Processor) Process(rl *ResourceList) error {
 	return nil
 }
 
-// Run executes the function on a ResourceList read from in. The output
+// Run executes the function on a ResourceList read from in, its items read
+// as kubectl and the API server would read them (normaliseResourceList). The output
 // ResourceList goes to out only when the function succeeds; otherwise the
 // error is returned and nothing is written. It does framework.Execute's IO
 // without its internal-annotation reconciliation, which this function never
 // needs (it changes no path or index annotation) and which costs more than
 // the hashing on large inputs.
 func Run(p Processor, in io.Reader, out io.Writer) (Results, error) {
+	input, err := io.ReadAll(in)
+	if err != nil {
+		return nil, fmt.Errorf("reading the ResourceList: %w", err)
+	}
+	if input, err = normaliseResourceList(input); err != nil {
+		return nil, err
+	}
 	var buf bytes.Buffer
-	rw := &kio.ByteReadWriter{Reader: in, Writer: &buf, KeepReaderAnnotations: true, PreserveSeqIndent: true}
+	rw := &kio.ByteReadWriter{Reader: bytes.NewReader(input), Writer: &buf, KeepReaderAnnotations: true, PreserveSeqIndent: true}
 	items, err := rw.Read()
 	if err != nil {
 		return nil, fmt.Errorf("reading the ResourceList: %w", err)

@@ -10,13 +10,9 @@ import (
 	"os"
 	"strings"
 
-	"sigs.k8s.io/kustomize/kyaml/yaml"
-
 	"github.com/confighash/confighash/fn"
 	"github.com/confighash/confighash/internal/hmackey"
 	"github.com/confighash/confighash/internal/inject"
-	"github.com/confighash/confighash/internal/yamlnode"
-	"github.com/confighash/confighash/internal/yamlnorm"
 )
 
 // Version is set at build time with -ldflags -X.
@@ -139,9 +135,6 @@ func run(o options, stdio IO) error {
 		return fmt.Errorf("reading standard input: %w", err)
 	}
 	if isResourceList(input) {
-		if input, err = normaliseResourceList(input); err != nil {
-			return err
-		}
 		results, err := fn.Run(fn.Processor{Base: o.Options}, bytes.NewReader(input), stdio.Out)
 		if !o.quiet {
 			for _, r := range results {
@@ -153,61 +146,6 @@ func run(o options, stdio IO) error {
 		return err
 	}
 	return runStream(o, input, stdio)
-}
-
-// normaliseResourceList reads a ResourceList as kubectl and the API server
-// would read its items: items must be a list of objects, a key written twice
-// in one mapping is an error naming the item, and anchors, aliases and merge
-// keys are expanded (alias bombs refused). Input without any comes back
-// unchanged; otherwise the expanded ResourceList is written anew.
-func normaliseResourceList(input []byte) ([]byte, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(input, &doc); err != nil {
-		return nil, fmt.Errorf("reading the ResourceList: %w", err)
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, errors.New("the ResourceList is not an object")
-	}
-	root := doc.Content[0]
-	changed := false
-	if items := yamlnode.Child(root, "items"); items != nil && (items.Kind != yaml.ScalarNode || items.Tag != yaml.NodeTagNull) {
-		if items.Kind != yaml.SequenceNode {
-			return nil, fmt.Errorf("the ResourceList's items is not a list (found %s)", yamlnorm.Describe(items))
-		}
-		for i, it := range items.Content {
-			if it.Kind == yaml.AliasNode && it.Alias != nil {
-				it = it.Alias
-			}
-			if it.Kind != yaml.MappingNode {
-				return nil, fmt.Errorf("ResourceList items[%d] is not an object (found %s)", i, yamlnorm.Describe(it))
-			}
-			name := strings.TrimSpace(valueOf(yamlnode.Child(it, "kind")) + " " + valueOf(yamlnode.Path(it, "metadata", "name")))
-			r, err := yamlnorm.Normalise(it)
-			if err != nil {
-				return nil, fmt.Errorf("ResourceList items[%d] (%s): %w", i, name, err)
-			}
-			changed = changed || r != nil
-		}
-	}
-	r, err := yamlnorm.Normalise(root)
-	if err != nil {
-		return nil, fmt.Errorf("the ResourceList: %w", err)
-	}
-	if !changed && r == nil {
-		return input, nil
-	}
-	out, err := yaml.NewRNode(root).String()
-	if err != nil {
-		return nil, fmt.Errorf("writing the expanded ResourceList: %w", err)
-	}
-	return []byte(out), nil
-}
-
-func valueOf(n *yaml.Node) string {
-	if n == nil {
-		return ""
-	}
-	return n.Value
 }
 
 // isResourceList reports whether the first document of input is a KRM
