@@ -1,15 +1,42 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 )
 
-// chartDir is the chart make bench renders: the Argo CD CRDs (1.84 MB) in
-// templates/, plus a Deployment consuming a ConfigMap and a Secret.
+// chartDir is the chart make bench renders: a Deployment consuming a
+// ConfigMap and a Secret, to which chart adds the three CustomResourceDefinitions
+// of the shared corpus's Argo CD install (1.84 MB), copied into a temporary
+// copy of the chart at run time so that the repository holds none of them.
 const chartDir = "hack/bench/testdata/crdchart"
+
+// withCorpusCRDs copies chartDir into dir and writes the CRDs of the corpus's
+// Argo CD install into its templates.
+func withCorpusCRDs(corpus, dir string) (string, error) {
+	install, err := os.ReadFile(filepath.Join(corpus, "argo-cd", "install.yaml"))
+	if err != nil {
+		return "", err
+	}
+	var crds [][]byte
+	for _, doc := range bytes.Split(install, []byte("\n---\n")) {
+		if bytes.Contains(doc, []byte("\nkind: CustomResourceDefinition\n")) {
+			crds = append(crds, doc)
+		}
+	}
+	if len(crds) == 0 {
+		return "", fmt.Errorf("%s: no CustomResourceDefinition found", filepath.Join(corpus, "argo-cd", "install.yaml"))
+	}
+	chart := filepath.Join(dir, "crdchart")
+	if err := os.CopyFS(chart, os.DirFS(chartDir)); err != nil {
+		return "", err
+	}
+	body := append(bytes.Join(crds, []byte("\n---\n")), '\n')
+	return chart, os.WriteFile(filepath.Join(chart, "templates", "crds.yaml"), body, 0o644)
+}
 
 // passThroughPlugin is a Helm 4 post-renderer plugin whose script is cat:
 // the floor for the confighash plugin.
@@ -38,13 +65,17 @@ func helmEnv(dir, confighash string) []string {
 // chart measures helm template on the CRD chart without and with confighash
 // as the post-renderer (Helm 3: the executable; Helm 4: the plugin from
 // postrenderer/plugin against a pass-through plugin), n pairs alternated.
-func chart(helm3, helm4, bin string, n int) error {
+func chart(corpus, helm3, helm4, bin string, n int) error {
+	if corpus == "" {
+		fmt.Println("chart render: skipped, the CRDs come from the shared corpus (set CONFIGHASH_CORPUS)")
+		return nil
+	}
 	tmp, err := os.MkdirTemp("", "confighash-bench-helm-")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
-	chartPath, err := filepath.Abs(chartDir)
+	chartPath, err := withCorpusCRDs(corpus, tmp)
 	if err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func runAll(bin, only, corpus, helm3, helm4 string, rounds, runs, pairsN, startR
 		}
 	}
 	if slices.Contains(parts, "chart") {
-		if err := chart(tool(helm3, "chart render with Helm 3"), tool(helm4, "chart render with Helm 4"), bin, pairsN); err != nil {
+		if err := chart(corpus, tool(helm3, "chart render with Helm 3"), tool(helm4, "chart render with Helm 4"), bin, pairsN); err != nil {
 			return err
 		}
 	}
