@@ -183,24 +183,13 @@ func scopeOf(ns string, meta, tmplAnn map[string]string, k keys) scope {
 
 func isTrue(s string) bool { return strings.EqualFold(strings.TrimSpace(s), "true") }
 
-// splitList reads a comma-separated list into a set, ignoring blanks.
-func splitList(s string) map[string]bool {
-	out := map[string]bool{}
-	for _, item := range strings.Split(s, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out[item] = true
-		}
-	}
-	return out
-}
-
 // splitNames reads Reloader's list of names. An entry may be written
 // namespace/name: a pod consumes only configs of its own namespace, so an
 // entry naming another namespace is dropped (Reloader never matched it
 // either) rather than read as the same name here.
 func splitNames(s, ns string) map[string]bool {
 	out := map[string]bool{}
-	for item := range splitList(s) {
+	for item := range annotations.ParseList(s) {
 		if i := strings.LastIndexByte(item, '/'); i >= 0 {
 			if item[:i] != ns {
 				continue

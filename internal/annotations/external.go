@@ -19,7 +19,12 @@ func FormatExternal(uses []hashing.Use) string {
 // ParseExternal reads the value of the External annotation into the set of
 // Kind/name it lists. White space around an entry and empty entries are
 // ignored, as a hand-edited list may hold them.
-func ParseExternal(s string) map[string]bool {
+func ParseExternal(s string) map[string]bool { return ParseList(s) }
+
+// ParseList reads a comma-separated annotation value (the External list, or
+// the Reloader and Wave lists the controller honours) into a set, ignoring
+// white space around entries and empty entries.
+func ParseList(s string) map[string]bool {
 	out := map[string]bool{}
 	for _, item := range strings.Split(s, ",") {
 		if item = strings.TrimSpace(item); item != "" {
