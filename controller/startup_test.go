@@ -168,26 +168,25 @@ func TestStartupEditsRoll(t *testing.T) {
 		}
 		return len(state) == n, nil
 	})
-	// Every edited workload rolls; give them a few windows after the last
-	// baseline, then report the ones that never did.
-	var notRolled []string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	// Every edited workload rolls; a failure names the ones that never did
+	// (their edits were absorbed into the baseline).
+	eventuallyWithin(t, 30*time.Second, 200*time.Millisecond, "every edited workload to roll", func(ctx context.Context) (bool, error) {
 		state, err := e.fleetState(ctx)
-		require.NoError(t, err)
-		notRolled = notRolled[:0]
+		if err != nil {
+			return false, err
+		}
+		var notRolled []string
 		for name := range edited {
 			if state[name].Spec.Template.Annotations[controllerHashKey] == "" {
 				notRolled = append(notRolled, name)
 			}
 		}
-		if len(notRolled) == 0 || time.Now().After(deadline) {
-			break
+		sort.Strings(notRolled)
+		if len(notRolled) > 0 {
+			return false, fmt.Errorf("edits made during start-up were absorbed into the baseline and never rolled: %v", notRolled)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	sort.Strings(notRolled)
-	require.Empty(t, notRolled, "edits made during start-up were absorbed into the baseline and never rolled")
+		return true, nil
+	})
 
 	// Settled: the Deployment controller has seen every roll, and a few
 	// windows pass without another.
