@@ -4,8 +4,9 @@
 // never when a GitOps tool re-applies an unchanged render.
 //
 // It caches ConfigMaps and Secrets as per-key digests (Transform), indexes
-// workloads by the configs they consume (IndexConsumes), recomputes the
-// render-time hash with package hashing, and decides with the pure function
-// Decide; Reconciler does the I/O. docs/controller.md explains the decision,
-// the annotations, the flags and the metrics.
+// workloads by the configs they consume (an index the workload event
+// handlers keep), recomputes the render-time hash with package hashing, and
+// decides with the pure function Decide; Reconciler does the I/O.
+// docs/controller.md explains the decision, the annotations, the flags and
+// the metrics.
 package controller

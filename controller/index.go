@@ -2,67 +2,18 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"maps"
+	"slices"
 	"sort"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	toolscache "k8s.io/client-go/tools/cache"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	"github.com/confighash/confighash/hashing"
 )
-
-// IndexConsumes is the field index on managed workloads: one value per
-// consumed config, "ConfigMap/name" or "Secret/name" (the cache scopes it by
-// namespace). Unmanaged workloads have no value.
-const IndexConsumes = "confighash.dev/consumes"
-
-// indexer returns the index function of a workload kind. It uses the same
-// discovery as the reconciler, so an event reaches exactly the workloads the
-// reconciler would hash the config for.
-func (r *Reconciler) indexer(kind *workloadKind) client.IndexerFunc {
-	return func(obj client.Object) []string {
-		tmpl, err := kind.template(obj)
-		if err != nil || tmpl == nil {
-			return nil
-		}
-		v := inspect(obj.GetNamespace(), obj.GetAnnotations(), tmpl, r.keys, r.keyID)
-		if !v.Managed {
-			return nil
-		}
-		return refs(v.Uses)
-	}
-}
-
-// addConsumesIndex adds IndexConsumes to the informer of obj's kind, read
-// by a List with client.InNamespace and client.MatchingFields. It is what
-// controller-runtime's IndexField does, without the second, cluster-wide
-// value IndexField adds for every value (a List across namespaces, which
-// the controller never makes): half the index entries, each a set of its
-// own. The index name and value follow controller-runtime's cache reader
-// ("field:" + the field, "namespace/" + the value).
-func addConsumesIndex(ctx context.Context, c cache.Informers, obj client.Object, extract client.IndexerFunc) error {
-	inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-	if err != nil {
-		return err
-	}
-	return inf.AddIndexers(toolscache.Indexers{"field:" + IndexConsumes: func(raw any) ([]string, error) {
-		o, ok := raw.(client.Object)
-		if !ok {
-			return nil, fmt.Errorf("%T is not an object", raw)
-		}
-		vals := extract(o)
-		for i, v := range vals {
-			vals[i] = o.GetNamespace() + "/" + v
-		}
-		return vals, nil
-	}})
-}
 
 // sortedKinds returns the kinds in name order, for deterministic mapping.
 func (r *Reconciler) sortedKinds() []*workloadKind {
@@ -131,36 +82,31 @@ type transition struct {
 }
 
 // enqueueConsumers queues every managed workload in the object's namespace
-// that consumes it, reading the index from the cache (no API call; the
-// cache's List waits for the workload informers' first list, so no
-// consumer is missed at start-up). A consumer that has no baseline of the
-// object yet remembers its hash from before the event (see firstSeen).
+// that consumes it, found through the consumer index and read from the
+// cache (no API call; the index waits for the workload kinds' initial
+// lists, so no consumer is missed at start-up). A consumer that has no
+// baseline of the object yet remembers its hash from before the event (see
+// firstSeen).
 func (r *Reconciler) enqueueConsumers(ctx context.Context, kind hashing.Kind, obj client.Object, op Op, keys []string, tr transition, q queue) {
 	ns := obj.GetNamespace()
 	change := Change{Kind: kind, Namespace: ns, Name: obj.GetName(), UID: obj.GetUID(), Op: op, Keys: keys}
 	ref := string(kind) + "/" + obj.GetName()
-	for _, k := range r.sortedKinds() {
-		list := k.newList()
-		err := r.reader.List(ctx, list, client.InNamespace(ns), client.MatchingFields{IndexConsumes: ref}, client.UnsafeDisableDeepCopy)
-		if err != nil {
-			r.log.Error(err, "listing consumers from the cache", "config", ref, "namespace", ns, "kind", k.Name)
-			continue
-		}
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			r.log.Error(err, "reading consumers", "config", ref, "namespace", ns, "kind", k.Name)
-			continue
-		}
-		for _, item := range items {
-			o, ok := item.(client.Object)
-			if !ok {
-				continue
+	cref := configRef{namespace: ns, name: obj.GetName(), secret: kind == hashing.KindSecret}
+	for _, c := range r.consumers.consumers(ctx, cref) {
+		o := c.kind.newObject()
+		if err := r.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.name}, o); err != nil {
+			if !apierrors.IsNotFound(err) {
+				r.log.Error(err, "reading a consumer from the cache", "config", ref, "namespace", ns, "kind", c.kind.Name, "name", c.name)
 			}
-			req := Request{Kind: k.Name, Namespace: ns, Name: o.GetName()}
-			r.noteFirstSeen(req, k, o, ref, tr)
-			r.memory.noteChange(req, change)
-			q.Add(req)
+			continue
 		}
+		if !slices.Contains(r.consumes(c.kind, o), cref) {
+			continue // no longer a consumer: its own event re-indexes it
+		}
+		req := Request{Kind: c.kind.Name, Namespace: ns, Name: c.name}
+		r.noteFirstSeen(req, c.kind, o, ref, tr)
+		r.memory.noteChange(req, change)
+		q.Add(req)
 	}
 }
 
@@ -199,35 +145,37 @@ func (r *Reconciler) noteFirstSeen(req Request, kind *workloadKind, o client.Obj
 	}
 }
 
-// manages reports whether the controller manages a workload object.
-func (r *Reconciler) manages(kind *workloadKind, obj client.Object) bool {
-	tmpl, err := kind.template(obj)
-	return err == nil && tmpl != nil && inspect(obj.GetNamespace(), obj.GetAnnotations(), tmpl, r.keys, r.keyID).Managed
-}
-
-// workloadHandler queues a managed workload when it appears, when its spec
-// or annotations change, and on resyncs; status-only updates and workloads
-// nobody opted in are dropped (one that opts out is queued once, to be
-// forgotten).
+// workloadHandler keeps the consumer index and queues a managed workload
+// when it appears, when its spec or annotations change, and on resyncs;
+// status-only updates and workloads nobody opted in are dropped (one that
+// opts out is queued once, to be forgotten). The index is updated before
+// the workload is queued.
 func (r *Reconciler) workloadHandler(kind *workloadKind) handler.TypedEventHandler[client.Object, Request] {
 	req := func(o client.Object) Request {
 		return Request{Kind: kind.Name, Namespace: o.GetNamespace(), Name: o.GetName()}
 	}
 	return handler.TypedFuncs[client.Object, Request]{
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q queue) {
-			if r.manages(kind, e.Object) {
+			cur := r.consumes(kind, e.Object)
+			r.consumers.update(consumer{kind: kind, name: e.Object.GetName()}, nil, cur)
+			if cur != nil {
 				q.Add(req(e.Object))
 			}
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
 			o, n := e.ObjectOld, e.ObjectNew
-			relevant := o.GetResourceVersion() == n.GetResourceVersion() || o.GetGeneration() != n.GetGeneration() ||
-				!maps.Equal(o.GetAnnotations(), n.GetAnnotations())
-			if relevant && (r.manages(kind, n) || r.manages(kind, o)) {
+			changed := o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetAnnotations(), n.GetAnnotations())
+			if !changed && o.GetResourceVersion() != n.GetResourceVersion() {
+				return // status only: nothing the controller reads
+			}
+			old, cur := r.consumes(kind, o), r.consumes(kind, n)
+			r.consumers.update(consumer{kind: kind, name: n.GetName()}, old, cur)
+			if cur != nil || old != nil {
 				q.Add(req(n))
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], _ queue) {
+			r.consumers.update(consumer{kind: kind, name: e.Object.GetName()}, r.consumes(kind, e.Object), nil)
 			r.memory.forget(req(e.Object))
 		},
 	}

@@ -64,9 +64,11 @@ type Reconciler struct {
 	opts     Options
 	metrics  *metrics
 	memory   *memory
-	limiter  *rate.Limiter
-	now      func() time.Time
-	log      logr.Logger
+	// consumers indexes the managed workloads by the configs they consume.
+	consumers *consumerIndex
+	limiter   *rate.Limiter
+	now       func() time.Time
+	log       logr.Logger
 }
 
 // newReconciler wires a reconciler; kinds are the workload kinds served.
@@ -74,7 +76,7 @@ func newReconciler(reader client.Reader, writer client.Writer, rec EventRecorder
 	r := &Reconciler{
 		reader: reader, writer: writer, recorder: rec,
 		kinds: map[string]*workloadKind{}, keys: newKeys(opts.AnnotationPrefix), keyID: hashing.KeyID(opts.Key), opts: opts,
-		metrics: m, memory: newMemory(), limiter: rate.NewLimiter(rate.Limit(opts.RolloutsPerSecond), opts.RolloutBurst),
+		metrics: m, memory: newMemory(), consumers: newConsumerIndex(kinds), limiter: rate.NewLimiter(rate.Limit(opts.RolloutsPerSecond), opts.RolloutBurst),
 		now: time.Now, log: log,
 	}
 	for _, k := range kinds {

@@ -164,7 +164,6 @@ func Setup(mgr manager.Manager, opts Options) (*Reconciler, error) {
 	}
 	log := mgr.GetLogger().WithName(controllerName)
 	r := newReconciler(mgr.GetCache(), mgr.GetClient(), mgr.GetEventRecorder(controllerName+"-controller"), kinds, m, opts, log)
-	ctx := context.Background()
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named(controllerName).
 		WithOptions(ctrlcontroller.TypedOptions[Request]{
@@ -178,10 +177,10 @@ func Setup(mgr manager.Manager, opts Options) (*Reconciler, error) {
 			return log.WithValues("kind", req.Kind, "namespace", req.Namespace, "name", req.Name)
 		})
 	for _, k := range r.sortedKinds() {
-		if err := addConsumesIndex(ctx, mgr.GetCache(), k.newObject(), r.indexer(k)); err != nil {
-			return nil, fmt.Errorf("indexing %s: %w", k.Name, err)
-		}
-		b = b.WatchesRawSource(source.TypedKind[client.Object, Request](mgr.GetCache(), k.newObject(), r.workloadHandler(k)))
+		b = b.WatchesRawSource(&syncedSource{
+			TypedSyncingSource: source.TypedKind[client.Object, Request](mgr.GetCache(), k.newObject(), r.workloadHandler(k)),
+			synced:             r.consumers.synced[k],
+		})
 	}
 	b = b.WatchesRawSource(source.TypedKind[client.Object, Request](mgr.GetCache(), &corev1.ConfigMap{}, r.configHandler(hashing.KindConfigMap)))
 	b = b.WatchesRawSource(source.TypedKind[client.Object, Request](mgr.GetCache(), &corev1.Secret{}, r.configHandler(hashing.KindSecret)))
