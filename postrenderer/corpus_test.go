@@ -77,30 +77,9 @@ func TestCorpusByteExact(t *testing.T) {
 // keys holding them), lines only in the input must be confighash lines.
 func assertOnlyAnnotationLines(t *testing.T, in, out string) {
 	t.Helper()
-	a, b := strings.Split(in, "\n"), strings.Split(out, "\n")
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		switch {
-		case i < len(a) && j < len(b) && a[i] == b[j]:
-			i, j = i+1, j+1
-		case j < len(b) && added.MatchString(b[j]):
-			if i < len(a) && changed.MatchString(a[i]) {
-				i++ // a changed value
-			}
-			j++
-		case i < len(a) && changed.MatchString(a[i]):
-			i++ // a removed stale annotation
-		default:
-			t.Fatalf("unexpected difference at input line %d / output line %d:\n< %q\n> %q", i+1, j+1, at(a, i), at(b, j))
-		}
+	if d := foreignDifference(in, out, lineRules{added: added.MatchString, removed: changed.MatchString}); d != "" {
+		t.Fatalf("unexpected difference %s", d)
 	}
-}
-
-func at(lines []string, i int) string {
-	if i < len(lines) {
-		return lines[i]
-	}
-	return "<end>"
 }
 
 func readAll(t *testing.T, b []byte) []*yaml.RNode {

@@ -243,21 +243,9 @@ func assertAnnotationLinesOnly(t *testing.T, in, out, prefix string) {
 	ours := func(line string) bool {
 		return strings.Contains(line, prefix+"/") || keyLine.MatchString(line) || closeLine.MatchString(line)
 	}
-	a, b := strings.Split(in, "\n"), strings.Split(out, "\n")
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		switch {
-		case i < len(a) && j < len(b) && a[i] == b[j]:
-			i, j = i+1, j+1
-		case i < len(a) && j < len(b) && insertedInto(a[i], b[j], prefix):
-			i, j = i+1, j+1 // a flow mapping that gained an entry on its line
-		case j < len(b) && ours(b[j]):
-			j++
-		case i < len(a) && ours(a[i]):
-			i++
-		default:
-			t.Fatalf("stream mode changed more than annotation lines, at input line %d / output line %d:\n< %q\n> %q", i+1, j+1, at(a, i), at(b, j))
-		}
+	grown := func(in, out string) bool { return insertedInto(in, out, prefix) }
+	if d := foreignDifference(in, out, lineRules{added: ours, removed: ours, grown: grown}); d != "" {
+		t.Fatalf("stream mode changed more than annotation lines, %s", d)
 	}
 }
 

@@ -19,19 +19,9 @@ import (
 // post-renderer runs, so a malformed document never reaches confighash from
 // Helm 3 or Helm 4.
 func TestUnreadDocuments(t *testing.T) {
-	const workload = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  template:
-    spec:
-      containers: [{name: web, envFrom: [{configMapRef: {name: cfg}}]}]
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: cfg}
-data: {a: b}
-`
+	// The workload of format_test.go and one of the configs it reads; the
+	// document under test is the third.
+	const parsed = workload + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {a: b}\n"
 	for _, tc := range []struct {
 		name, doc, err string
 	}{
@@ -41,7 +31,7 @@ data: {a: b}
 		{"malformed below the top level", "apiVersion: v1\nkind: Service\nspec:\n  ports: [a, b\n  selector: {}\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			input := workload + "---\n" + tc.doc
+			input := parsed + "---\n" + tc.doc
 			out, _, err := postrenderer.Process([]byte(input), inject.Options{})
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
