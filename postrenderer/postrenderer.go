@@ -64,18 +64,39 @@ func New(o Options) (*PostRenderer, error) {
 // annotation lines added or changed. On error it returns no manifests; the
 // error names the document.
 func (p *PostRenderer) Run(renderedManifests *bytes.Buffer) (*bytes.Buffer, error) {
-	out, report, err := Process(renderedManifests.Bytes(), p.opts)
+	out, err := p.process(renderedManifests.Bytes())
 	if err != nil {
 		return nil, err
+	}
+	return bytes.NewBuffer(out.bytes()), nil
+}
+
+// Render hashes input as Run does and writes the result to w. Nothing is
+// written unless the whole stream succeeds. It writes the unedited runs of
+// input as they are, without joining the output into one new slice first,
+// so input must not change until it returns.
+func (p *PostRenderer) Render(input []byte, w io.Writer) error {
+	out, err := p.process(input)
+	if err != nil {
+		return err
+	}
+	return out.writeTo(w)
+}
+
+// process hashes input and writes the findings worth a warning.
+func (p *PostRenderer) process(input []byte) (output, error) {
+	out, report, err := process(input, p.opts)
+	if err != nil {
+		return output{}, err
 	}
 	if p.warnings != nil {
 		for _, f := range report.Findings {
 			if f.Severity != inject.SeverityInfo {
 				if _, err := fmt.Fprintf(p.warnings, "confighash: %s\n", f); err != nil {
-					return nil, err
+					return output{}, err
 				}
 			}
 		}
 	}
-	return bytes.NewBuffer(out), nil
+	return out, nil
 }

@@ -2,6 +2,7 @@ package postrenderer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"unicode/utf8"
 )
 
@@ -30,6 +31,9 @@ func readHeader(text []byte) (header, bool) {
 			line, text = text[:i], text[i+1:]
 		} else {
 			text = nil
+		}
+		if len(line) == 0 || line[0] == ' ' && !afterHeader {
+			continue // blank, or indented under a key that is not the header's
 		}
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -108,15 +112,41 @@ func yamlText(text []byte) bool {
 	if !utf8.Valid(text) {
 		return false
 	}
-	for i, b := range text {
-		switch {
-		case b == '\t':
-			if i == 0 || text[i-1] == '\n' {
+	// Eight bytes at a time: a word with no byte below 0x20 and none equal
+	// to 0x7f cannot hold anything to reject. Most words of a manifest pass
+	// this test; a word with a line end, a tab or a control character is
+	// looked at byte by byte.
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(text); i += 8 {
+		w := binary.LittleEndian.Uint64(text[i:])
+		del := w ^ (ones * 0x7f)
+		if (w-ones*0x20)&^w&highs == 0 && (del-ones)&^del&highs == 0 {
+			continue
+		}
+		for j := i; j < i+8; j++ {
+			if !yamlByte(text, j) {
 				return false
 			}
-		case b < 0x20 && b != '\n' && b != '\r', b == 0x7f:
+		}
+	}
+	for ; i < len(text); i++ {
+		if !yamlByte(text, i) {
 			return false
 		}
+	}
+	return true
+}
+
+// yamlByte reports whether the byte at text[i] may stand there in YAML text:
+// not a control character other than tab, LF and CR, not DEL, and not a tab
+// that starts a line.
+func yamlByte(text []byte, i int) bool {
+	switch b := text[i]; {
+	case b == '\t':
+		return i > 0 && text[i-1] != '\n'
+	case b < 0x20 && b != '\n' && b != '\r', b == 0x7f:
+		return false
 	}
 	return true
 }

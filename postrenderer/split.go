@@ -15,18 +15,18 @@ type document struct {
 func split(input []byte) []document {
 	var docs []document
 	start, pos := 0, 0
-	for pos < len(input) {
-		end := bytes.IndexByte(input[pos:], '\n')
-		next := len(input)
-		if end >= 0 {
-			next = pos + end + 1
+	marker := []byte("\n---")
+	for {
+		i := bytes.Index(input[pos:], marker)
+		if i < 0 {
+			break
 		}
-		line := input[pos:next]
-		if isMarker(line, "---") && pos > start {
-			docs = append(docs, document{text: input[start:pos], offset: start})
-			start = pos
+		line := pos + i + 1 // the start of a line that begins with "---"
+		pos = line + 3
+		if isMarker(input[line:], "---") && line > start {
+			docs = append(docs, document{text: input[start:line], offset: start})
+			start = line
 		}
-		pos = next
 	}
 	if start < len(input) || len(docs) == 0 {
 		docs = append(docs, document{text: input[start:], offset: start})

@@ -3,6 +3,7 @@ package postrenderer
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"reflect"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
@@ -17,6 +18,59 @@ import (
 // removes; a document laid out in a way it cannot edit in place (see
 // rewrite) is re-encoded on its own. On error there is no output.
 func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) {
+	out, report, err := process(input, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out.bytes(), report, nil
+}
+
+// output is a processed stream: the input with some documents replaced.
+// Writing it from its pieces, rather than joining them first, spares a copy
+// of the whole stream (and the fresh memory it would take) when the caller
+// writes it out anyway, as the post-renderer command does.
+type output struct {
+	input  []byte
+	chunks []document
+	edits  map[int][]byte // by chunk index: the document's new text
+}
+
+// pieces returns the output as slices of the input and edited documents, in
+// order: each run of unedited documents is one slice of the input.
+func (o output) pieces() [][]byte {
+	var ps [][]byte
+	start := 0 // of the current run of unedited bytes
+	for i, c := range o.chunks {
+		text, edited := o.edits[i]
+		if !edited {
+			continue
+		}
+		if c.offset > start {
+			ps = append(ps, o.input[start:c.offset])
+		}
+		ps = append(ps, text)
+		start = c.offset + len(c.text)
+	}
+	if start < len(o.input) {
+		ps = append(ps, o.input[start:])
+	}
+	return ps
+}
+
+// bytes returns the output as one new slice.
+func (o output) bytes() []byte { return bytes.Join(o.pieces(), nil) }
+
+// writeTo writes the output piece by piece.
+func (o output) writeTo(w io.Writer) error {
+	for _, p := range o.pieces() {
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func process(input []byte, opts inject.Options) (output, *inject.Report, error) {
 	chunks := split(input)
 	docs := make([]inject.Doc, 0, len(chunks))
 	chunkOf := make([]int, 0, len(chunks)) // by document index
@@ -55,20 +109,17 @@ func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) 
 	for j, n := range nodes {
 		d := &docs[parsedDoc[j]]
 		if errs[j] != nil {
-			return nil, nil, fmt.Errorf("%s: %w", where(*d), errs[j])
+			return output{}, nil, fmt.Errorf("%s: %w", where(*d), errs[j])
 		}
 		d.Node = n
 		normOf[d.Index] = norms[j]
 	}
 	report, err := inject.AnalyzeDocs(docs, opts)
 	if err != nil {
-		return nil, nil, err
+		return output{}, nil, err
 	}
 	report.Documents = len(chunkOf)
-	out := make([][]byte, len(chunks))
-	for i, c := range chunks {
-		out[i] = c.text
-	}
+	out := output{input: input, chunks: chunks, edits: map[int][]byte{}}
 	names := annotationNames{
 		hash:     opts.Annotation(inject.HashName),
 		keyID:    opts.Annotation(inject.KeyIDName),
@@ -77,15 +128,17 @@ func Process(input []byte, opts inject.Options) ([]byte, *inject.Report, error) 
 	for _, w := range report.Workloads {
 		i := chunkOf[w.Index]
 		if err := editable(normOf[w.Index], w); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", w.Object, err)
+			return output{}, nil, fmt.Errorf("%s: %w", w.Object, err)
 		}
 		text, err := rewrite(chunks[i].text, w, opts, names)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", w.Object, err)
+			return output{}, nil, fmt.Errorf("%s: %w", w.Object, err)
 		}
-		out[i] = text
+		if !bytes.Equal(text, chunks[i].text) {
+			out.edits[i] = text
+		}
 	}
-	return bytes.Join(out, nil), report, nil
+	return out, report, nil
 }
 
 // previousIDs starts the annotations in which kustomize records an object's

@@ -130,7 +130,7 @@ func parseFlagSet(fs *flag.FlagSet, args []string, stdio IO) (options, error) {
 }
 
 func run(o options, stdio IO) error {
-	input, err := io.ReadAll(stdio.In)
+	input, err := readAll(stdio.In)
 	if err != nil {
 		return fmt.Errorf("reading standard input: %w", err)
 	}

@@ -158,7 +158,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 // readInput reads a file, or standard input for "-".
 func readInput(name string, stdin io.Reader) ([]byte, error) {
 	if name == "-" {
-		b, err := io.ReadAll(stdin)
+		b, err := readAll(stdin)
 		if err != nil {
 			return nil, fmt.Errorf("reading standard input: %w", err)
 		}

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bytes"
-
 	"github.com/confighash/confighash/postrenderer"
 )
 
@@ -21,10 +19,5 @@ func runStream(o options, input []byte, stdio IO) error {
 	if err != nil {
 		return err
 	}
-	out, err := pr.Run(bytes.NewBuffer(input))
-	if err != nil {
-		return err
-	}
-	_, err = stdio.Out.Write(out.Bytes())
-	return err
+	return pr.Render(input, stdio.Out)
 }

@@ -1,0 +1,121 @@
+package postrenderer
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// The skip path's scanners work a word or a marker at a time; these tests
+// hold each to the plain byte-by-byte or line-by-line rule it stands for.
+
+// yamlTextByByte is yamlText's rule, one byte at a time.
+func yamlTextByByte(text []byte) bool {
+	if !utf8.Valid(text) {
+		return false
+	}
+	for i, b := range text {
+		switch {
+		case b == '\t':
+			if i == 0 || text[i-1] == '\n' {
+				return false
+			}
+		case b < 0x20 && b != '\n' && b != '\r', b == 0x7f:
+			return false
+		}
+	}
+	return true
+}
+
+// splitByLine is split's rule, one line at a time.
+func splitByLine(input []byte) []document {
+	var docs []document
+	start, pos := 0, 0
+	for pos < len(input) {
+		next := len(input)
+		if end := bytes.IndexByte(input[pos:], '\n'); end >= 0 {
+			next = pos + end + 1
+		}
+		if isMarker(input[pos:next], "---") && pos > start {
+			docs = append(docs, document{text: input[start:pos], offset: start})
+			start = pos
+		}
+		pos = next
+	}
+	if start < len(input) || len(docs) == 0 {
+		docs = append(docs, document{text: input[start:], offset: start})
+	}
+	return docs
+}
+
+func TestYAMLText(t *testing.T) {
+	long := strings.Repeat("spec:\n  description: a long line of text\n", 4)
+	cases := []struct {
+		name, text string
+		ok         bool
+	}{
+		{"empty", "", true},
+		{"short", "a: b\n", true},
+		{"long", long, true},
+		{"tab inside a line", long + "a:\tb\n", true},
+		{"CRLF", strings.ReplaceAll(long, "\n", "\r\n"), true},
+		{"tab at a line start", long + "\tb: c\n" + long, false},
+		{"tab at the start", "\ta: b\n" + long, false},
+		{"tab at a word's first byte", "1234567\n\tb: c\n", false},
+		{"control character in the first word", "a: \x01" + long, false},
+		{"control character at a word's last byte", "abcdefg\x02" + long, false},
+		{"control character in the tail", long + "ab\x1f", false},
+		{"DEL", long + "a: \x7f b\n", false},
+		{"NUL", long + "a: \x00\n", false},
+		{"UTF-8 text", long + "a: ünïcødé ✓\n", true},
+		{"not UTF-8", long + "a: \xff\n", false},
+		{"bytes above 0x7f next to ones below", long + "a: é\x01\n", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.ok, yamlText([]byte(tc.text)))
+			assert.Equal(t, tc.ok, yamlTextByByte([]byte(tc.text)), "the case itself")
+		})
+	}
+}
+
+func FuzzYAMLText(f *testing.F) {
+	for _, s := range []string{"", "a: b\n", "abcdefg\n\tb\n", "x\x7fyyyyyyyyy", "ü\x01\x02\x03\x04\x05\x06\x07\x08\x09"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		if got, want := yamlText(text), yamlTextByByte(text); got != want {
+			t.Fatalf("yamlText(%q) = %v, byte by byte %v", text, got, want)
+		}
+	})
+}
+
+func TestSplitMatchesLines(t *testing.T) {
+	for _, s := range []string{
+		"", "---", "---\n", "a: b\n", "---\na: b\n---\nc: d\n", "a: b\n---\r\nc: d\r\n",
+		"a: b\n--- # c\nc: d\n---\t\ne: f", "a: b\n----\nc: d\n", "a: |\n  ---\nb: c\n---x\n",
+		"a\n---\n---\n---\n", "---\n---", "\n---",
+	} {
+		assert.Equal(t, splitByLine([]byte(s)), split([]byte(s)), "%q", s)
+	}
+}
+
+func FuzzSplit(f *testing.F) {
+	for _, s := range []string{"---\na: b\n---\nc: d\n", "a\n--- x\n---\r\n", "\n---"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, input []byte) {
+		got, want := split(input), splitByLine(input)
+		if len(got) != len(want) {
+			t.Fatalf("split(%q): %d documents, line by line %d", input, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].offset != want[i].offset || !bytes.Equal(got[i].text, want[i].text) {
+				t.Fatalf("split(%q): document %d differs", input, i)
+			}
+		}
+	})
+}
