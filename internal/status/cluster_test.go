@@ -187,11 +187,7 @@ func create(t *testing.T, cs kubernetes.Interface, rendered string) {
 
 func editConfigMap(t *testing.T, cs kubernetes.Interface, name, key, value string) {
 	t.Helper()
-	ctx := context.Background()
-	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-	require.NoError(t, err)
-	cm.Data[key] = value
-	_, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+	_, err := kubetest.Edit(context.Background(), cs.CoreV1().ConfigMaps(ns), name, "", func(cm *corev1.ConfigMap) { cm.Data[key] = value })
 	require.NoError(t, err)
 }
 

@@ -105,13 +105,8 @@ func TestControllerImage(t *testing.T) {
 
 	// The out-of-band edit (kubectl edit).
 	inSync := c.metric("confighash_reconciles_total", `result="in_sync"`)
-	live, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, cm.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	live.Data["LOG_LEVEL"] = "debug"
-	if _, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, live, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("edit ConfigMap %s/%s: %v", ns, cm.Name, err)
+	if _, err := kubetest.Edit(ctx, cs.CoreV1().ConfigMaps(ns), cm.Name, "", func(live *corev1.ConfigMap) { live.Data["LOG_LEVEL"] = "debug" }); err != nil {
+		t.Fatalf("edit ConfigMap in %s: %v", ns, err)
 	}
 	c.waitMetric(t, "one rollout", "confighash_rollouts_total", `dry_run="false"`, func(v float64) bool { return v >= 1 })
 	eventually(t, "the second ReplicaSet", func() bool { return replicaSets(t, cs, ns, deploy.Name) >= 2 })

@@ -1,0 +1,33 @@
+package kubetest
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Editable is the part of a typed client-go client (ConfigMaps(ns),
+// Secrets(ns), Deployments(ns), …) that Edit uses.
+type Editable[T any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// Edit changes the object name the way `kubectl edit` does: it reads it,
+// lets edit change it and writes it back with an update as fieldManager
+// (none when empty). It returns the object as the API server stored it, so
+// its resourceVersion names the edit.
+func Edit[T any](ctx context.Context, client Editable[T], name, fieldManager string, edit func(T)) (T, error) {
+	var zero T
+	obj, err := client.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return zero, fmt.Errorf("get %s: %w", name, err)
+	}
+	edit(obj)
+	obj, err = client.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
+	if err != nil {
+		return zero, fmt.Errorf("update %s: %w", name, err)
+	}
+	return obj, nil
+}
