@@ -26,54 +26,30 @@ const (
 	namespace = "shop"
 )
 
-// helm is one real helm binary with its own data, config and cache homes:
-// Helm 3 cannot load a plugins directory that holds Helm 4 plugins.
+// helm is one real helm binary with homes of its own, set to run
+// bin/confighash as its post-renderer.
 type helm struct {
-	version    int
-	bin        string
+	testtools.Helm
 	confighash string
-	env        []string
 }
 
 // newHelm returns helm v3 or v4; for v4 it installs postrenderer/plugin the
 // way a user does.
 func newHelm(t *testing.T, version int) helm {
 	t.Helper()
-	home := t.TempDir()
-	h := helm{
-		version:    version,
-		bin:        testtools.Tool(t, fmt.Sprintf("helm%d", version)),
-		confighash: testtools.Tool(t, "confighash"),
-	}
-	h.env = []string{
-		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
-		"HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
-		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
-		"HELM_PLUGINS=" + filepath.Join(home, "data", "plugins"),
-		"CONFIGHASH_BIN=" + h.confighash,
-	}
+	h := helm{Helm: testtools.NewHelm(t, version), confighash: testtools.Tool(t, "confighash")}
+	h.Env = append(h.Env, "CONFIGHASH_BIN="+h.confighash)
 	if version == 4 {
-		res := h.run(t, nil, "plugin", "install", filepath.Join(testtools.RepoRoot(t), "postrenderer", "plugin"))
-		if res.ExitCode != 0 {
-			t.Fatalf("helm4 plugin install: exit %d\n%s%s", res.ExitCode, res.Stdout, res.Stderr)
-		}
+		h.InstallPlugin(t, filepath.Join(testtools.RepoRoot(t), "postrenderer", "plugin"))
 	}
 	return h
-}
-
-func (h helm) String() string { return fmt.Sprintf("helm%d", h.version) }
-
-// run runs helm with extra environment entries (later entries win).
-func (h helm) run(t *testing.T, env []string, args ...string) testtools.Result {
-	t.Helper()
-	return testtools.Run(t, "", append(slices.Clone(h.env), env...), nil, h.bin, args...)
 }
 
 // postRenderer returns the flags that run confighash after rendering: the
 // executable for Helm 3, the plugin for Helm 4.
 func (h helm) postRenderer() []string {
 	pr := "confighash"
-	if h.version == 3 {
+	if h.Version == 3 {
 		pr = h.confighash
 	}
 	return []string{"--post-renderer", pr, "--post-renderer-args", "--namespace=" + namespace}
@@ -87,7 +63,7 @@ func (h helm) template(t *testing.T, chart string, post bool, args ...string) st
 	if post {
 		args = append(args, h.postRenderer()...)
 	}
-	res := h.run(t, nil, args...)
+	res := h.Run(t, nil, args...)
 	if res.ExitCode != 0 {
 		t.Fatalf("%s %s: exit %d\n%s", h, strings.Join(args, " "), res.ExitCode, res.Stderr)
 	}
@@ -361,7 +337,7 @@ func TestFailureReachesUser(t *testing.T) {
 				}
 				args := append([]string{"template", release, chart, "--namespace", namespace}, tc.args...)
 				args = append(args, h.postRenderer()...)
-				res := testtools.Run(t, chart, append(slices.Clone(h.env), tc.env...), nil, h.bin, args...)
+				res := testtools.Run(t, chart, append(slices.Clone(h.Env), tc.env...), nil, h.Bin, args...)
 				if res.ExitCode == 0 {
 					t.Fatalf("helm succeeded; stdout:\n%s", res.Stdout)
 				}
@@ -385,7 +361,7 @@ func TestPluginFindsCheckoutBinary(t *testing.T) {
 		t.Skipf("the confighash under test, %s, is not the checkout's bin/confighash", h.confighash)
 	}
 	args := append([]string{"template", release, exampleChart(t), "--namespace", namespace}, h.postRenderer()...)
-	res := h.run(t, []string{"CONFIGHASH_BIN=", "PATH=/usr/bin:/bin"}, args...)
+	res := h.Run(t, []string{"CONFIGHASH_BIN=", "PATH=/usr/bin:/bin"}, args...)
 	if res.ExitCode != 0 {
 		t.Fatalf("exit %d\n%s", res.ExitCode, res.Stderr)
 	}
@@ -413,12 +389,12 @@ func TestInstall(t *testing.T) {
 	for _, version := range []int{3, 4} {
 		t.Run(fmt.Sprintf("helm%d", version), func(t *testing.T) {
 			h := newHelm(t, version)
-			h.env = append(h.env, "KUBECONFIG="+kubeconfig)
+			h.Env = append(h.Env, "KUBECONFIG="+kubeconfig)
 			name := fmt.Sprintf("web%d", version)
 			deploy := name + "-greeter"
 			helmRun := func(verb, chart string, args ...string) testtools.Result {
 				all := append([]string{verb, name, chart, "--namespace", namespace, "--create-namespace", "--no-hooks"}, args...)
-				return h.run(t, nil, append(all, h.postRenderer()...)...)
+				return h.Run(t, nil, append(all, h.postRenderer()...)...)
 			}
 			mustRun := func(verb, chart string, args ...string) {
 				if res := helmRun(verb, chart, args...); res.ExitCode != 0 {
@@ -459,13 +435,13 @@ func TestInstall(t *testing.T) {
 				t.Errorf("a labels-only chart bump changed the pod template: hash %s -> %s, generation %d -> %d", changed, hash, gen, g)
 			}
 
-			before := h.run(t, nil, "history", name, "--namespace", namespace)
+			before := h.Run(t, nil, "history", name, "--namespace", namespace)
 			writeFile(t, filepath.Join(bumped, "bad-values.yaml"), "env:\n  FEATURES:\n    beta: true\n")
 			res := helmRun("upgrade", bumped, "--set", "greeting=Hallo", "--values", filepath.Join(bumped, "bad-values.yaml"))
 			if res.ExitCode == 0 || !strings.Contains(res.Stderr, "data.FEATURES: expected a string") {
 				t.Errorf("upgrade with bad values: exit %d, stderr:\n%s", res.ExitCode, res.Stderr)
 			}
-			if after := h.run(t, nil, "history", name, "--namespace", namespace); after.Stdout != before.Stdout {
+			if after := h.Run(t, nil, "history", name, "--namespace", namespace); after.Stdout != before.Stdout {
 				t.Errorf("a failed upgrade changed the release history:\n%s\nwas\n%s", after.Stdout, before.Stdout)
 			}
 			cm, err := client.CoreV1().ConfigMaps(namespace).Get(ctx, deploy, metav1.GetOptions{})

@@ -55,7 +55,7 @@ func TestUnreadDocuments(t *testing.T) {
 	for _, version := range []int{3, 4} {
 		h := newHelm(t, version)
 		args := append([]string{"template", release, chart, "--namespace", namespace}, h.postRenderer()...)
-		res := h.run(t, nil, args...)
+		res := h.Run(t, nil, args...)
 		// Helm 3: "YAML parse error on malformed/templates/service.yaml";
 		// Helm 4: "parsing malformed/templates/service.yaml: MalformedYAMLError".
 		if res.ExitCode == 0 || !strings.Contains(res.Stderr, "malformed/templates/service.yaml") || !strings.Contains(res.Stderr, "did not find expected") {

@@ -53,46 +53,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// helm is one real helm binary with its own data, config and cache homes.
-type helm struct {
-	version int
-	bin     string
-	env     []string
-}
-
-func newHelm(t *testing.T, version int) helm {
-	t.Helper()
-	home := t.TempDir()
-	return helm{
-		version: version,
-		bin:     testtools.Tool(t, fmt.Sprintf("helm%d", version)),
-		env: []string{
-			"HELM_DATA_HOME=" + filepath.Join(home, "data"),
-			"HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
-			"HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
-		},
-	}
-}
-
-func (h helm) String() string { return fmt.Sprintf("helm%d", h.version) }
-
-// mustRun runs helm and fails the test unless it exits 0; it returns stdout.
-func (h helm) mustRun(t *testing.T, args ...string) string {
-	t.Helper()
-	res := testtools.Run(t, "", h.env, nil, h.bin, args...)
-	if res.ExitCode != 0 {
-		t.Fatalf("%s %s: exit %d\n%s%s", h, strings.Join(args, " "), res.ExitCode, res.Stdout, res.Stderr)
-	}
-	return res.Stdout
-}
-
 func chartDir(t *testing.T) string {
 	return filepath.Join(testtools.RepoRoot(t), "charts", "confighash-controller")
 }
 
-func helms(t *testing.T, f func(t *testing.T, h helm)) {
+func helms(t *testing.T, f func(t *testing.T, h testtools.Helm)) {
 	for _, v := range []int{3, 4} {
-		t.Run(fmt.Sprintf("helm%d", v), func(t *testing.T) { f(t, newHelm(t, v)) })
+		t.Run(fmt.Sprintf("helm%d", v), func(t *testing.T) { f(t, testtools.NewHelm(t, v)) })
 	}
 }
 
@@ -102,12 +69,12 @@ func namespacedValues(namespaces ...string) []string {
 }
 
 func TestChartLint(t *testing.T) {
-	helms(t, func(t *testing.T, h helm) {
-		out := h.mustRun(t, "lint", "--strict", chartDir(t))
+	helms(t, func(t *testing.T, h testtools.Helm) {
+		out := h.MustRun(t, "lint", "--strict", chartDir(t))
 		assert.Contains(t, out, "0 chart(s) failed")
 		args := append([]string{"lint", "--strict", chartDir(t), "--set", "serviceMonitor.enabled=true", "--set", "hmacKey.existingSecret=key"},
 			namespacedValues("a", "b")...)
-		assert.Contains(t, h.mustRun(t, args...), "0 chart(s) failed")
+		assert.Contains(t, h.MustRun(t, args...), "0 chart(s) failed")
 	})
 }
 
@@ -148,6 +115,14 @@ func typed[T any](t *testing.T, u *unstructured.Unstructured) *T {
 	return &out
 }
 
+// templateOps renders the chart as release ch in namespace ops, with extra
+// helm arguments (values), and returns its objects and its Deployment.
+func templateOps(t *testing.T, h testtools.Helm, values ...string) (map[string]*unstructured.Unstructured, *appsv1.Deployment) {
+	t.Helper()
+	objs := objects(t, h.MustRun(t, append([]string{"template", "ch", chartDir(t), "--namespace", "ops"}, values...)...))
+	return objs, typed[appsv1.Deployment](t, objs["Deployment/ops/ch-confighash-controller"])
+}
+
 // rulesOf reads the rules of the (Cluster)Role in a manifest file of config/.
 func rulesOf(t *testing.T, path string) []rbacv1.PolicyRule {
 	t.Helper()
@@ -164,16 +139,15 @@ func TestChartTemplate(t *testing.T) {
 	root := testtools.RepoRoot(t)
 	clusterRules := rulesOf(t, filepath.Join(root, "config", "clusterrole.yaml"))
 	leaderRules := rulesOf(t, filepath.Join(root, "config", "core", "leader-election.yaml"))
-	helms(t, func(t *testing.T, h helm) {
+	helms(t, func(t *testing.T, h testtools.Helm) {
 		t.Run("defaults", func(t *testing.T) {
-			objs := objects(t, h.mustRun(t, "template", "ch", chartDir(t), "--namespace", "ops"))
+			objs, d := templateOps(t, h)
 			assert.Equal(t, []string{
 				"ClusterRole//ch-confighash-controller",
 				"ClusterRoleBinding//ch-confighash-controller",
 				"Deployment/ops/ch-confighash-controller",
 				"ServiceAccount/ops/ch-confighash-controller",
 			}, kinds(objs), "one replica: no leader election Role, no ServiceMonitor")
-			d := typed[appsv1.Deployment](t, objs["Deployment/ops/ch-confighash-controller"])
 			c := d.Spec.Template.Spec.Containers[0]
 			assert.Equal(t, "ghcr.io/confighash/confighash-controller:v0.1.0", c.Image)
 			assert.NotContains(t, c.Args, "--leader-elect")
@@ -202,7 +176,7 @@ func TestChartTemplate(t *testing.T) {
 			assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "ch-confighash-controller", Namespace: "ops"}}, binding.Subjects)
 		})
 		t.Run("namespaced-2-replicas", func(t *testing.T) {
-			objs := objects(t, h.mustRun(t, append([]string{"template", "ch", chartDir(t), "--namespace", "ops"}, namespacedValues("a", "b")...)...))
+			objs, d := templateOps(t, h, namespacedValues("a", "b")...)
 			assert.Equal(t, []string{
 				"Deployment/ops/ch-confighash-controller",
 				"Role/a/ch-confighash-controller",
@@ -213,7 +187,6 @@ func TestChartTemplate(t *testing.T) {
 				"RoleBinding/ops/ch-confighash-controller-leader-election",
 				"ServiceAccount/ops/ch-confighash-controller",
 			}, kinds(objs), "Roles only, no cluster-wide permission")
-			d := typed[appsv1.Deployment](t, objs["Deployment/ops/ch-confighash-controller"])
 			assert.Equal(t, int32(2), *d.Spec.Replicas)
 			args := d.Spec.Template.Spec.Containers[0].Args
 			assert.Subset(t, args, []string{"--leader-elect", "--leader-election-id=ch-confighash-controller",
@@ -230,9 +203,8 @@ func TestChartTemplate(t *testing.T) {
 			assert.Equal(t, leaderRules, le.Rules, "the leader election rules of config/core")
 		})
 		t.Run("client-rate-limit", func(t *testing.T) {
-			objs := objects(t, h.mustRun(t, "template", "ch", chartDir(t), "--namespace", "ops",
-				"--set", "kubeAPIQPS=50", "--set", "kubeAPIBurst=100"))
-			args := typed[appsv1.Deployment](t, objs["Deployment/ops/ch-confighash-controller"]).Spec.Template.Spec.Containers[0].Args
+			_, d := templateOps(t, h, "--set", "kubeAPIQPS=50", "--set", "kubeAPIBurst=100")
+			args := d.Spec.Template.Spec.Containers[0].Args
 			assert.Subset(t, args, []string{"--kube-api-qps=50", "--kube-api-burst=100"})
 			opts, err := controllercmd.ParseFlags(args, io.Discard, os.Getenv)
 			require.NoError(t, err)
@@ -240,13 +212,12 @@ func TestChartTemplate(t *testing.T) {
 			assert.Equal(t, 100, opts.KubeAPIBurst)
 		})
 		t.Run("keyed-servicemonitor-no-leader-election", func(t *testing.T) {
-			objs := objects(t, h.mustRun(t, "template", "ch", chartDir(t), "--namespace", "ops",
-				"--set", "hmacKey.existingSecret=confighash-key", "--set", "serviceMonitor.enabled=true",
-				"--set", "replicaCount=3", "--set", "leaderElection.enabled=false"))
+			objs, d := templateOps(t, h, "--set", "hmacKey.existingSecret=confighash-key", "--set", "serviceMonitor.enabled=true",
+				"--set", "replicaCount=3", "--set", "leaderElection.enabled=false")
 			assert.Contains(t, objs, "ServiceMonitor/ops/ch-confighash-controller")
 			assert.Contains(t, objs, "Service/ops/ch-confighash-controller-metrics")
 			assert.NotContains(t, objs, "Role/ops/ch-confighash-controller-leader-election")
-			spec := typed[appsv1.Deployment](t, objs["Deployment/ops/ch-confighash-controller"]).Spec.Template.Spec
+			spec := d.Spec.Template.Spec
 			assert.Contains(t, spec.Containers[0].Args, "--hmac-key-file=/etc/confighash/hmac/hmac-key")
 			assert.NotContains(t, spec.Containers[0].Args, "--leader-elect")
 			require.Len(t, spec.Volumes, 1)
@@ -280,7 +251,7 @@ func TestChartInstallRBAC(t *testing.T) {
 	}{{3, false}, {4, true}} {
 		t.Run(fmt.Sprintf("helm%d", tc.version), func(t *testing.T) {
 			ctx := t.Context()
-			h := newHelm(t, tc.version)
+			h := testtools.NewHelm(t, tc.version)
 			release := fmt.Sprintf("ch%d", tc.version)
 			relNS, appNS, otherNS := release+"-system", release+"-apps", release+"-other"
 			for _, ns := range []string{appNS, otherNS} {
@@ -291,8 +262,8 @@ func TestChartInstallRBAC(t *testing.T) {
 			if tc.namespaced {
 				args = append(args, namespacedValues(appNS)...)
 			}
-			h.mustRun(t, args...)
-			status := h.mustRun(t, "status", release, "--namespace", relNS, "--kubeconfig", cp.KubeconfigPath())
+			h.MustRun(t, args...)
+			status := h.MustRun(t, "status", release, "--namespace", relNS, "--kubeconfig", cp.KubeconfigPath())
 			assert.Contains(t, status, "STATUS: deployed")
 
 			name := release + "-confighash-controller"
@@ -466,10 +437,7 @@ func rollsAs(t *testing.T, cs kubernetes.Interface, cfg *rest.Config, chartDeplo
 	}
 	mark := obs.waitFor(t, 0, "web in sync", web("in_sync"))
 
-	cm, err := cs.CoreV1().ConfigMaps(appNS).Get(ctx, "app-config", metav1.GetOptions{})
-	require.NoError(t, err)
-	cm.Data["LOG_LEVEL"] = "debug"
-	cm, err = cs.CoreV1().ConfigMaps(appNS).Update(ctx, cm, metav1.UpdateOptions{})
+	cm, err := kubetest.Edit(ctx, cs.CoreV1().ConfigMaps(appNS), "app-config", "", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "debug" })
 	require.NoError(t, err)
 	next := obs.waitFor(t, mark, "web rolled", web("rolled"))
 	obs.waitFor(t, next, "web in sync with the edit", func(o controller.Outcome) bool {

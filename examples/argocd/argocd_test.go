@@ -70,20 +70,14 @@ func newArgo(t *testing.T, helmVersion string) argo {
 			t.Fatal(err)
 		}
 	}
-	a := argo{plugin: loadPlugin(t), env: []string{
+	a := argo{plugin: loadPlugin(t), env: append([]string{
 		"PATH=" + tools + string(os.PathListSeparator) + testtools.BinDir(t) + string(os.PathListSeparator) + "/usr/local/bin:/usr/bin:/bin",
 		"HOME=" + home,
-		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
-		"HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
-		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
-	}}
+	}, testtools.HelmHomes(home)...)}
 	if helmVersion == "4" {
 		// The sidecar image would do this once at build time.
-		install := exec.Command(links["helm"], "plugin", "install", filepath.Join(testtools.RepoRoot(t), "postrenderer", "plugin"))
-		install.Env = a.env
-		if out, err := install.CombinedOutput(); err != nil {
-			t.Fatalf("helm plugin install: %v\n%s", err, out)
-		}
+		h := testtools.Helm{Version: 4, Bin: links["helm"], Env: a.env}
+		h.InstallPlugin(t, filepath.Join(testtools.RepoRoot(t), "postrenderer", "plugin"))
 	}
 	return a
 }

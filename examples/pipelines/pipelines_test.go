@@ -18,7 +18,7 @@ func pipe(t *testing.T, dir, script string) testtools.Result {
 	t.Helper()
 	path := "PATH=" + testtools.BinDir(t) + string(os.PathListSeparator) + os.Getenv("PATH")
 	home := t.TempDir() // helm homes of its own, empty
-	env := []string{path, "HELM_DATA_HOME=" + home, "HELM_CONFIG_HOME=" + home, "HELM_CACHE_HOME=" + home}
+	env := append([]string{path}, testtools.HelmHomes(home)...)
 	return testtools.Run(t, dir, env, nil, "bash", "-o", "pipefail", "-c", script)
 }
 
