@@ -93,8 +93,8 @@ func (r *Reconciler) enqueueConsumers(ctx context.Context, kind hashing.Kind, ob
 	ref := string(kind) + "/" + obj.GetName()
 	cref := configRef{namespace: ns, name: obj.GetName(), secret: kind == hashing.KindSecret}
 	for _, c := range r.consumers.consumers(ctx, cref) {
-		o := c.kind.newObject()
-		if err := r.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.name}, o); err != nil {
+		o, err := r.workload(ctx, c.kind, client.ObjectKey{Namespace: ns, Name: c.name})
+		if err != nil {
 			if !apierrors.IsNotFound(err) {
 				r.log.Error(err, "reading a consumer from the cache", "config", ref, "namespace", ns, "kind", c.kind.Name, "name", c.name)
 			}

@@ -94,16 +94,16 @@ func unstructuredKind(gvk schema.GroupVersionKind, path ...string) *workloadKind
 	}
 }
 
-// typedTemplate reads the pod template of a typed kind, packed (the cached
-// form, see PodTemplate) or in place (get).
+// typedTemplate reads the pod template of a typed kind, from its cached
+// form (see TransformWorkload) or in place (get).
 func typedTemplate[T client.Object](get func(T) *corev1.PodTemplateSpec) func(client.Object) (*corev1.PodTemplateSpec, error) {
 	return func(obj client.Object) (*corev1.PodTemplateSpec, error) {
+		if w, ok := obj.(*cachedWorkload); ok {
+			return w.podTemplate()
+		}
 		o, ok := obj.(T)
 		if !ok {
 			return nil, fmt.Errorf("%T is not the expected kind", obj)
-		}
-		if isPacked(o) {
-			return PodTemplate(o)
 		}
 		return get(o), nil
 	}

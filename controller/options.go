@@ -108,6 +108,10 @@ type Options struct {
 	// FieldManager names the controller's writes; default
 	// confighash-controller.
 	FieldManager string
+
+	// stores reads the workloads the cache holds in their cached form; set
+	// by NewManager, which builds the cache that fills it.
+	stores *stores
 }
 
 // DefaultOptions returns the options with every default filled in.

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -66,9 +67,11 @@ type Reconciler struct {
 	memory   *memory
 	// consumers indexes the managed workloads by the configs they consume.
 	consumers *consumerIndex
-	limiter   *rate.Limiter
-	now       func() time.Time
-	log       logr.Logger
+	// stores reads the cached workloads (nil: through reader only).
+	stores  *stores
+	limiter *rate.Limiter
+	now     func() time.Time
+	log     logr.Logger
 }
 
 // newReconciler wires a reconciler; kinds are the workload kinds served.
@@ -77,7 +80,7 @@ func newReconciler(reader client.Reader, writer client.Writer, rec EventRecorder
 		reader: reader, writer: writer, recorder: rec,
 		kinds: map[string]*workloadKind{}, keys: newKeys(opts.AnnotationPrefix), keyID: hashing.KeyID(opts.Key), opts: opts,
 		metrics: m, memory: newMemory(), consumers: newConsumerIndex(kinds), limiter: rate.NewLimiter(rate.Limit(opts.RolloutsPerSecond), opts.RolloutBurst),
-		now: time.Now, log: log,
+		now: time.Now, log: log, stores: opts.stores,
 	}
 	for _, k := range kinds {
 		r.kinds[k.Name] = k
@@ -109,8 +112,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 		out.Result = "unmanaged"
 		return reconcile.Result{}, nil
 	}
-	obj := kind.newObject()
-	if err := r.reader.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: req.Name}, obj); err != nil {
+	obj, err := r.workload(ctx, kind, types.NamespacedName{Namespace: req.Namespace, Name: req.Name})
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.memory.forget(req)
 			out.Result = "gone"
@@ -151,7 +154,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 	switch d.Action {
 	case ActionBlocked:
 		out.Result = "missing_config"
-		return r.blocked(req, obj, d, log), nil
+		return r.blocked(req, kind, obj, d, log), nil
 	case ActionRecordBaseline:
 		return r.recordBaseline(ctx, req, kind, obj, d, out, log)
 	case ActionRoll:
@@ -243,6 +246,45 @@ func (r *Reconciler) externalHashes(ns string, v View, ref string, lookup func(h
 	return out
 }
 
+// workload reads a workload from the cache: the cache's own object (its
+// cached form, see TransformWorkload), not a copy, so never changed here.
+func (r *Reconciler) workload(ctx context.Context, kind *workloadKind, key types.NamespacedName) (client.Object, error) {
+	like := kind.newObject()
+	if r.stores != nil {
+		obj, ok, known, err := r.stores.get(like, key)
+		switch {
+		case !known:
+		case err != nil:
+			return nil, fmt.Errorf("reading %s %s from the cache: %w", kind.Name, key, err)
+		case !ok:
+			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: kind.Name}, key.Name)
+		default:
+			o, isObj := obj.(client.Object)
+			if !isObj {
+				return nil, fmt.Errorf("%s %s: the cache holds a %T", kind.Name, key, obj)
+			}
+			return o, nil
+		}
+	}
+	if err := r.reader.Get(ctx, key, like); err != nil {
+		return nil, err
+	}
+	return like, nil
+}
+
+// shell is an object of kind naming obj (name, namespace, UID,
+// resourceVersion) for what needs the API type and must not change the
+// cached object: a patch (the client decodes the answer into it) and an
+// Event.
+func shell(kind *workloadKind, obj client.Object) client.Object {
+	o := kind.newObject()
+	o.SetName(obj.GetName())
+	o.SetNamespace(obj.GetNamespace())
+	o.SetUID(obj.GetUID())
+	o.SetResourceVersion(obj.GetResourceVersion())
+	return o
+}
+
 // content reads one config from the cache.
 func (r *Reconciler) content(ctx context.Context, ns string, kind hashing.Kind, name string) (hashing.Content, string, bool, error) {
 	var obj client.Object = &corev1.ConfigMap{}
@@ -262,7 +304,7 @@ func (r *Reconciler) content(ctx context.Context, ns string, kind hashing.Kind, 
 // blocked holds a workload back while a required config is missing. It
 // warns once per set of missing configs, after the coalescing window, so a
 // config applied a moment after its workload raises no alarm.
-func (r *Reconciler) blocked(req Request, obj client.Object, d Decision, log logr.Logger) reconcile.Result {
+func (r *Reconciler) blocked(req Request, kind *workloadKind, obj client.Object, d Decision, log logr.Logger) reconcile.Result {
 	key := strings.Join(d.Missing, ",")
 	now := r.now()
 	var wait time.Duration
@@ -284,7 +326,7 @@ func (r *Reconciler) blocked(req Request, obj client.Object, d Decision, log log
 	if warn {
 		log.Info("required config missing; not rolling", "missing", d.Missing)
 		if !r.opts.DryRun {
-			r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventReasonConfigMissing, EventActionWait, "%s", missingMessage(d.Missing, req.Namespace))
+			r.recorder.Eventf(shell(kind, obj), nil, corev1.EventTypeWarning, EventReasonConfigMissing, EventActionWait, "%s", missingMessage(d.Missing, req.Namespace))
 		}
 	}
 	return reconcile.Result{}
@@ -301,7 +343,7 @@ func (r *Reconciler) recordBaseline(ctx context.Context, req Request, kind *work
 		return reconcile.Result{RequeueAfter: dryRunRecheck}, nil
 	}
 	patch := r.patch(kind, obj, Record{Baseline: d.Record.Baseline}, false)
-	if res, done, err := r.send(ctx, req, obj, patch, out); done {
+	if res, done, err := r.send(ctx, req, shell(kind, obj), patch, out); done {
 		return res, err
 	}
 	// The configs recorded for the first time, and the versions read.
@@ -348,7 +390,7 @@ func (r *Reconciler) roll(ctx context.Context, req Request, kind *workloadKind, 
 			out.Result = "waiting"
 			return reconcile.Result{RequeueAfter: delay}, nil
 		}
-		if res, done, err := r.send(ctx, req, obj, r.patch(kind, obj, d.Record, true), out); done {
+		if res, done, err := r.send(ctx, req, shell(kind, obj), r.patch(kind, obj, d.Record, true), out); done {
 			return res, err
 		}
 	}
@@ -373,7 +415,7 @@ func (r *Reconciler) roll(ctx context.Context, req Request, kind *workloadKind, 
 	r.metrics.rollouts.WithLabelValues(req.Kind, "false").Inc()
 	out.Result = "rolled"
 	log.Info("rolled", "reason", d.Reason, "message", msg, "controllerHash", d.Record.ControllerHash)
-	r.recorder.Eventf(obj, relatedObject(changes, v.Uses), corev1.EventTypeNormal, EventReasonConfigChanged, EventActionRollout, "%s", msg)
+	r.recorder.Eventf(shell(kind, obj), relatedObject(changes, v.Uses), corev1.EventTypeNormal, EventReasonConfigChanged, EventActionRollout, "%s", msg)
 	return reconcile.Result{}, nil
 }
 

@@ -49,6 +49,7 @@ func NewManager(opts Options) (manager.Manager, *Reconciler, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	opts.stores = newStores()
 	cfg, err := RESTConfig(opts)
 	if err != nil {
 		return nil, nil, err
@@ -116,6 +117,9 @@ func CacheOptions(opts Options) cache.Options {
 			&corev1.Secret{}:    {Transform: TransformSecret},
 		},
 	}
+	if opts.stores != nil {
+		co.NewInformer = opts.stores.newInformer
+	}
 	if len(opts.Namespaces) > 0 {
 		co.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range opts.Namespaces {
@@ -145,8 +149,10 @@ func managerOptions(opts Options, scheme *runtime.Scheme) manager.Options {
 	}
 }
 
-// Setup adds the controller, its field indexes and watches to mgr. opts
-// must be completed.
+// Setup adds the controller and its watches to mgr. opts must be
+// completed, and mgr's cache built with CacheOptions(opts): NewManager does
+// both. Without NewManager, the cached workloads are read through mgr's
+// client reader, which cannot return their cached form (TransformWorkload).
 func Setup(mgr manager.Manager, opts Options) (*Reconciler, error) {
 	reg := opts.Registry
 	if reg == nil {

@@ -64,28 +64,26 @@ func TransformSecret(obj any) (any, error) {
 // (resourceVersion, generation), its annotations and its pod template's, and
 // the pod template's references to ConfigMaps and Secrets; it writes a merge
 // patch of annotations built from those, never the object. So the cached
-// form keeps exactly that: the typed kinds (Deployment, StatefulSet,
-// DaemonSet, CronJob, and ReplicaSet and Job, which nothing here manages
-// but a cache may hold) keep their TypeMeta, that metadata and a pod
-// template reduced by ReducePodTemplate; status, labels, managedFields,
-// kubectl's last-applied copy and every other spec field are dropped. An
-// unstructured workload (Argo Rollouts) loses status, managedFields and the
-// last-applied copy, and its spec.template is reduced the same way. The
-// transform is idempotent, as client-go requires.
+// form keeps exactly that: a Deployment, StatefulSet, DaemonSet or CronJob
+// becomes a cachedWorkload, a type of the controller's own holding that
+// metadata and the pod template reduced by ReducePodTemplate, packed (read
+// it with PodTemplate); a ReplicaSet or Job (which nothing here manages but
+// a cache may hold) keeps its type, that metadata and the reduced template.
+// Status, labels, managedFields, kubectl's last-applied copy and every
+// other spec field are dropped. An unstructured workload (Argo Rollouts)
+// loses status, managedFields and the last-applied copy, and its
+// spec.template is reduced the same way. The transform is idempotent, as
+// client-go requires.
 func TransformWorkload(obj any) (any, error) {
-	if m, ok := obj.(metav1.Object); ok && isPacked(m) {
-		return obj, nil
-	}
 	switch o := obj.(type) {
+	case *cachedWorkload:
+		return o, nil
 	case *appsv1.Deployment:
-		meta, err := packedMeta(o, &o.Spec.Template)
-		return &appsv1.Deployment{TypeMeta: o.TypeMeta, ObjectMeta: meta}, err
+		return newCachedWorkload("Deployment", &o.ObjectMeta, &o.Spec.Template)
 	case *appsv1.StatefulSet:
-		meta, err := packedMeta(o, &o.Spec.Template)
-		return &appsv1.StatefulSet{TypeMeta: o.TypeMeta, ObjectMeta: meta}, err
+		return newCachedWorkload("StatefulSet", &o.ObjectMeta, &o.Spec.Template)
 	case *appsv1.DaemonSet:
-		meta, err := packedMeta(o, &o.Spec.Template)
-		return &appsv1.DaemonSet{TypeMeta: o.TypeMeta, ObjectMeta: meta}, err
+		return newCachedWorkload("DaemonSet", &o.ObjectMeta, &o.Spec.Template)
 	case *appsv1.ReplicaSet:
 		out := &appsv1.ReplicaSet{TypeMeta: o.TypeMeta, ObjectMeta: leanMeta(&o.ObjectMeta)}
 		out.Spec.Template = ReducePodTemplate(&o.Spec.Template)
@@ -95,8 +93,7 @@ func TransformWorkload(obj any) (any, error) {
 		out.Spec.Template = ReducePodTemplate(&o.Spec.Template)
 		return out, nil
 	case *batchv1.CronJob:
-		meta, err := packedMeta(o, &o.Spec.JobTemplate.Spec.Template)
-		return &batchv1.CronJob{TypeMeta: o.TypeMeta, ObjectMeta: meta}, err
+		return newCachedWorkload("CronJob", &o.ObjectMeta, &o.Spec.JobTemplate.Spec.Template)
 	case *unstructured.Unstructured:
 		return reduceUnstructured(o)
 	case metav1.Object:
@@ -109,45 +106,14 @@ func TransformWorkload(obj any) (any, error) {
 	return obj, nil
 }
 
-// templateMarker opens the selfLink field (see digestMarker) of a cached
-// Deployment, StatefulSet, DaemonSet or CronJob; the pod template reduced
-// by ReducePodTemplate follows, as protobuf. The typed object itself keeps
-// no spec: a pod spec's containers and volumes are hundreds of bytes of Go
-// structs each even when reduced, where their references take tens.
-// PodTemplate reads it back.
-const templateMarker = "confighash.dev/pod-template/protobuf:"
-
-func isPacked(m metav1.Object) bool { return strings.HasPrefix(m.GetSelfLink(), templateMarker) }
-
-// packedMeta is leanMeta carrying the reduced pod template t.
-func packedMeta(o client.Object, t *corev1.PodTemplateSpec) (metav1.ObjectMeta, error) {
-	m, ok := o.(metav1.ObjectMetaAccessor)
-	if !ok {
-		return metav1.ObjectMeta{}, fmt.Errorf("%T has no metadata", o)
-	}
-	meta := leanMeta(m.GetObjectMeta().(*metav1.ObjectMeta))
-	reduced := ReducePodTemplate(t)
-	raw, err := reduced.Marshal()
-	if err != nil {
-		return meta, fmt.Errorf("%T %s: packing the pod template: %w", o, client.ObjectKeyFromObject(o), err)
-	}
-	meta.SelfLink = templateMarker + string(raw) //nolint:staticcheck // see templateMarker
-	return meta, nil
-}
-
 // PodTemplate returns the pod template of a typed workload (Deployment,
 // StatefulSet, DaemonSet, CronJob) as the controller reads it: from the
 // cached form TransformWorkload gives (the reduced template, unpacked; a
 // new value each call) or from the object as the API server returns it.
 func PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
-	if isPacked(obj) {
-		var t corev1.PodTemplateSpec
-		if err := t.Unmarshal([]byte(obj.GetSelfLink()[len(templateMarker):])); err != nil { //nolint:staticcheck // see templateMarker
-			return nil, fmt.Errorf("%T %s: cached pod template: %w", obj, client.ObjectKeyFromObject(obj), err)
-		}
-		return &t, nil
-	}
 	switch o := obj.(type) {
+	case *cachedWorkload:
+		return o.podTemplate()
 	case *appsv1.Deployment:
 		return &o.Spec.Template, nil
 	case *appsv1.StatefulSet:

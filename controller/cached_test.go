@@ -1,0 +1,104 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+func cachedDeployment(t *testing.T, ann map[string]string) *cachedWorkload {
+	t.Helper()
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", ResourceVersion: "7", Generation: 3, Annotations: ann}}
+	d.Spec.Template.Annotations = map[string]string{"confighash.dev/hash": "v1-sha256:ab"}
+	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Image: "app:1", EnvFrom: []corev1.EnvFromSource{
+		{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}}
+	out, err := TransformWorkload(d)
+	require.NoError(t, err)
+	w, ok := out.(*cachedWorkload)
+	require.True(t, ok, "%T", out)
+	return w
+}
+
+// TestCachedWorkload: the cached form answers the metadata a decision
+// reads, its pod template reduced, a copy independent of it, and a damaged
+// pack as an error naming the workload.
+func TestCachedWorkload(t *testing.T) {
+	tests := []struct {
+		name string
+		ann  map[string]string
+		want map[string]string
+	}{
+		{name: "no annotations"},
+		{name: "annotations, without last-applied", ann: map[string]string{"b": "2", "a": "1", lastApplied: "{}"}, want: map[string]string{"a": "1", "b": "2"}},
+		{name: "only last-applied", ann: map[string]string{lastApplied: "{}"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := cachedDeployment(t, tt.ann)
+			assert.Equal(t, "web", w.GetName())
+			assert.Equal(t, "shop", w.GetNamespace())
+			assert.Equal(t, types.UID("u1"), w.GetUID())
+			assert.Equal(t, "7", w.GetResourceVersion())
+			assert.Equal(t, int64(3), w.GetGeneration())
+			assert.Equal(t, tt.want, w.GetAnnotations())
+			tmpl, err := PodTemplate(w)
+			require.NoError(t, err)
+			assert.Equal(t, map[string]string{"confighash.dev/hash": "v1-sha256:ab"}, tmpl.Annotations)
+			assert.Empty(t, tmpl.Spec.Containers[0].Image, "reduced")
+			assert.Equal(t, "cfg", tmpl.Spec.Containers[0].EnvFrom[0].ConfigMapRef.Name)
+
+			c := w.DeepCopyObject().(*cachedWorkload)
+			c.SetAnnotations(map[string]string{"x": "y"})
+			c.SetResourceVersion("8")
+			assert.Equal(t, tt.want, w.GetAnnotations(), "the copy is independent")
+			assert.Equal(t, "7", w.GetResourceVersion())
+
+			damaged := w.DeepCopyObject().(*cachedWorkload)
+			damaged.template = damaged.template[:len(damaged.template)-3]
+			_, err = PodTemplate(damaged)
+			assert.ErrorContains(t, err, "Deployment shop/web: cached pod template")
+		})
+	}
+}
+
+// TestStoresGet: a cached workload is read from the store of the informer
+// of its type, in whichever namespace's informer holds it.
+func TestStoresGet(t *testing.T) {
+	s := newStores()
+	like := &appsv1.Deployment{}
+	_, _, known, err := s.get(like, types.NamespacedName{Namespace: "shop", Name: "web"})
+	require.NoError(t, err)
+	assert.False(t, known, "no informer of the type yet")
+	w := cachedDeployment(t, nil)
+	shop := s.newInformer(&toolscache.ListWatch{}, like, 0, toolscache.Indexers{})
+	other := s.newInformer(&toolscache.ListWatch{}, like, 0, toolscache.Indexers{})
+	require.NoError(t, other.GetStore().Add(&cachedWorkload{name: "api", namespace: "other"}))
+	require.NoError(t, shop.GetStore().Add(w))
+	tests := []struct {
+		key    types.NamespacedName
+		found  bool
+		holder *cachedWorkload
+	}{
+		{key: types.NamespacedName{Namespace: "shop", Name: "web"}, found: true, holder: w},
+		{key: types.NamespacedName{Namespace: "other", Name: "web"}},
+		{key: types.NamespacedName{Namespace: "other", Name: "api"}, found: true},
+	}
+	for _, tt := range tests {
+		obj, ok, known, err := s.get(like, tt.key)
+		require.NoError(t, err)
+		assert.True(t, known)
+		assert.Equal(t, tt.found, ok, "%s", tt.key)
+		if tt.holder != nil {
+			assert.Same(t, tt.holder, obj, "the cache's own object, no copy")
+		}
+	}
+	_, _, known, err = s.get(&corev1.ConfigMap{}, types.NamespacedName{Namespace: "shop", Name: "web"})
+	require.NoError(t, err)
+	assert.False(t, known, "another type's informers are not searched")
+}
