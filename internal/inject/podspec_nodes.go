@@ -64,6 +64,16 @@ func (r *specReader) fields(n *yaml.Node, name string, f func(k string, v *yaml.
 	}
 }
 
+// presentFields is fields for a mapping of optional objects: an entry set to
+// null stands for an absent one and is skipped.
+func (r *specReader) presentFields(n *yaml.Node, name string, f func(k string, v *yaml.Node)) {
+	r.fields(n, name, func(k string, v *yaml.Node) {
+		if !isNull(resolve(v)) {
+			f(k, v)
+		}
+	})
+}
+
 // list calls f for each item of sequence n (null is an empty list).
 func (r *specReader) list(n *yaml.Node, name string, f func(*yaml.Node)) {
 	n = resolve(n)
@@ -159,27 +169,21 @@ func (r *specReader) reference(n *yaml.Node, what, nameKey string, has int) refe
 
 func (r *specReader) volume(n *yaml.Node) corev1.Volume {
 	var vol corev1.Volume
-	r.fields(n, "volumes[]", func(k string, v *yaml.Node) {
+	r.presentFields(n, "volumes[]", func(k string, v *yaml.Node) {
 		switch k {
 		case "configMap":
-			if !isNull(resolve(v)) {
-				ref := r.reference(v, k, "name", withItems)
-				vol.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: ref.name}, Items: ref.items, Optional: ref.optional}
-			}
+			ref := r.reference(v, k, "name", withItems)
+			vol.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: ref.name}, Items: ref.items, Optional: ref.optional}
 		case "secret":
-			if !isNull(resolve(v)) {
-				ref := r.reference(v, k, "secretName", withItems)
-				vol.Secret = &corev1.SecretVolumeSource{SecretName: ref.name, Items: ref.items, Optional: ref.optional}
-			}
+			ref := r.reference(v, k, "secretName", withItems)
+			vol.Secret = &corev1.SecretVolumeSource{SecretName: ref.name, Items: ref.items, Optional: ref.optional}
 		case "projected":
-			if !isNull(resolve(v)) {
-				vol.Projected = &corev1.ProjectedVolumeSource{}
-				r.fields(v, k, func(pk string, pv *yaml.Node) {
-					if pk == "sources" {
-						r.list(pv, pk, func(item *yaml.Node) { vol.Projected.Sources = append(vol.Projected.Sources, r.projection(item)) })
-					}
-				})
-			}
+			vol.Projected = &corev1.ProjectedVolumeSource{}
+			r.fields(v, k, func(pk string, pv *yaml.Node) {
+				if pk == "sources" {
+					r.list(pv, pk, func(item *yaml.Node) { vol.Projected.Sources = append(vol.Projected.Sources, r.projection(item)) })
+				}
+			})
 		}
 	})
 	return vol
@@ -187,10 +191,7 @@ func (r *specReader) volume(n *yaml.Node) corev1.Volume {
 
 func (r *specReader) projection(n *yaml.Node) corev1.VolumeProjection {
 	var p corev1.VolumeProjection
-	r.fields(n, "sources[]", func(k string, v *yaml.Node) {
-		if isNull(resolve(v)) {
-			return
-		}
+	r.presentFields(n, "sources[]", func(k string, v *yaml.Node) {
 		switch k {
 		case "configMap":
 			ref := r.reference(v, k, "name", withItems)
@@ -229,10 +230,7 @@ func (r *specReader) envVar(n *yaml.Node) corev1.EnvVar {
 				return
 			}
 			e.ValueFrom = &corev1.EnvVarSource{}
-			r.fields(v, k, func(sk string, sv *yaml.Node) {
-				if isNull(resolve(sv)) {
-					return
-				}
+			r.presentFields(v, k, func(sk string, sv *yaml.Node) {
 				switch sk {
 				case "configMapKeyRef":
 					ref := r.reference(sv, "keyRef", "name", withKey)
@@ -249,10 +247,7 @@ func (r *specReader) envVar(n *yaml.Node) corev1.EnvVar {
 
 func (r *specReader) envFrom(n *yaml.Node) corev1.EnvFromSource {
 	var e corev1.EnvFromSource
-	r.fields(n, "envFrom[]", func(k string, v *yaml.Node) {
-		if isNull(resolve(v)) {
-			return
-		}
+	r.presentFields(n, "envFrom[]", func(k string, v *yaml.Node) {
 		switch k {
 		case "configMapRef":
 			ref := r.reference(v, "ref", "name", 0)
