@@ -43,24 +43,22 @@ COPY hack/image/rootfs/ /
 
 FROM ${BINARIES} AS binaries
 
-FROM ${BASE} AS function
+# What both images share: the labels but title and description, the user.
+FROM ${BASE} AS image
 ARG VERSION=dev
-LABEL org.opencontainers.image.title="confighash" \
-      org.opencontainers.image.description="confighash KRM function and Helm post-renderer" \
-      org.opencontainers.image.source="https://github.com/confighash/confighash" \
+LABEL org.opencontainers.image.source="https://github.com/confighash/confighash" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.licenses="Apache-2.0"
-COPY --from=binaries /out/confighash /usr/local/bin/confighash
 USER 65532:65532
+
+FROM image AS function
+LABEL org.opencontainers.image.title="confighash" \
+      org.opencontainers.image.description="confighash KRM function and Helm post-renderer"
+COPY --from=binaries /out/confighash /usr/local/bin/confighash
 ENTRYPOINT ["/usr/local/bin/confighash"]
 
-FROM ${BASE} AS controller
-ARG VERSION=dev
+FROM image AS controller
 LABEL org.opencontainers.image.title="confighash-controller" \
-      org.opencontainers.image.description="confighash controller: rolls workloads when their config is edited out of band" \
-      org.opencontainers.image.source="https://github.com/confighash/confighash" \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.licenses="Apache-2.0"
+      org.opencontainers.image.description="confighash controller: rolls workloads when their config is edited out of band"
 COPY --from=binaries /out/confighash-controller /usr/local/bin/confighash-controller
-USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/confighash-controller"]
