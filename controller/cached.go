@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/confighash/confighash/hashing"
 )
 
 // cachedWorkload is the cached form of a Deployment, StatefulSet, DaemonSet
@@ -30,11 +32,9 @@ import (
 // it; the controller reads it from the informer's store (see stores), not
 // through controller-runtime's typed reader, and never writes it.
 type cachedWorkload struct {
-	kind            string
-	name, namespace string
-	uid             types.UID
-	resourceVersion string
-	generation      int64
+	cachedMeta
+	kind       string
+	generation int64
 	// annotations holds key, value, key, value, ... in key order.
 	annotations []string
 	// template is the reduced pod template, as protobuf.
@@ -51,10 +51,7 @@ func newCachedWorkload(kind string, m *metav1.ObjectMeta, t *corev1.PodTemplateS
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: packing the pod template: %w", kind, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, err)
 	}
-	w := &cachedWorkload{
-		kind: kind, name: m.Name, namespace: intern(m.Namespace), uid: m.UID,
-		resourceVersion: m.ResourceVersion, generation: m.Generation, template: string(raw),
-	}
+	w := &cachedWorkload{cachedMeta: newCachedMeta(m), kind: kind, generation: m.Generation, template: string(raw)}
 	w.SetAnnotations(m.Annotations)
 	return w, nil
 }
@@ -98,72 +95,6 @@ func (w *cachedWorkload) DeepCopyObject() runtime.Object {
 	return &c
 }
 
-// GetNamespace implements metav1.Object.
-func (w *cachedWorkload) GetNamespace() string { return w.namespace }
-
-// SetNamespace implements metav1.Object.
-func (w *cachedWorkload) SetNamespace(ns string) { w.namespace = intern(ns) }
-
-// GetName implements metav1.Object.
-func (w *cachedWorkload) GetName() string { return w.name }
-
-// SetName implements metav1.Object.
-func (w *cachedWorkload) SetName(name string) { w.name = name }
-
-// GetGenerateName implements metav1.Object (not kept).
-func (w *cachedWorkload) GetGenerateName() string { return "" }
-
-// SetGenerateName implements metav1.Object (not kept).
-func (w *cachedWorkload) SetGenerateName(string) {}
-
-// GetUID implements metav1.Object.
-func (w *cachedWorkload) GetUID() types.UID { return w.uid }
-
-// SetUID implements metav1.Object.
-func (w *cachedWorkload) SetUID(uid types.UID) { w.uid = uid }
-
-// GetResourceVersion implements metav1.Object.
-func (w *cachedWorkload) GetResourceVersion() string { return w.resourceVersion }
-
-// SetResourceVersion implements metav1.Object.
-func (w *cachedWorkload) SetResourceVersion(v string) { w.resourceVersion = v }
-
-// GetGeneration implements metav1.Object.
-func (w *cachedWorkload) GetGeneration() int64 { return w.generation }
-
-// SetGeneration implements metav1.Object.
-func (w *cachedWorkload) SetGeneration(g int64) { w.generation = g }
-
-// GetSelfLink implements metav1.Object (not kept).
-func (w *cachedWorkload) GetSelfLink() string { return "" }
-
-// SetSelfLink implements metav1.Object (not kept).
-func (w *cachedWorkload) SetSelfLink(string) {}
-
-// GetCreationTimestamp implements metav1.Object (not kept).
-func (w *cachedWorkload) GetCreationTimestamp() metav1.Time { return metav1.Time{} }
-
-// SetCreationTimestamp implements metav1.Object (not kept).
-func (w *cachedWorkload) SetCreationTimestamp(metav1.Time) {}
-
-// GetDeletionTimestamp implements metav1.Object (not kept).
-func (w *cachedWorkload) GetDeletionTimestamp() *metav1.Time { return nil }
-
-// SetDeletionTimestamp implements metav1.Object (not kept).
-func (w *cachedWorkload) SetDeletionTimestamp(*metav1.Time) {}
-
-// GetDeletionGracePeriodSeconds implements metav1.Object (not kept).
-func (w *cachedWorkload) GetDeletionGracePeriodSeconds() *int64 { return nil }
-
-// SetDeletionGracePeriodSeconds implements metav1.Object (not kept).
-func (w *cachedWorkload) SetDeletionGracePeriodSeconds(*int64) {}
-
-// GetLabels implements metav1.Object (not kept).
-func (w *cachedWorkload) GetLabels() map[string]string { return nil }
-
-// SetLabels implements metav1.Object (not kept).
-func (w *cachedWorkload) SetLabels(map[string]string) {}
-
 // GetAnnotations implements metav1.Object: a new map each call, nil when
 // there are none.
 func (w *cachedWorkload) GetAnnotations() map[string]string {
@@ -192,23 +123,166 @@ func (w *cachedWorkload) SetAnnotations(a map[string]string) {
 	}
 }
 
+// GetGeneration implements metav1.Object.
+func (w *cachedWorkload) GetGeneration() int64 { return w.generation }
+
+// SetGeneration implements metav1.Object.
+func (w *cachedWorkload) SetGeneration(g int64) { w.generation = g }
+
+// cachedConfig is the cached form of a ConfigMap or Secret in the
+// controller's own cache (see CacheOptions): identity and resourceVersion,
+// and the SHA-256 of each key's value, packed with the key names in one
+// string (see packDigests). No value, label or annotation.
+type cachedConfig struct {
+	cachedMeta
+	secret  bool
+	digests string
+}
+
+var _ client.Object = &cachedConfig{}
+
+// cacheConfig is the cache transform of ConfigMaps and Secrets in the
+// controller's own cache: a cachedConfig. It is idempotent.
+func cacheConfig(obj any) (any, error) {
+	var m *metav1.ObjectMeta
+	secret := false
+	switch o := obj.(type) {
+	case *cachedConfig:
+		return o, nil
+	case *corev1.ConfigMap:
+		m = &o.ObjectMeta
+	case *corev1.Secret:
+		m, secret = &o.ObjectMeta, true
+	default:
+		return obj, nil
+	}
+	c, err := ContentOf(obj.(client.Object))
+	if err != nil {
+		return nil, err
+	}
+	return &cachedConfig{cachedMeta: newCachedMeta(m), secret: secret, digests: packDigests(c)}, nil
+}
+
+func (c *cachedConfig) kind() hashing.Kind {
+	if c.secret {
+		return hashing.KindSecret
+	}
+	return hashing.KindConfigMap
+}
+
+// GetObjectKind implements runtime.Object; the cached form carries no
+// apiVersion or kind.
+func (c *cachedConfig) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object.
+func (c *cachedConfig) DeepCopyObject() runtime.Object {
+	cp := *c
+	return &cp
+}
+
+// cachedMeta is the metadata the controller reads of every cached object
+// of its own types: identity and resourceVersion, the namespace interned.
+// It implements metav1.Object; what it does not keep reads as empty and is
+// dropped when set.
+type cachedMeta struct {
+	name, namespace string
+	uid             types.UID
+	resourceVersion string
+}
+
+func newCachedMeta(m *metav1.ObjectMeta) cachedMeta {
+	return cachedMeta{name: m.Name, namespace: intern(m.Namespace), uid: m.UID, resourceVersion: m.ResourceVersion}
+}
+
+// GetNamespace implements metav1.Object.
+func (m *cachedMeta) GetNamespace() string { return m.namespace }
+
+// SetNamespace implements metav1.Object.
+func (m *cachedMeta) SetNamespace(ns string) { m.namespace = intern(ns) }
+
+// GetName implements metav1.Object.
+func (m *cachedMeta) GetName() string { return m.name }
+
+// SetName implements metav1.Object.
+func (m *cachedMeta) SetName(name string) { m.name = name }
+
+// GetGenerateName implements metav1.Object (not kept).
+func (m *cachedMeta) GetGenerateName() string { return "" }
+
+// SetGenerateName implements metav1.Object (not kept).
+func (m *cachedMeta) SetGenerateName(string) {}
+
+// GetUID implements metav1.Object.
+func (m *cachedMeta) GetUID() types.UID { return m.uid }
+
+// SetUID implements metav1.Object.
+func (m *cachedMeta) SetUID(uid types.UID) { m.uid = uid }
+
+// GetResourceVersion implements metav1.Object.
+func (m *cachedMeta) GetResourceVersion() string { return m.resourceVersion }
+
+// SetResourceVersion implements metav1.Object.
+func (m *cachedMeta) SetResourceVersion(v string) { m.resourceVersion = v }
+
+// GetSelfLink implements metav1.Object (not kept).
+func (m *cachedMeta) GetSelfLink() string { return "" }
+
+// SetSelfLink implements metav1.Object (not kept).
+func (m *cachedMeta) SetSelfLink(string) {}
+
+// GetCreationTimestamp implements metav1.Object (not kept).
+func (m *cachedMeta) GetCreationTimestamp() metav1.Time { return metav1.Time{} }
+
+// SetCreationTimestamp implements metav1.Object (not kept).
+func (m *cachedMeta) SetCreationTimestamp(metav1.Time) {}
+
+// GetDeletionTimestamp implements metav1.Object (not kept).
+func (m *cachedMeta) GetDeletionTimestamp() *metav1.Time { return nil }
+
+// SetDeletionTimestamp implements metav1.Object (not kept).
+func (m *cachedMeta) SetDeletionTimestamp(*metav1.Time) {}
+
+// GetDeletionGracePeriodSeconds implements metav1.Object (not kept).
+func (m *cachedMeta) GetDeletionGracePeriodSeconds() *int64 { return nil }
+
+// SetDeletionGracePeriodSeconds implements metav1.Object (not kept).
+func (m *cachedMeta) SetDeletionGracePeriodSeconds(*int64) {}
+
+// GetLabels implements metav1.Object (not kept).
+func (m *cachedMeta) GetLabels() map[string]string { return nil }
+
+// SetLabels implements metav1.Object (not kept).
+func (m *cachedMeta) SetLabels(map[string]string) {}
+
 // GetFinalizers implements metav1.Object (not kept).
-func (w *cachedWorkload) GetFinalizers() []string { return nil }
+func (m *cachedMeta) GetFinalizers() []string { return nil }
 
 // SetFinalizers implements metav1.Object (not kept).
-func (w *cachedWorkload) SetFinalizers([]string) {}
+func (m *cachedMeta) SetFinalizers([]string) {}
 
 // GetOwnerReferences implements metav1.Object (not kept).
-func (w *cachedWorkload) GetOwnerReferences() []metav1.OwnerReference { return nil }
+func (m *cachedMeta) GetOwnerReferences() []metav1.OwnerReference { return nil }
 
 // SetOwnerReferences implements metav1.Object (not kept).
-func (w *cachedWorkload) SetOwnerReferences([]metav1.OwnerReference) {}
+func (m *cachedMeta) SetOwnerReferences([]metav1.OwnerReference) {}
 
 // GetManagedFields implements metav1.Object (not kept).
-func (w *cachedWorkload) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
+func (m *cachedMeta) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
 
 // SetManagedFields implements metav1.Object (not kept).
-func (w *cachedWorkload) SetManagedFields([]metav1.ManagedFieldsEntry) {}
+func (m *cachedMeta) SetManagedFields([]metav1.ManagedFieldsEntry) {}
+
+// GetGeneration implements metav1.Object (not kept).
+func (m *cachedMeta) GetGeneration() int64 { return 0 }
+
+// SetGeneration implements metav1.Object (not kept).
+func (m *cachedMeta) SetGeneration(int64) {}
+
+// GetAnnotations implements metav1.Object (not kept).
+func (m *cachedMeta) GetAnnotations() map[string]string { return nil }
+
+// SetAnnotations implements metav1.Object (not kept).
+func (m *cachedMeta) SetAnnotations(map[string]string) {}
 
 // stores records the store of each informer the cache makes, by the type
 // of object it lists, so the controller reads its own cached types

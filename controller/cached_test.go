@@ -1,6 +1,9 @@
 package controller
 
 import (
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/confighash/confighash/internal/testing/vectors"
 )
 
 func cachedDeployment(t *testing.T, ann map[string]string) *cachedWorkload {
@@ -78,7 +84,7 @@ func TestStoresGet(t *testing.T) {
 	w := cachedDeployment(t, nil)
 	shop := s.newInformer(&toolscache.ListWatch{}, like, 0, toolscache.Indexers{})
 	other := s.newInformer(&toolscache.ListWatch{}, like, 0, toolscache.Indexers{})
-	require.NoError(t, other.GetStore().Add(&cachedWorkload{name: "api", namespace: "other"}))
+	require.NoError(t, other.GetStore().Add(&cachedWorkload{cachedMeta: cachedMeta{name: "api", namespace: "other"}}))
 	require.NoError(t, shop.GetStore().Add(w))
 	tests := []struct {
 		key    types.NamespacedName
@@ -101,4 +107,63 @@ func TestStoresGet(t *testing.T) {
 	_, _, known, err = s.get(&corev1.ConfigMap{}, types.NamespacedName{Namespace: "shop", Name: "web"})
 	require.NoError(t, err)
 	assert.False(t, known, "another type's informers are not searched")
+}
+
+// TestCachedConfig: a ConfigMap or Secret in the controller's own cache
+// keeps its identity, version and per-key digests (the content the full
+// object gives, hash vectors included), nothing of the payload, and is
+// cached again as itself.
+func TestCachedConfig(t *testing.T) {
+	big := strings.Repeat("x", 64<<10)
+	meta := metav1.ObjectMeta{Name: "app", Namespace: "shop", ResourceVersion: "7", UID: "u",
+		Labels: map[string]string{"app": "shop"}, Annotations: map[string]string{lastApplied: big}}
+	objs := []client.Object{
+		&corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"big": big, "small": "1"}, BinaryData: map[string][]byte{"bin": []byte(big)}},
+		&corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"password": []byte("s3cret"), "big": []byte(big)}},
+		&corev1.ConfigMap{ObjectMeta: meta},
+	}
+	vs, err := vectors.Load()
+	require.NoError(t, err)
+	for _, v := range vs {
+		for _, line := range strings.Split(v.APIServer, "\n") {
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			var obj client.Object = &corev1.ConfigMap{}
+			if strings.Contains(line, `"kind":"Secret"`) {
+				obj = &corev1.Secret{}
+			}
+			require.NoError(t, json.Unmarshal([]byte(line), obj), v.File)
+			objs = append(objs, obj)
+		}
+	}
+	for _, full := range objs {
+		t.Run(fmt.Sprintf("%T %s", full, full.GetName()), func(t *testing.T) {
+			want, err := ContentOf(full)
+			require.NoError(t, err)
+			out, err := cacheConfig(full.DeepCopyObject())
+			require.NoError(t, err)
+			c, ok := out.(*cachedConfig)
+			require.True(t, ok, "%T", out)
+			assert.Equal(t, full.GetName(), c.GetName())
+			assert.Equal(t, full.GetNamespace(), c.GetNamespace())
+			assert.Equal(t, full.GetUID(), c.GetUID())
+			assert.Equal(t, full.GetResourceVersion(), c.GetResourceVersion())
+			assert.Nil(t, c.GetAnnotations())
+			assert.Nil(t, c.GetLabels())
+			got, err := ContentOf(c)
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+			assert.Less(t, len(c.digests), 64*len(want.Keys)+1, "digests only, no payload")
+			again, err := cacheConfig(c)
+			require.NoError(t, err)
+			assert.Same(t, c, again, "idempotent")
+			if len(c.digests) > 0 {
+				damaged := c.DeepCopyObject().(*cachedConfig)
+				damaged.digests = damaged.digests[:len(damaged.digests)-1]
+				_, err = ContentOf(damaged)
+				assert.ErrorContains(t, err, "not a digest")
+			}
+		})
+	}
 }

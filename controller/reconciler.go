@@ -249,19 +249,26 @@ func (r *Reconciler) externalHashes(ns string, v View, ref string, lookup func(h
 // workload reads a workload from the cache: the cache's own object (its
 // cached form, see TransformWorkload), not a copy, so never changed here.
 func (r *Reconciler) workload(ctx context.Context, kind *workloadKind, key types.NamespacedName) (client.Object, error) {
-	like := kind.newObject()
+	return r.cached(ctx, kind.newObject(), kind.Name, key)
+}
+
+// cached reads the object of like's type at key from the cache: from the
+// informers' stores when the cache is the controller's own (its cached
+// types, the cache's object itself, never to be changed), else through
+// the reader, into like.
+func (r *Reconciler) cached(ctx context.Context, like client.Object, kind string, key types.NamespacedName) (client.Object, error) {
 	if r.stores != nil {
 		obj, ok, known, err := r.stores.get(like, key)
 		switch {
 		case !known:
 		case err != nil:
-			return nil, fmt.Errorf("reading %s %s from the cache: %w", kind.Name, key, err)
+			return nil, fmt.Errorf("reading %s %s from the cache: %w", kind, key, err)
 		case !ok:
-			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: kind.Name}, key.Name)
+			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: kind}, key.Name)
 		default:
 			o, isObj := obj.(client.Object)
 			if !isObj {
-				return nil, fmt.Errorf("%s %s: the cache holds a %T", kind.Name, key, obj)
+				return nil, fmt.Errorf("%s %s: the cache holds a %T", kind, key, obj)
 			}
 			return o, nil
 		}
@@ -287,11 +294,12 @@ func shell(kind *workloadKind, obj client.Object) client.Object {
 
 // content reads one config from the cache.
 func (r *Reconciler) content(ctx context.Context, ns string, kind hashing.Kind, name string) (hashing.Content, string, bool, error) {
-	var obj client.Object = &corev1.ConfigMap{}
+	var like client.Object = &corev1.ConfigMap{}
 	if kind == hashing.KindSecret {
-		obj = &corev1.Secret{}
+		like = &corev1.Secret{}
 	}
-	if err := r.reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
+	obj, err := r.cached(ctx, like, string(kind), types.NamespacedName{Namespace: ns, Name: name})
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return hashing.Content{}, "", false, nil
 		}

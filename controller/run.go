@@ -106,9 +106,13 @@ func RESTConfig(opts Options) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// CacheOptions are the cache settings of the controller: ConfigMaps and
-// Secrets cached as digests, workloads without managedFields, and the
-// namespaces of opts.
+// CacheOptions are the cache settings of the controller: workloads cached
+// in the form TransformWorkload gives, ConfigMaps and Secrets as per-key
+// digests, and the namespaces of opts. In the controller's own cache
+// (NewManager), whose stores it reads, ConfigMaps and Secrets are cached as
+// a type of its own too; in any other (opts not from NewManager), as the
+// API types with the digests in place of the values (TransformConfigMap,
+// TransformSecret), which controller-runtime's typed reader returns.
 func CacheOptions(opts Options) cache.Options {
 	co := cache.Options{
 		DefaultTransform: TransformWorkload,
@@ -119,6 +123,10 @@ func CacheOptions(opts Options) cache.Options {
 	}
 	if opts.stores != nil {
 		co.NewInformer = opts.stores.newInformer
+		co.ByObject = map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Transform: cacheConfig},
+			&corev1.Secret{}:    {Transform: cacheConfig},
+		}
 	}
 	if len(opts.Namespaces) > 0 {
 		co.DefaultNamespaces = map[string]cache.Config{}

@@ -300,20 +300,19 @@ func slimMeta(m *metav1.ObjectMeta, c hashing.Content) metav1.ObjectMeta {
 		ResourceVersion:   m.ResourceVersion,
 		CreationTimestamp: m.CreationTimestamp,
 		DeletionTimestamp: m.DeletionTimestamp,
-		SelfLink:          packDigests(c), //nolint:staticcheck // see digestMarker
+		SelfLink:          digestMarker + packDigests(c), //nolint:staticcheck // see digestMarker
 	}
 }
 
-// packDigests is digestMarker followed by, for each key in order, the
-// key's length (uvarint), the key and its 32-byte digest: one string.
+// packDigests is, for each key of c in order, the key's length (uvarint),
+// the key and its 32-byte digest: one string.
 func packDigests(c hashing.Content) string {
 	keys := slices.Sorted(maps.Keys(c.Keys))
-	n := len(digestMarker)
+	n := 0
 	for _, k := range keys {
 		n += binary.MaxVarintLen64 + len(k) + len(hashing.Digest{})
 	}
 	b := make([]byte, 0, n)
-	b = append(b, digestMarker...)
 	for _, k := range keys {
 		d := c.Keys[k]
 		b = binary.AppendUvarint(b, uint64(len(k)))
@@ -327,29 +326,31 @@ func packDigests(c hashing.Content) string {
 // its cached (digested) form or from a full object.
 func ContentOf(obj client.Object) (hashing.Content, error) {
 	switch o := obj.(type) {
+	case *cachedConfig:
+		return unpackDigests(o.kind(), o.namespace, o.name, o.digests)
 	case *corev1.ConfigMap:
 		if !isDigested(&o.ObjectMeta) {
 			return hashing.ConfigMapContent(o)
 		}
-		return fromDigests(hashing.KindConfigMap, &o.ObjectMeta)
+		return unpackDigests(hashing.KindConfigMap, o.Namespace, o.Name, o.SelfLink[len(digestMarker):]) //nolint:staticcheck // see digestMarker
 	case *corev1.Secret:
 		if !isDigested(&o.ObjectMeta) {
 			return hashing.SecretContent(o), nil
 		}
-		return fromDigests(hashing.KindSecret, &o.ObjectMeta)
+		return unpackDigests(hashing.KindSecret, o.Namespace, o.Name, o.SelfLink[len(digestMarker):]) //nolint:staticcheck // see digestMarker
 	default:
 		return hashing.Content{}, fmt.Errorf("%T is not a ConfigMap or Secret", obj)
 	}
 }
 
-func fromDigests(kind hashing.Kind, m *metav1.ObjectMeta) (hashing.Content, error) {
-	c := hashing.Content{Kind: kind, Namespace: m.Namespace, Name: m.Name, Keys: map[string]hashing.Digest{}}
-	packed := m.SelfLink[len(digestMarker):] //nolint:staticcheck // see digestMarker
+// unpackDigests reads what packDigests wrote.
+func unpackDigests(kind hashing.Kind, ns, name, packed string) (hashing.Content, error) {
+	c := hashing.Content{Kind: kind, Namespace: ns, Name: name, Keys: map[string]hashing.Digest{}}
 	for packed != "" {
 		n, w := binary.Uvarint([]byte(packed[:min(len(packed), binary.MaxVarintLen64)]))
 		var d hashing.Digest
 		if w <= 0 || uint64(len(packed)-w) < n+uint64(len(d)) {
-			return c, fmt.Errorf("%s %s: cached value is not a digest", kind, hashing.ObjectName(m.Namespace, m.Name))
+			return c, fmt.Errorf("%s %s: cached value is not a digest", kind, hashing.ObjectName(ns, name))
 		}
 		k := packed[w : w+int(n)]
 		copy(d[:], packed[w+int(n):])
