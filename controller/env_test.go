@@ -334,31 +334,20 @@ func docs(t testing.TB, stream string, kinds ...string) string {
 // returns its new resourceVersion.
 func (e *env) editConfigMap(name string, edit func(cm *corev1.ConfigMap)) string {
 	e.t.Helper()
-	ctx := context.Background()
-	cm, err := e.cs.CoreV1().ConfigMaps(e.ns).Get(ctx, name, metav1.GetOptions{})
+	cm, err := kubetest.Edit(context.Background(), e.cs.CoreV1().ConfigMaps(e.ns), name, "kubectl-edit", edit)
 	if err != nil {
-		e.t.Fatalf("get ConfigMap %s: %v", name, err)
-	}
-	edit(cm)
-	cm, err = e.cs.CoreV1().ConfigMaps(e.ns).Update(ctx, cm, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
-	if err != nil {
-		e.t.Fatalf("update ConfigMap %s: %v", name, err)
+		e.t.Fatalf("edit ConfigMap: %v", err)
 	}
 	return cm.ResourceVersion
 }
 
-// editSecret changes a Secret through the API (like External Secrets).
+// editSecret changes a Secret through the API (like External Secrets) and
+// returns its new resourceVersion.
 func (e *env) editSecret(name string, edit func(s *corev1.Secret)) string {
 	e.t.Helper()
-	ctx := context.Background()
-	s, err := e.cs.CoreV1().Secrets(e.ns).Get(ctx, name, metav1.GetOptions{})
+	s, err := kubetest.Edit(context.Background(), e.cs.CoreV1().Secrets(e.ns), name, "external-secrets", edit)
 	if err != nil {
-		e.t.Fatalf("get Secret %s: %v", name, err)
-	}
-	edit(s)
-	s, err = e.cs.CoreV1().Secrets(e.ns).Update(ctx, s, metav1.UpdateOptions{FieldManager: "external-secrets"})
-	if err != nil {
-		e.t.Fatalf("update Secret %s: %v", name, err)
+		e.t.Fatalf("edit Secret: %v", err)
 	}
 	return s.ResourceVersion
 }
@@ -405,29 +394,18 @@ func (e *env) revisions(kind, name string) int {
 		return observed >= gen && gen > 0, nil
 	})
 	ctx := context.Background()
-	n := 0
 	if kind == "Deployment" {
-		list, err := e.cs.AppsV1().ReplicaSets(e.ns).List(ctx, metav1.ListOptions{})
+		owned, err := kubetest.OwnedReplicaSets(ctx, e.cs, e.ns, uid)
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		for i := range list.Items {
-			if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.UID == uid {
-				n++
-			}
-		}
-		return n
+		return len(owned)
 	}
-	list, err := e.cs.AppsV1().ControllerRevisions(e.ns).List(ctx, metav1.ListOptions{})
+	owned, err := kubetest.OwnedControllerRevisions(ctx, e.cs, e.ns, uid)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	for i := range list.Items {
-		if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.UID == uid {
-			n++
-		}
-	}
-	return n
+	return len(owned)
 }
 
 // waitRevisions waits until the workload has n revisions (used where a
