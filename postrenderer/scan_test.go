@@ -2,6 +2,7 @@ package postrenderer
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -12,22 +13,38 @@ import (
 // The skip path's scanners work a word or a marker at a time; these tests
 // hold each to the plain byte-by-byte or line-by-line rule it stands for.
 
-// yamlTextByByte is yamlText's rule, one byte at a time.
-func yamlTextByByte(text []byte) bool {
+// scanTextByByte is scanText's rule, one byte at a time.
+func scanTextByByte(text []byte) ([]int, bool) {
 	if !utf8.Valid(text) {
-		return false
+		return nil, false
 	}
+	var starts []int
 	for i, b := range text {
 		switch {
 		case b == '\t':
 			if i == 0 || text[i-1] == '\n' {
-				return false
+				return nil, false
 			}
 		case b < 0x20 && b != '\n' && b != '\r', b == 0x7f:
-			return false
+			return nil, false
+		}
+		if (i == 0 || text[i-1] == '\n') && b != ' ' && b != '\n' {
+			starts = append(starts, i)
 		}
 	}
-	return true
+	return starts, true
+}
+
+// yamlText is scanText's verdict alone.
+func yamlText(text []byte) bool {
+	_, ok := scanText(text, nil)
+	return ok
+}
+
+// yamlTextByByte is scanTextByByte's verdict alone.
+func yamlTextByByte(text []byte) bool {
+	_, ok := scanTextByByte(text)
+	return ok
 }
 
 // splitByLine is split's rule, one line at a time.
@@ -82,13 +99,36 @@ func TestYAMLText(t *testing.T) {
 	}
 }
 
-func FuzzYAMLText(f *testing.F) {
-	for _, s := range []string{"", "a: b\n", "abcdefg\n\tb\n", "x\x7fyyyyyyyyy", "ü\x01\x02\x03\x04\x05\x06\x07\x08\x09"} {
+func TestScanTextLineStarts(t *testing.T) {
+	cases := []struct {
+		text   string
+		starts []int
+	}{
+		{"", nil},
+		{"a: b\n", []int{0}},
+		{" a\nb\n\n  c\nd", []int{3, 10}},
+		{"apiVersion: v1\r\n\r\nkind: Service\r\n", []int{0, 16, 18}},
+		{"abcdefg\nhijklmn\nopqrstu\n", []int{0, 8, 16}},
+	}
+	for _, tc := range cases {
+		starts, ok := scanText([]byte(tc.text), nil)
+		assert.True(t, ok, "%q", tc.text)
+		assert.Equal(t, tc.starts, starts, "%q", tc.text)
+	}
+}
+
+func FuzzScanText(f *testing.F) {
+	for _, s := range []string{"", "a: b\n", "abcdefg\n\tb\n", "x\x7fyyyyyyyyy", "ü\x01\x02\x03\x04\x05\x06\x07\x08\x09", "a\n b\nc\r\n\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, text []byte) {
-		if got, want := yamlText(text), yamlTextByByte(text); got != want {
-			t.Fatalf("yamlText(%q) = %v, byte by byte %v", text, got, want)
+		got, ok := scanText(text, nil)
+		want, wantOK := scanTextByByte(text)
+		if ok != wantOK {
+			t.Fatalf("scanText(%q): %v, byte by byte %v", text, ok, wantOK)
+		}
+		if ok && !slices.Equal(got, want) {
+			t.Fatalf("scanText(%q): line starts %v, byte by byte %v", text, got, want)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package postrenderer
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -20,32 +21,21 @@ type header struct {
 // that are not UTF-8 text YAML allows.
 func readHeader(text []byte) (header, bool) {
 	var h header
-	if !yamlText(text) {
+	var startsBuf [32]int
+	starts, ok := scanText(text, startsBuf[:0])
+	if !ok {
 		return h, false
 	}
 	var seen [][]byte
-	afterHeader := false // the line before held apiVersion or kind
-	for len(text) > 0 {
-		line := text
-		if i := bytes.IndexByte(text, '\n'); i >= 0 {
-			line, text = text[:i], text[i+1:]
-		} else {
-			text = nil
+	for _, s := range starts {
+		end := len(text)
+		if i := bytes.IndexByte(text[s:], '\n'); i >= 0 {
+			end = s + i
 		}
-		if len(line) == 0 || line[0] == ' ' && !afterHeader {
-			continue // blank, or indented under a key that is not the header's
-		}
-		line = bytes.TrimSuffix(line, []byte("\r"))
-		if len(bytes.TrimSpace(line)) == 0 {
+		line := bytes.TrimSuffix(text[s:end], []byte("\r"))
+		if len(bytes.TrimSpace(line)) == 0 || line[0] == '#' {
 			continue
 		}
-		if line[0] == ' ' && afterHeader {
-			return h, false // an indented line may continue the value
-		}
-		if line[0] == ' ' || line[0] == '#' {
-			continue
-		}
-		afterHeader = false
 		if isMarker(line, "---") {
 			if len(bytes.TrimSpace(stripComment(line[3:]))) > 0 {
 				return h, false // "--- {a: b}": content on the marker line
@@ -61,10 +51,9 @@ func readHeader(text []byte) (header, bool) {
 		switch string(key) {
 		case "apiVersion", "kind":
 			v, ok := headerValue(value)
-			if !ok {
+			if !ok || continuedBelow(text[end:]) {
 				return h, false
 			}
-			afterHeader = true
 			if key[0] == 'k' {
 				h.kind = v
 			} else {
@@ -77,6 +66,25 @@ func readHeader(text []byte) (header, bool) {
 		}
 	}
 	return h, h.apiVersion != "" && h.kind != ""
+}
+
+// continuedBelow reports whether the first line after a top-level line that
+// is neither blank nor a comment in the first column is indented, and so may continue that line's value. rest
+// starts at the line end of the top-level line.
+func continuedBelow(rest []byte) bool {
+	for len(rest) > 0 {
+		rest = rest[1:] // the line end
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i:]
+		} else {
+			rest = nil
+		}
+		if len(bytes.TrimSpace(line)) > 0 && line[0] != '#' {
+			return line[0] == ' '
+		}
+	}
+	return false
 }
 
 // plainKey reports whether a top-level key is a plain word: letters, digits
@@ -105,48 +113,76 @@ func headerValue(v []byte) (string, bool) {
 	return string(v), true
 }
 
-// yamlText reports whether text is UTF-8 without the control characters
-// YAML forbids (every C0 character but tab, LF and CR, and DEL), and without
-// a tab that starts a line, which YAML forbids in indentation.
-func yamlText(text []byte) bool {
+// scanText checks that text is YAML text and finds its top-level lines in
+// one pass. It reports false for bytes that are not UTF-8, for the control
+// characters YAML forbids (every C0 character but tab, LF and CR, and DEL)
+// and for a tab that starts a line, which YAML forbids in indentation.
+// Otherwise it appends to starts the offset of every line whose first byte
+// is neither a space nor its line end, and returns them.
+//
+// It reads eight bytes at a time. Each step computes, for the bytes of the
+// word, exact masks of those below 0x20, equal to DEL, to LF and CR, and to
+// tab (below and equal); a word of printable text, most of a manifest, is
+// done after the first two.
+func scanText(text []byte, starts []int) ([]int, bool) {
 	if !utf8.Valid(text) {
-		return false
+		return nil, false
 	}
-	// Eight bytes at a time: a word with no byte below 0x20 and none equal
-	// to 0x7f cannot hold anything to reject. Most words of a manifest pass
-	// this test; a word with a line end, a tab or a control character is
-	// looked at byte by byte.
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	i := 0
-	for ; i+8 <= len(text); i += 8 {
-		w := binary.LittleEndian.Uint64(text[i:])
-		del := w ^ (ones * 0x7f)
-		if (w-ones*0x20)&^w&highs == 0 && (del-ones)&^del&highs == 0 {
+	if len(text) > 0 && text[0] != ' ' && text[0] != '\n' {
+		starts = append(starts, 0)
+	}
+	var tail [8]byte
+	for i := 0; i < len(text); i += 8 {
+		var w uint64
+		if rest := text[i:]; len(rest) >= 8 {
+			w = binary.LittleEndian.Uint64(rest)
+		} else {
+			// The last word, padded with spaces, which nothing flags.
+			n := copy(tail[:], rest)
+			for j := n; j < len(tail); j++ {
+				tail[j] = ' '
+			}
+			w = binary.LittleEndian.Uint64(tail[:])
+		}
+		// A quick look first: no byte below 0x20 (this test may flag bytes
+		// above a true one, never a word without one) and none equal to DEL.
+		if (w-onesBytes*0x20)&^w&highBits == 0 && ((w&lowBits)+onesBytes)&^w&highBits == 0 {
 			continue
 		}
-		for j := i; j < i+8; j++ {
-			if !yamlByte(text, j) {
-				return false
+		control := below(w, 0x20) | equal(w, 0x7f)
+		ends, tabs := equal(w, '\n'), equal(w, '\t')
+		if control&^(ends|equal(w, '\r')|tabs) != 0 {
+			return nil, false
+		}
+		for ; tabs != 0; tabs &= tabs - 1 {
+			p := i + bits.TrailingZeros64(tabs)/8
+			if p == 0 || text[p-1] == '\n' {
+				return nil, false
+			}
+		}
+		for ; ends != 0; ends &= ends - 1 {
+			p := i + bits.TrailingZeros64(ends)/8 + 1 // the next line's start
+			if p < len(text) && text[p] != ' ' && text[p] != '\n' {
+				starts = append(starts, p)
 			}
 		}
 	}
-	for ; i < len(text); i++ {
-		if !yamlByte(text, i) {
-			return false
-		}
-	}
-	return true
+	return starts, true
 }
 
-// yamlByte reports whether the byte at text[i] may stand there in YAML text:
-// not a control character other than tab, LF and CR, not DEL, and not a tab
-// that starts a line.
-func yamlByte(text []byte, i int) bool {
-	switch b := text[i]; {
-	case b == '\t':
-		return i > 0 && text[i-1] != '\n'
-	case b < 0x20 && b != '\n' && b != '\r', b == 0x7f:
-		return false
-	}
-	return true
+// Byte masks over a 64-bit word of eight bytes: the high bit of each byte of
+// the result says whether that byte of w passes the test. Both are exact
+// (no borrow crosses bytes), so a mask's bits can be used as positions.
+const (
+	onesBytes = 0x0101010101010101
+	highBits  = 0x8080808080808080
+	lowBits   = 0x7f7f7f7f7f7f7f7f
+)
+
+// below marks the bytes of w less than n (0 < n <= 0x80).
+func below(w uint64, n byte) uint64 {
+	return ^((w&lowBits + onesBytes*uint64(0x80-n)) | w) & highBits
 }
+
+// equal marks the bytes of w equal to c.
+func equal(w uint64, c byte) uint64 { return below(w^(onesBytes*uint64(c)), 1) }
