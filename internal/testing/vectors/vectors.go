@@ -4,6 +4,7 @@
 package vectors
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,26 +56,38 @@ func Dir() string {
 
 // Load reads every vector in Dir, sorted by file name.
 func Load() ([]Vector, error) {
-	files, err := filepath.Glob(filepath.Join(Dir(), "*.yaml"))
+	out, err := loadEach(Dir(), func(v *Vector, file string) error {
+		v.File = file
+		return nil
+	})
+	if err == nil && len(out) == 0 {
+		return nil, fmt.Errorf("no vectors in %s", Dir())
+	}
+	return out, err
+}
+
+// loadEach decodes, strictly, every *.yaml file in dir, sorted by name, and
+// hands each with its base name to keep, which may refuse it.
+func loadEach[T any](dir string, keep func(v *T, file string) error) ([]T, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		return nil, err
 	}
 	sort.Strings(files)
-	out := make([]Vector, 0, len(files))
+	out := make([]T, 0, len(files))
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
-		var v Vector
+		var v T
 		if err := yaml.UnmarshalStrict(raw, &v); err != nil {
 			return nil, fmt.Errorf("vector %s: %w", f, err)
 		}
-		v.File = filepath.Base(f)
+		if err := keep(&v, filepath.Base(f)); err != nil {
+			return nil, fmt.Errorf("vector %s: %w", f, err)
+		}
 		out = append(out, v)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no vectors in %s", Dir())
 	}
 	return out, nil
 }
@@ -187,26 +200,11 @@ type Rejected struct {
 
 // LoadRejected reads every vector in Dir()/rejected, sorted by file name.
 func LoadRejected() ([]Rejected, error) {
-	files, err := filepath.Glob(filepath.Join(Dir(), "rejected", "*.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(files)
-	out := make([]Rejected, 0, len(files))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		var v Rejected
-		if err := yaml.UnmarshalStrict(b, &v); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
+	return loadEach(filepath.Join(Dir(), "rejected"), func(v *Rejected, file string) error {
 		if v.Manifest == "" || v.Error == "" {
-			return nil, fmt.Errorf("%s: manifest and error are required", f)
+			return errors.New("manifest and error are required")
 		}
-		v.File = filepath.Base(f)
-		out = append(out, v)
-	}
-	return out, nil
+		v.File = file
+		return nil
+	})
 }
