@@ -10,10 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/confighash/confighash/internal/testing/kubetest"
 	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
-const fixtureApp = `apiVersion: v1
+// fixtureApp is the app: web reads LOG_LEVEL of app, api reads PORT.
+func fixtureApp() string {
+	return `apiVersion: v1
 kind: ConfigMap
 metadata:
   name: app
@@ -21,38 +24,9 @@ data:
   LOG_LEVEL: info
   PORT: "8080"
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: web
-        image: web:1
-        env:
-        - name: LOG_LEVEL
-          valueFrom: {configMapKeyRef: {name: app, key: LOG_LEVEL}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: api
-spec:
-  selector: {matchLabels: {app: api}}
-  template:
-    metadata: {labels: {app: api}}
-    spec:
-      containers:
-      - name: api
-        image: api:1
-        env:
-        - name: PORT
-          valueFrom: {configMapKeyRef: {name: app, key: PORT}}
-`
+` + kubetest.Workload{Name: "web", Env: []string{kubetest.EnvKey("app", "LOG_LEVEL")}}.YAML() + `---
+` + kubetest.Workload{Name: "api", Env: []string{kubetest.EnvKey("app", "PORT")}}.YAML()
+}
 
 // fixtureRepo makes a git repository with two commits: the app as a
 // kustomization and as a Helm chart, then the same with edit applied.
@@ -78,10 +52,10 @@ func fixtureRepo(t *testing.T, edit func(string) string) string {
 		require.Equal(t, 0, res.ExitCode, "git %v: %s", args, res.Stderr)
 	}
 	git("init", "--quiet", "--initial-branch=main")
-	write(fixtureApp)
+	write(fixtureApp())
 	git("add", ".")
 	git("commit", "--quiet", "-m", "base")
-	write(edit(fixtureApp))
+	write(edit(fixtureApp()))
 	git("add", ".")
 	git("commit", "--quiet", "--allow-empty", "-m", "head")
 	return dir

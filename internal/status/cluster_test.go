@@ -27,7 +27,8 @@ import (
 const ns = "shop"
 
 // app is the render: web reads LOG_LEVEL of app, api reads all of other.
-const app = `apiVersion: v1
+func app() string {
+	return `apiVersion: v1
 kind: ConfigMap
 metadata: {name: app}
 data: {LOG_LEVEL: info, UNUSED: x}
@@ -37,36 +38,9 @@ kind: ConfigMap
 metadata: {name: other}
 data: {A: "1"}
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: web
-        image: web:1
-        env:
-        - name: LOG_LEVEL
-          valueFrom: {configMapKeyRef: {name: app, key: LOG_LEVEL}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: api}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: api}}
-  template:
-    metadata: {labels: {app: api}}
-    spec:
-      containers:
-      - name: api
-        image: api:1
-        envFrom: [{configMapRef: {name: other}}]
-`
+` + kubetest.Workload{Name: "web", Replicas: 2, Env: []string{kubetest.EnvKey("app", "LOG_LEVEL")}}.YAML() + `---
+` + kubetest.Workload{Name: "api", Replicas: 1, EnvFrom: []string{"{configMapRef: {name: other}}"}}.YAML()
+}
 
 // TestStatusOnCluster runs the real control plane (the Deployment and
 // ReplicaSet controllers create ReplicaSets and Pods; no kubelet or
@@ -86,7 +60,7 @@ func TestStatusOnCluster(t *testing.T) {
 	ctx := context.Background()
 	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	rendered, _, err := postrenderer.Process([]byte(app), inject.Options{DefaultNamespace: ns})
+	rendered, _, err := postrenderer.Process([]byte(app()), inject.Options{DefaultNamespace: ns})
 	require.NoError(t, err)
 	create(t, cs, string(rendered))
 

@@ -31,33 +31,16 @@ const stopWithin = 10 * time.Second
 
 // app is the workload the controller test renders and applies: a
 // Deployment reading one key of a ConfigMap.
-const app = `apiVersion: v1
+func app() string {
+	return `apiVersion: v1
 kind: ConfigMap
 metadata:
   name: app-config
 data:
   LOG_LEVEL: info
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-      - name: web
-        image: example.com/web:1
-        env:
-        - name: LOG_LEVEL
-          valueFrom:
-            configMapKeyRef: {name: app-config, key: LOG_LEVEL}
-`
+` + kubetest.Workload{Name: "web", Replicas: 1, Env: []string{kubetest.EnvKey("app-config", "LOG_LEVEL")}}.YAML()
+}
 
 // TestControllerImage runs the controller image against the local control
 // plane as a cluster would run it: its own user (65532), a read-only root
@@ -78,7 +61,7 @@ func TestControllerImage(t *testing.T) {
 	// Render with the function image (as a Helm post-renderer would run it)
 	// and apply.
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	rendered, stderr, err := img.run(rctx, []byte(app), "run", "--rm", "-i", "--network", "none", img.function, "--namespace", ns)
+	rendered, stderr, err := img.run(rctx, []byte(app()), "run", "--rm", "-i", "--network", "none", img.function, "--namespace", ns)
 	cancel()
 	if err != nil {
 		t.Fatalf("render with %s: %v: %s", img.function, err, stderr)
