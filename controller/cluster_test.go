@@ -21,6 +21,7 @@ import (
 
 	"github.com/confighash/confighash/controller"
 	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/testing/kubetest"
 	"github.com/confighash/confighash/internal/testing/testtools"
 	"github.com/confighash/confighash/internal/testing/vectors"
 )
@@ -151,25 +152,9 @@ func TestReloaderMigration(t *testing.T) {
 	}
 	s := &scenario{env: e, kind: "Deployment"}
 	s.ctrl = e.start(e.testOptions())
-	require.NoError(t, e.apply(fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: %s
-  annotations:
-    reloader.stakater.com/auto: "true"
-    configmap.reloader.stakater.com/reload: feature-flags
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: app
-        image: registry.invalid/app:1
-        envFrom: [{configMapRef: {name: app-config}}]
-`, e.ns), "helm"))
+	require.NoError(t, e.apply(kubetest.Workload{Name: workloadName, Namespace: e.ns, Replicas: 1,
+		Annotations: map[string]string{"reloader.stakater.com/auto": "true", "configmap.reloader.stakater.com/reload": "feature-flags"},
+		EnvFrom:     []string{"{configMapRef: {name: app-config}}"}}.YAML(), "helm"))
 	s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
 	assert.Contains(t, e.deployment(workloadName).Annotations["confighash.dev/external-baseline"], "ConfigMap/feature-flags=")
 	for i, name := range []string{"feature-flags", "app-config"} {
@@ -251,26 +236,9 @@ spec:
 	})
 	e.mapper.Reset()
 	r := e.start(e.testOptions())
-	require.NoError(t, e.apply(render(t, fmt.Sprintf(`apiVersion: v1
-kind: ConfigMap
-metadata: {name: app-config, namespace: %[1]s}
-data: {LOG_LEVEL: info}
----
-apiVersion: argoproj.io/v1alpha1
-kind: Rollout
-metadata: {name: web, namespace: %[1]s}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  strategy: {canary: {}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: app
-        image: registry.invalid/app:1
-        envFrom: [{configMapRef: {name: app-config}}]
-`, e.ns)), "argocd-controller"))
+	manifest := kubetest.Workload{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: workloadName, Namespace: e.ns, Replicas: 1,
+		Spec: []string{"strategy: {canary: {}}"}, EnvFrom: []string{"{configMapRef: {name: app-config}}"}}
+	require.NoError(t, e.apply(render(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-config, namespace: %s}\ndata: {LOG_LEVEL: info}\n---\n", e.ns)+manifest.YAML()), "argocd-controller"))
 	rollout := func(result string) func(controller.Outcome) bool {
 		return func(o controller.Outcome) bool { return o.Request.Kind == "Rollout" && o.Result == result }
 	}
