@@ -148,22 +148,24 @@ func leanMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 
 // ReducePodTemplate is a pod template reduced to what reference discovery
 // (hashing.Discover) and the controller read: the template's annotations;
-// per container (init, regular, ephemeral) its name, its envFrom sources of
-// ConfigMaps and Secrets and its env entries that take a value from one
-// (name and reference only); the volumes that are a ConfigMap, a Secret or
-// a projection of them (other projected sources dropped); and
-// imagePullSecrets. Optional flags and items are kept as they are. Images,
-// commands, probes, resources, ports, mounts, affinity, tolerations, labels
-// and every other field are not.
+// per container (init, regular, ephemeral) that references a ConfigMap or
+// Secret, its envFrom sources of them and its env entries that take a value
+// from one (the reference only); the volumes that are a ConfigMap, a Secret
+// or a projection of them (only those sources, with their names, items'
+// keys and optional flags); and imagePullSecrets. Names of containers, env
+// entries and volumes, items' paths and modes, images, commands, probes,
+// resources, ports, mounts, affinity, tolerations, labels and every other
+// field are not kept: discovery reads none of them.
 func ReducePodTemplate(t *corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 	out := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: t.Annotations}}
 	s, r := &t.Spec, &out.Spec
 	r.InitContainers = reduceContainers(s.InitContainers)
 	r.Containers = reduceContainers(s.Containers)
 	for i := range s.EphemeralContainers {
-		c := reduceContainer(&s.EphemeralContainers[i].EphemeralContainerCommon)
-		r.EphemeralContainers = append(r.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-			Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom}})
+		if c, ok := reduceContainer(&s.EphemeralContainers[i].EphemeralContainerCommon); ok {
+			r.EphemeralContainers = append(r.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Env: c.Env, EnvFrom: c.EnvFrom}})
+		}
 	}
 	for i := range s.Volumes {
 		if v, ok := reduceVolume(&s.Volumes[i]); ok {
@@ -177,26 +179,25 @@ func ReducePodTemplate(t *corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 }
 
 func reduceContainers(cs []corev1.Container) []corev1.Container {
-	if len(cs) == 0 {
-		return nil
-	}
-	out := make([]corev1.Container, len(cs))
+	var out []corev1.Container
 	for i := range cs {
-		c := reduceContainer(&corev1.EphemeralContainerCommon{Name: cs[i].Name, Env: cs[i].Env, EnvFrom: cs[i].EnvFrom})
-		out[i] = corev1.Container{Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom}
+		if c, ok := reduceContainer(&corev1.EphemeralContainerCommon{Env: cs[i].Env, EnvFrom: cs[i].EnvFrom}); ok {
+			out = append(out, corev1.Container{Env: c.Env, EnvFrom: c.EnvFrom})
+		}
 	}
 	return out
 }
 
 // reducedContainer is the part of a container reference discovery reads.
 type reducedContainer struct {
-	Name    string
 	Env     []corev1.EnvVar
 	EnvFrom []corev1.EnvFromSource
 }
 
-func reduceContainer(c *corev1.EphemeralContainerCommon) reducedContainer {
-	out := reducedContainer{Name: c.Name}
+// reduceContainer keeps a container's references; ok is false when it has
+// none.
+func reduceContainer(c *corev1.EphemeralContainerCommon) (reducedContainer, bool) {
+	var out reducedContainer
 	for _, f := range c.EnvFrom {
 		if f.ConfigMapRef != nil || f.SecretRef != nil {
 			out.EnvFrom = append(out.EnvFrom, corev1.EnvFromSource{ConfigMapRef: f.ConfigMapRef, SecretRef: f.SecretRef})
@@ -204,24 +205,37 @@ func reduceContainer(c *corev1.EphemeralContainerCommon) reducedContainer {
 	}
 	for _, e := range c.Env {
 		if from := e.ValueFrom; from != nil && (from.ConfigMapKeyRef != nil || from.SecretKeyRef != nil) {
-			out.Env = append(out.Env, corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{
+			out.Env = append(out.Env, corev1.EnvVar{ValueFrom: &corev1.EnvVarSource{
 				ConfigMapKeyRef: from.ConfigMapKeyRef, SecretKeyRef: from.SecretKeyRef}})
 		}
 	}
-	return out
+	return out, len(out.Env) > 0 || len(out.EnvFrom) > 0
 }
 
 // reduceVolume keeps a volume that is a ConfigMap, a Secret or a
-// projection with one of them, with only those sources.
+// projection with one of them, with only those sources, each with its
+// name, items' keys and optional flag.
 func reduceVolume(v *corev1.Volume) (corev1.Volume, bool) {
-	out := corev1.Volume{Name: v.Name}
+	var out corev1.Volume
 	src := &v.VolumeSource
-	out.ConfigMap, out.Secret = src.ConfigMap, src.Secret
+	if cm := src.ConfigMap; cm != nil {
+		out.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: cm.LocalObjectReference, Items: keysOnly(cm.Items), Optional: cm.Optional}
+	}
+	if s := src.Secret; s != nil {
+		out.Secret = &corev1.SecretVolumeSource{SecretName: s.SecretName, Items: keysOnly(s.Items), Optional: s.Optional}
+	}
 	if p := src.Projected; p != nil {
 		var sources []corev1.VolumeProjection
 		for _, s := range p.Sources {
-			if s.ConfigMap != nil || s.Secret != nil {
-				sources = append(sources, corev1.VolumeProjection{ConfigMap: s.ConfigMap, Secret: s.Secret})
+			var r corev1.VolumeProjection
+			if cm := s.ConfigMap; cm != nil {
+				r.ConfigMap = &corev1.ConfigMapProjection{LocalObjectReference: cm.LocalObjectReference, Items: keysOnly(cm.Items), Optional: cm.Optional}
+			}
+			if sec := s.Secret; sec != nil {
+				r.Secret = &corev1.SecretProjection{LocalObjectReference: sec.LocalObjectReference, Items: keysOnly(sec.Items), Optional: sec.Optional}
+			}
+			if r.ConfigMap != nil || r.Secret != nil {
+				sources = append(sources, r)
 			}
 		}
 		if len(sources) > 0 {
@@ -229,6 +243,18 @@ func reduceVolume(v *corev1.Volume) (corev1.Volume, bool) {
 		}
 	}
 	return out, out.ConfigMap != nil || out.Secret != nil || out.Projected != nil
+}
+
+// keysOnly is items without their paths and modes.
+func keysOnly(items []corev1.KeyToPath) []corev1.KeyToPath {
+	if items == nil {
+		return nil
+	}
+	out := make([]corev1.KeyToPath, len(items))
+	for i, it := range items {
+		out[i] = corev1.KeyToPath{Key: it.Key}
+	}
+	return out
 }
 
 // reduceUnstructured is TransformWorkload for a custom resource. An Argo
