@@ -80,7 +80,7 @@ func (w *cachedWorkload) MarshalJSON() ([]byte, error) {
 		Kind     string                  `json:"kind"`
 		Metadata metav1.ObjectMeta       `json:"metadata"`
 		Template *corev1.PodTemplateSpec `json:"template"`
-	}{w.kind, metav1.ObjectMeta{Name: w.name, Namespace: w.namespace, UID: w.uid, ResourceVersion: w.resourceVersion,
+	}{w.kind, metav1.ObjectMeta{Name: w.name, Namespace: w.namespace, UID: w.GetUID(), ResourceVersion: w.resourceVersion,
 		Generation: w.generation, Annotations: w.GetAnnotations()}, t})
 }
 
@@ -186,12 +186,71 @@ func (c *cachedConfig) DeepCopyObject() runtime.Object {
 // dropped when set.
 type cachedMeta struct {
 	name, namespace string
-	uid             types.UID
+	uid             compactUID
 	resourceVersion string
 }
 
 func newCachedMeta(m *metav1.ObjectMeta) cachedMeta {
-	return cachedMeta{name: m.Name, namespace: intern(m.Namespace), uid: m.UID, resourceVersion: m.ResourceVersion}
+	return cachedMeta{name: m.Name, namespace: intern(m.Namespace), uid: newCompactUID(m.UID), resourceVersion: m.ResourceVersion}
+}
+
+// compactUID holds a UID in the canonical UUID form the API server gives
+// (36 characters, lowercase) as its 16 bytes; any other as it is.
+type compactUID struct {
+	uuid  [16]byte
+	other types.UID
+}
+
+func newCompactUID(uid types.UID) compactUID {
+	var c compactUID
+	if len(uid) != 36 {
+		return compactUID{other: uid}
+	}
+	j := 0
+	for i := 0; i < 36; i++ {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if uid[i] != '-' {
+				return compactUID{other: uid}
+			}
+			continue
+		}
+		hi, lo := fromHex(uid[i]), fromHex(uid[i+1])
+		if hi < 0 || lo < 0 {
+			return compactUID{other: uid}
+		}
+		c.uuid[j] = byte(hi<<4 | lo)
+		j++
+		i++
+	}
+	if c.uuid == [16]byte{} {
+		return compactUID{other: uid} // the zero value reads as no UID
+	}
+	return c
+}
+
+func fromHex(b byte) int {
+	switch {
+	case b >= '0' && b <= '9':
+		return int(b - '0')
+	case b >= 'a' && b <= 'f':
+		return int(b-'a') + 10
+	}
+	return -1
+}
+
+func (c compactUID) uid() types.UID {
+	if c.uuid == [16]byte{} {
+		return c.other
+	}
+	const hexDigits = "0123456789abcdef"
+	b := make([]byte, 0, 36)
+	for i, v := range c.uuid {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		b = append(b, hexDigits[v>>4], hexDigits[v&0xf])
+	}
+	return types.UID(b)
 }
 
 // GetNamespace implements metav1.Object.
@@ -213,10 +272,10 @@ func (m *cachedMeta) GetGenerateName() string { return "" }
 func (m *cachedMeta) SetGenerateName(string) {}
 
 // GetUID implements metav1.Object.
-func (m *cachedMeta) GetUID() types.UID { return m.uid }
+func (m *cachedMeta) GetUID() types.UID { return m.uid.uid() }
 
 // SetUID implements metav1.Object.
-func (m *cachedMeta) SetUID(uid types.UID) { m.uid = uid }
+func (m *cachedMeta) SetUID(uid types.UID) { m.uid = newCompactUID(uid) }
 
 // GetResourceVersion implements metav1.Object.
 func (m *cachedMeta) GetResourceVersion() string { return m.resourceVersion }
@@ -298,10 +357,15 @@ func newStores() *stores { return &stores{byType: map[reflect.Type][]toolscache.
 // newInformer is cache.Options.NewInformer: client-go's informer, its store
 // recorded.
 func (s *stores) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, ix toolscache.Indexers) toolscache.SharedIndexInformer {
-	inf := toolscache.NewSharedIndexInformer(lw, obj, resync, ix)
 	if _, ok := obj.(*unstructured.Unstructured); ok {
-		return inf // one Go type for every kind: read through the client
+		// One Go type for every kind: read through the client.
+		return toolscache.NewSharedIndexInformer(lw, obj, resync, ix)
 	}
+	// The controller reads its own types by key, never lists them by
+	// namespace: no namespace index (a set holding every key).
+	ix = maps.Clone(ix)
+	delete(ix, toolscache.NamespaceIndex)
+	inf := toolscache.NewSharedIndexInformer(lw, obj, resync, ix)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := reflect.TypeOf(obj)

@@ -167,3 +167,27 @@ func TestCachedConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestCompactUID: a UID reads back exactly as it was given, whether kept
+// as 16 bytes (the API server's form) or as it is.
+func TestCompactUID(t *testing.T) {
+	tests := []struct {
+		uid     types.UID
+		compact bool
+	}{
+		{uid: "8d6f0c2e-51b3-4a7e-9f3c-0123456789ab", compact: true},
+		{uid: "ffffffff-ffff-ffff-ffff-ffffffffffff", compact: true},
+		{uid: "8D6F0C2E-51B3-4A7E-9F3C-0123456789AB"},
+		{uid: "00000000-0000-0000-0000-000000000000"},
+		{uid: "8d6f0c2e-51b3-4a7e-9f3c-0123456789a"},
+		{uid: "8d6f0c2e_51b3-4a7e-9f3c-0123456789ab"},
+		{uid: "8d6f0c2e-51b3-4a7e-9f3c-0123456789ag"},
+		{uid: "8d6f-uid"},
+		{uid: ""},
+	}
+	for _, tt := range tests {
+		c := newCompactUID(tt.uid)
+		assert.Equal(t, tt.uid, c.uid(), "%q", tt.uid)
+		assert.Equal(t, tt.compact, c.other == "" && tt.uid != "", "%q kept as 16 bytes", tt.uid)
+	}
+}
