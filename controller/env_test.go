@@ -334,22 +334,25 @@ func docs(t testing.TB, stream string, kinds ...string) string {
 // returns its new resourceVersion.
 func (e *env) editConfigMap(name string, edit func(cm *corev1.ConfigMap)) string {
 	e.t.Helper()
-	cm, err := kubetest.Edit(context.Background(), e.cs.CoreV1().ConfigMaps(e.ns), name, "kubectl-edit", edit)
-	if err != nil {
-		e.t.Fatalf("edit ConfigMap: %v", err)
-	}
-	return cm.ResourceVersion
+	return editObject(e.t, e.cs.CoreV1().ConfigMaps(e.ns), name, "kubectl-edit", edit)
 }
 
 // editSecret changes a Secret through the API (like External Secrets) and
 // returns its new resourceVersion.
 func (e *env) editSecret(name string, edit func(s *corev1.Secret)) string {
 	e.t.Helper()
-	s, err := kubetest.Edit(context.Background(), e.cs.CoreV1().Secrets(e.ns), name, "external-secrets", edit)
+	return editObject(e.t, e.cs.CoreV1().Secrets(e.ns), name, "external-secrets", edit)
+}
+
+// editObject edits an object as fieldManager and returns its new
+// resourceVersion; an edit that fails fails the test.
+func editObject[T metav1.Object](t testing.TB, client kubetest.Editable[T], name, fieldManager string, edit func(T)) string {
+	t.Helper()
+	obj, err := kubetest.Edit(context.Background(), client, name, fieldManager, edit)
 	if err != nil {
-		e.t.Fatalf("edit Secret: %v", err)
+		t.Fatalf("edit as %s: %v", fieldManager, err)
 	}
-	return s.ResourceVersion
+	return obj.GetResourceVersion()
 }
 
 func (e *env) createSecret(name string, data map[string]string) {

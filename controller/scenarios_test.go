@@ -161,26 +161,33 @@ func (s *scenario) controllerRollouts() int {
 	return int(s.ctrl.metric("confighash_rollouts_total", map[string]string{"dry_run": "false"}))
 }
 
+// forKinds runs f in a parallel subtest per workload kind, each on a
+// scenario of its own set up for that kind.
+func forKinds(t *testing.T, kinds []string, f func(t *testing.T, s *scenario)) {
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			f(t, setup(t, kind))
+		})
+	}
+}
+
 // ---- S1 ----
 
 func TestS1FirstApply(t *testing.T) {
-	for _, kind := range []string{"Deployment", "StatefulSet", "DaemonSet"} {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			s := setup(t, kind)
-			assert.Equal(t, 0, s.rollouts(), "rollouts")
-			assert.Equal(t, 0, s.controllerRollouts())
-			// Hash parity, end to end: the live in-stream hash the controller
-			// computed from its cache is the hash bin/confighash rendered.
-			o, _ := s.ctrl.obs.waitFor(t, 0, "in sync", is(kind, "in_sync"))
-			assert.NotEmpty(t, o.Input.RenderHash)
-			assert.Equal(t, o.Input.RenderHash, o.Input.LiveIn)
-			// The external Secret got a baseline on the workload metadata only.
-			ann := s.workloadAnnotations()
-			assert.Contains(t, ann.meta["confighash.dev/external-baseline"], "Secret/db-creds=v1-sha256:")
-			assert.NotContains(t, ann.template, "confighash.dev/controller-hash")
-		})
-	}
+	forKinds(t, []string{"Deployment", "StatefulSet", "DaemonSet"}, func(t *testing.T, s *scenario) {
+		assert.Equal(t, 0, s.rollouts(), "rollouts")
+		assert.Equal(t, 0, s.controllerRollouts())
+		// Hash parity, end to end: the live in-stream hash the controller
+		// computed from its cache is the hash bin/confighash rendered.
+		o, _ := s.ctrl.obs.waitFor(t, 0, "in sync", is(s.kind, "in_sync"))
+		assert.NotEmpty(t, o.Input.RenderHash)
+		assert.Equal(t, o.Input.RenderHash, o.Input.LiveIn)
+		// The external Secret got a baseline on the workload metadata only.
+		ann := s.workloadAnnotations()
+		assert.Contains(t, ann.meta["confighash.dev/external-baseline"], "Secret/db-creds=v1-sha256:")
+		assert.NotContains(t, ann.template, "confighash.dev/controller-hash")
+	})
 }
 
 // An external Secret that arrives after the workload (External Secrets
@@ -234,46 +241,38 @@ func TestS2ReRenderReapply(t *testing.T) {
 // ---- S3 ----
 
 func TestS3ExternalSecretEdited(t *testing.T) {
-	for _, kind := range []string{"Deployment", "StatefulSet"} {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			s := setup(t, kind)
-			mark := s.ctrl.obs.mark()
-			start := time.Now()
-			s.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte("pw-2") })
-			rolled := s.expectRoll(mark)
-			s.waitRevisions(kind, workloadName, 2)
-			t.Logf("external Secret edit to new revision: %s (coalescing window %s)", time.Since(start).Round(time.Millisecond), testWindow)
-			assert.Equal(t, controller.ReasonExternalChanged, rolled.Decision.Reason)
-			assert.Equal(t, 1, s.rollouts(), "rollouts")
-			ev := s.waitEvent(workloadName, controller.EventReasonConfigChanged)
-			assert.Equal(t, fmt.Sprintf("Secret %s/db-creds key password changed; rolling", s.ns), ev.Note)
-			assert.NotContains(t, ev.Note, "pw-")
-		})
-	}
+	forKinds(t, []string{"Deployment", "StatefulSet"}, func(t *testing.T, s *scenario) {
+		mark := s.ctrl.obs.mark()
+		start := time.Now()
+		s.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte("pw-2") })
+		rolled := s.expectRoll(mark)
+		s.waitRevisions(s.kind, workloadName, 2)
+		t.Logf("external Secret edit to new revision: %s (coalescing window %s)", time.Since(start).Round(time.Millisecond), testWindow)
+		assert.Equal(t, controller.ReasonExternalChanged, rolled.Decision.Reason)
+		assert.Equal(t, 1, s.rollouts(), "rollouts")
+		ev := s.waitEvent(workloadName, controller.EventReasonConfigChanged)
+		assert.Equal(t, fmt.Sprintf("Secret %s/db-creds key password changed; rolling", s.ns), ev.Note)
+		assert.NotContains(t, ev.Note, "pw-")
+	})
 }
 
 // ---- S4 ----
 
 func TestS4InStreamConfigMapEdited(t *testing.T) {
-	for _, kind := range []string{"Deployment", "DaemonSet"} {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			s := setup(t, kind)
-			mark := s.ctrl.obs.mark()
-			s.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "debug" })
-			rolled := s.expectRoll(mark)
-			assert.Equal(t, controller.ReasonRenderMismatch, rolled.Decision.Reason)
-			assert.Equal(t, 1, s.rollouts(), "rollouts")
-			ev := s.waitEvent(workloadName, controller.EventReasonConfigChanged)
-			assert.Equal(t, fmt.Sprintf("ConfigMap %s/app-config key LOG_LEVEL changed; rolling", s.ns), ev.Note)
-			assert.Equal(t, "ConfigMap", ev.Related.Kind)
-			// The render-time annotation is GitOps's: never rewritten.
-			ann := s.workloadAnnotations()
-			assert.Equal(t, rolled.Input.RawRenderHash, ann.template["confighash.dev/hash"])
-			assert.Equal(t, rolled.Decision.Record.ControllerHash, ann.template["confighash.dev/controller-hash"])
-		})
-	}
+	forKinds(t, []string{"Deployment", "DaemonSet"}, func(t *testing.T, s *scenario) {
+		mark := s.ctrl.obs.mark()
+		s.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "debug" })
+		rolled := s.expectRoll(mark)
+		assert.Equal(t, controller.ReasonRenderMismatch, rolled.Decision.Reason)
+		assert.Equal(t, 1, s.rollouts(), "rollouts")
+		ev := s.waitEvent(workloadName, controller.EventReasonConfigChanged)
+		assert.Equal(t, fmt.Sprintf("ConfigMap %s/app-config key LOG_LEVEL changed; rolling", s.ns), ev.Note)
+		assert.Equal(t, "ConfigMap", ev.Related.Kind)
+		// The render-time annotation is GitOps's: never rewritten.
+		ann := s.workloadAnnotations()
+		assert.Equal(t, rolled.Input.RawRenderHash, ann.template["confighash.dev/hash"])
+		assert.Equal(t, rolled.Decision.Record.ControllerHash, ann.template["confighash.dev/controller-hash"])
+	})
 }
 
 // ---- S5 ----
