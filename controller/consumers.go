@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"sync"
@@ -32,20 +33,25 @@ type consumer struct {
 }
 
 // consumerIndex maps each config a managed workload consumes to the
-// workloads consuming it: one map entry per consumed config, holding a
-// slice of workloads (usually one), where client-go's indexers hold a set
-// of keys per value. The workload event handler keeps it, before it queues
-// the workload, so a workload is found here once its reconcile is queued.
+// workloads consuming it: one map entry per consumed config, keyed by a
+// 64-bit hash of the config's namespace, kind and name, holding a slice of
+// workloads (usually one), where client-go's indexers hold a set of keys
+// per value. Two configs whose hashes collide share an entry: a lookup may
+// return a workload that does not consume the config, which the caller
+// drops (enqueueConsumers checks each). The workload event handler keeps
+// the index, before it queues the workload, so a workload is found here
+// once its reconcile is queued.
 type consumerIndex struct {
 	mu    sync.RWMutex
-	byRef map[configRef][]consumer
+	seed  maphash.Seed
+	byRef map[uint64][]consumer
 	// synced has one channel per workload kind, closed once the kind's
 	// initial list has gone through the handler (see syncedSource).
 	synced map[*workloadKind]chan struct{}
 }
 
 func newConsumerIndex(kinds []*workloadKind) *consumerIndex {
-	ix := &consumerIndex{byRef: map[configRef][]consumer{}, synced: map[*workloadKind]chan struct{}{}}
+	ix := &consumerIndex{seed: maphash.MakeSeed(), byRef: map[uint64][]consumer{}, synced: map[*workloadKind]chan struct{}{}}
 	for _, k := range kinds {
 		ix.synced[k] = make(chan struct{})
 	}
@@ -61,7 +67,8 @@ func (ix *consumerIndex) update(c consumer, old, cur []configRef) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	for _, ref := range old {
-		list := ix.byRef[ref]
+		h := ix.hash(ref)
+		list := ix.byRef[h]
 		if i := slices.Index(list, c); i >= 0 {
 			last := len(list) - 1
 			list[i] = list[last]
@@ -69,18 +76,22 @@ func (ix *consumerIndex) update(c consumer, old, cur []configRef) {
 			list = list[:last]
 		}
 		if len(list) == 0 {
-			delete(ix.byRef, ref)
+			delete(ix.byRef, h)
 		} else {
-			ix.byRef[ref] = list
+			ix.byRef[h] = list
 		}
 	}
 	for _, ref := range cur {
-		ix.byRef[ref] = append(ix.byRef[ref], c)
+		h := ix.hash(ref)
+		ix.byRef[h] = append(ix.byRef[h], c)
 	}
 }
 
-// consumers returns a copy of the workloads consuming ref, once every
-// workload kind's initial list is indexed (or ctx is done).
+func (ix *consumerIndex) hash(ref configRef) uint64 { return maphash.Comparable(ix.seed, ref) }
+
+// consumers returns a copy of the workloads consuming ref (and, rarely,
+// of another config whose hash collides), once every workload kind's
+// initial list is indexed (or ctx is done).
 func (ix *consumerIndex) consumers(ctx context.Context, ref configRef) []consumer {
 	for _, ch := range ix.synced {
 		select {
@@ -91,7 +102,7 @@ func (ix *consumerIndex) consumers(ctx context.Context, ref configRef) []consume
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return slices.Clone(ix.byRef[ref])
+	return slices.Clone(ix.byRef[ix.hash(ref)])
 }
 
 // consumes is what a managed workload consumes, sorted, each config once;

@@ -53,7 +53,7 @@ func TestConsumerIndex(t *testing.T) {
 			}
 			assert.ElementsMatch(t, tt.want, ix.consumers(context.Background(), tt.ref))
 			if tt.want == nil {
-				assert.Empty(t, ix.byRef[tt.ref], "no entry left for a config nobody consumes")
+				assert.Empty(t, ix.byRef[ix.hash(tt.ref)], "no entry left for a config nobody consumes")
 			}
 		})
 	}
