@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -28,24 +27,34 @@ type command struct {
 
 func (c command) String() string { return strings.Join(c.argv, " ") }
 
-// run runs c once. Standard output goes through a pipe into io.Discard, as
-// Helm reads a post-renderer's output; standard error is kept for the error.
+// run runs c once the way Helm 3 runs a post-renderer (pkg/postrender's
+// execRender): standard input is a pipe that a goroutine of this process
+// writes the file's bytes into, and standard output is a pipe read into a
+// buffer. Standard error is kept for the error. Reading the file is not
+// timed.
 func (c command) run() (proc, error) {
 	cmd := exec.Command(c.argv[0], c.argv[1:]...)
 	cmd.Env = append(os.Environ(), c.env...)
+	var input []byte
 	if c.stdin != "" {
-		f, err := os.Open(c.stdin)
+		b, err := os.ReadFile(c.stdin)
 		if err != nil {
 			return proc{}, err
 		}
-		defer func() { _ = f.Close() }() // read-only: nothing to lose on close
-		cmd.Stdin = f
+		input = b
 	}
-	cmd.Stdout = io.Discard
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return proc{}, err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
-	err := cmd.Run()
+	go func() {
+		_, _ = stdin.Write(input) // a failed write shows as the command's error
+		_ = stdin.Close()
+	}()
+	err = cmd.Run()
 	wall := time.Since(start)
 	if err != nil {
 		return proc{}, fmt.Errorf("%s: %w: %s", c, err, stderr.Bytes())
