@@ -13,6 +13,11 @@
 #
 # A cold build compiles ~2000 packages and takes 12-20 minutes on 2 cores;
 # a warm rebuild (Go build cache populated) takes seconds.
+#
+# internal/testing/controlplane starts etcd and kube-apiserver through
+# controller-runtime's envtest, so envtest's setup-envtest
+# (KUBEBUILDER_ASSETS) can supply those two instead; it has no
+# kube-controller-manager, which the tests that need rollouts require.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -5,14 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // DefaultControllers are the kube-controller-manager controllers enabled
@@ -38,23 +40,19 @@ const (
 	DefaultStopTimeout  = 15 * time.Second
 )
 
-// User is an identity added to the apiserver's static token file at start.
-type User struct {
-	// Name is the user name; it must not contain commas, quotes or newlines.
-	Name string
-	// Groups are the groups the user belongs to.
-	Groups []string
-}
+// User is an identity provisioned with a client certificate (envtest's
+// User): Name becomes the user name, Groups its groups.
+type User = envtest.User
 
 // Options configures Start. The zero value is usable.
 type Options struct {
 	// BinDir holds etcd, kube-apiserver and kube-controller-manager.
-	// Default: DefaultBinDir().
+	// Default: DefaultBinDir(), with envtest's TEST_ASSET_<NAME> variables
+	// overriding single binaries.
 	BinDir string
 
 	// Ports to listen on, all on 127.0.0.1; 0 picks a free port.
 	EtcdPort              int
-	EtcdPeerPort          int
 	APIServerPort         int
 	ControllerManagerPort int
 
@@ -65,15 +63,16 @@ type Options struct {
 	// LogWriter, if set, additionally receives all component output.
 	LogWriter io.Writer
 
-	// Users get static bearer tokens; see UserConfig. AddUser can add
-	// certificate-based users later without a restart.
+	// Users are provisioned at start; see UserConfig. AddUser adds more
+	// later.
 	Users []User
 
 	// Controllers enabled in kube-controller-manager. Default:
 	// DefaultControllers.
 	Controllers []string
 
-	// Extra command-line arguments appended to each component's defaults.
+	// Extra command-line arguments (--name=value or --name) for each
+	// component; they replace the package's value of the same flag.
 	EtcdArgs              []string
 	APIServerArgs         []string
 	ControllerManagerArgs []string
@@ -95,57 +94,54 @@ type Timings struct {
 	Total             time.Duration
 }
 
-// ControlPlane is a running local control plane. Its methods are safe for
-// concurrent use, except that the Start*/Stop* hooks of one component must
-// not be called concurrently with each other.
+// ControlPlane is a running local control plane. Its accessors are safe for
+// concurrent use; the Start*/Stop* hooks must not be called concurrently
+// with each other.
 type ControlPlane struct {
 	opts   Options
 	dir    string
 	logDir string
-	files  files
-	ports  ports
-	tokens map[string]string // user name -> bearer token
+	logs   []*os.File
 
-	servingCA *keyPair
-	clientCA  *keyPair
-	admin     *rest.Config
+	plane             envtest.ControlPlane
+	controllerManager *controllerManager
+	apiServerUp       bool
 
-	etcd              *process
-	apiServer         *process
-	controllerManager *process
+	admin           *rest.Config
+	users           map[string]*rest.Config
+	adminKubeconfig string
 
 	timings  Timings
 	stopOnce sync.Once
 	stopErr  error
 }
 
-// files are the paths of generated credentials and configuration.
-type files struct {
-	servingCA, servingCert, servingKey string
-	clientCA                           string
-	saKey, saPub                       string
-	tokens                             string
-	adminKubeconfig, kcmKubeconfig     string
-	etcdData, apiCertDir, kcmCertDir   string
-}
-
-// ports are the resolved listening ports.
-type ports struct {
-	etcd, etcdPeer, apiServer, controllerManager int
-}
-
-// Start creates a temporary directory with credentials, starts etcd,
-// kube-apiserver and kube-controller-manager, and waits until a Deployment
-// can be created in the default namespace. ctx bounds only the startup; the
-// processes run until Stop is called (or the test process dies, on Linux).
+// Start creates a temporary directory, starts etcd and kube-apiserver
+// through envtest and kube-controller-manager by hand, and waits until a
+// Deployment can be created in the default namespace. ctx bounds only the
+// startup; the processes run until Stop is called.
 func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
-	opts, err := opts.withDefaults()
+	bins, err := findBinaries(opts.BinDir)
 	if err != nil {
 		return nil, err
 	}
-	cp, err := newControlPlane(opts)
+	if len(opts.Controllers) == 0 {
+		opts.Controllers = DefaultControllers
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = DefaultStartTimeout
+	}
+	if opts.StopTimeout <= 0 {
+		opts.StopTimeout = DefaultStopTimeout
+	}
+	sweepStale()
+	dir, err := os.MkdirTemp("", tempDirPattern)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("controlplane: create temp dir: %w", err)
+	}
+	cp := &ControlPlane{opts: opts, dir: dir, logDir: opts.LogDir, users: map[string]*rest.Config{}}
+	if err := cp.prepare(bins); err != nil {
+		return nil, errors.Join(err, cp.Stop())
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
@@ -155,145 +151,98 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	return cp, nil
 }
 
-// withDefaults fills in defaults and validates the options.
-func (o Options) withDefaults() (Options, error) {
-	if o.BinDir == "" {
-		dir, err := DefaultBinDir()
-		if err != nil {
-			return o, err
-		}
-		o.BinDir = dir
+// prepare writes the owner file, opens the logs and configures envtest's
+// etcd and kube-apiserver and the kube-controller-manager process.
+func (cp *ControlPlane) prepare(bins binaries) error {
+	if err := writeOwner(cp.dir); err != nil {
+		return fmt.Errorf("controlplane: write owner file: %w", err)
 	}
-	if err := CheckBinaries(o.BinDir); err != nil {
-		return o, err
-	}
-	if len(o.Controllers) == 0 {
-		o.Controllers = DefaultControllers
-	}
-	if o.StartTimeout <= 0 {
-		o.StartTimeout = DefaultStartTimeout
-	}
-	if o.StopTimeout <= 0 {
-		o.StopTimeout = DefaultStopTimeout
-	}
-	for _, u := range o.Users {
-		if err := validateTokenUser(u); err != nil {
-			return o, err
-		}
-	}
-	return o, nil
-}
-
-// validateTokenUser rejects users that cannot be stored in a token file.
-func validateTokenUser(u User) error {
-	if err := validateUserName(u.Name); err != nil {
-		return err
-	}
-	for _, g := range u.Groups {
-		if g == "" || strings.ContainsAny(g, ",\"\n\r") {
-			return fmt.Errorf("controlplane: user %q: invalid group name %q", u.Name, g)
-		}
-	}
-	return nil
-}
-
-// validateUserName rejects empty names and names with characters that are
-// special in the token file (commas, quotes, newlines).
-func validateUserName(name string) error {
-	if name == "" || strings.ContainsAny(name, ",\"\n\r") {
-		return fmt.Errorf("controlplane: invalid user name %q", name)
-	}
-	return nil
-}
-
-// newControlPlane prepares directories, ports, credentials and processes.
-func newControlPlane(opts Options) (*ControlPlane, error) {
-	sweepStale()
-	dir, err := os.MkdirTemp("", tempDirPattern)
-	if err != nil {
-		return nil, fmt.Errorf("controlplane: create temp dir: %w", err)
-	}
-	cp := &ControlPlane{opts: opts, dir: dir, logDir: opts.LogDir}
-	if err := writeOwner(dir); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("controlplane: write owner file: %w", err)
-	}
-	if err := cp.prepare(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	return cp, nil
-}
-
-// prepare resolves ports, writes credentials and defines the processes.
-func (cp *ControlPlane) prepare() error {
 	if cp.logDir == "" {
 		cp.logDir = filepath.Join(cp.dir, "logs")
 	}
-	if err := os.MkdirAll(cp.logDir, 0o700); err != nil {
-		return fmt.Errorf("controlplane: create log dir: %w", err)
+	for _, d := range []string{cp.logDir, cp.path("etcd"), cp.path("pki")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("controlplane: create %s: %w", d, err)
+		}
 	}
-	p, err := resolvePorts(cp.opts)
+	etcdLog, err := cp.openLog(EtcdBinary)
 	if err != nil {
 		return err
 	}
-	cp.ports = p
-	if err := cp.writeCredentials(); err != nil {
+	apiLog, err := cp.openLog(APIServerBinary)
+	if err != nil {
 		return err
 	}
-	cp.etcd = cp.newProcess(EtcdBinary, cp.etcdArgs())
-	cp.apiServer = cp.newProcess(APIServerBinary, cp.apiServerArgs())
-	cp.controllerManager = cp.newProcess(ControllerManagerBinary, cp.controllerManagerArgs())
-	return nil
+	kcmLog, err := cp.openLog(ControllerManagerBinary)
+	if err != nil {
+		return err
+	}
+
+	etcd := &envtest.Etcd{Path: bins.etcd, DataDir: cp.path("etcd"), Out: etcdLog, Err: etcdLog, StopTimeout: cp.opts.StopTimeout}
+	if cp.opts.EtcdPort != 0 {
+		etcd.URL = &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(cp.opts.EtcdPort)}
+	}
+	etcd.Configure().Set("log-level", "warn")
+	setArgs(etcd.Configure(), cp.opts.EtcdArgs)
+
+	api := &envtest.APIServer{Path: bins.apiServer, CertDir: cp.path("pki"), Out: apiLog, Err: apiLog, StopTimeout: cp.opts.StopTimeout}
+	if cp.opts.APIServerPort != 0 {
+		api.SecureServing = envtest.SecureServing{ListenAddr: envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(cp.opts.APIServerPort)}}
+	}
+	api.Configure().
+		Set("advertise-address", "127.0.0.1").
+		Set("endpoint-reconciler-type", "none").
+		Set("profiling", "false").
+		Set("shutdown-watch-termination-grace-period", "2s").
+		// envtest turns the ServiceAccount admission plugin off because it
+		// runs no controllers; kube-controller-manager runs here.
+		Disable("disable-admission-plugins")
+	setArgs(api.Configure(), cp.opts.APIServerArgs)
+	cp.plane = envtest.ControlPlane{Etcd: etcd, APIServer: api}
+
+	cp.controllerManager, err = newControllerManager(bins.controllerManager, kcmLog, cp.opts)
+	return err
 }
 
-// newProcess defines a component process logging to <logDir>/<name>.log.
-func (cp *ControlPlane) newProcess(name string, args []string) *process {
-	return &process{
-		name:    name,
-		path:    filepath.Join(cp.opts.BinDir, name),
-		args:    args,
-		logPath: filepath.Join(cp.logDir, name+".log"),
-		logTee:  cp.opts.LogWriter,
+// openLog opens <logDir>/<name>.log for appending; Stop closes it.
+func (cp *ControlPlane) openLog(name string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(cp.logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: open log of %s: %w", name, err)
 	}
+	cp.logs = append(cp.logs, f)
+	return f, nil
 }
 
-// resolvePorts replaces zero ports with free ones. All listeners are held
-// until every port is chosen so no port is handed out twice.
-func resolvePorts(o Options) (ports, error) {
-	p := ports{o.EtcdPort, o.EtcdPeerPort, o.APIServerPort, o.ControllerManagerPort}
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			_ = l.Close()
+// setArgs applies extra --name=value (or --name) arguments; a flag given
+// more than once keeps every value.
+func setArgs(a *envtest.Arguments, args []string) {
+	seen := map[string]bool{}
+	for _, arg := range args {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		switch {
+		case !hasValue:
+			a.Enable(name)
+		case seen[name]:
+			a.AppendNoDefaults(name, value)
+		default:
+			a.Set(name, value)
 		}
-	}()
-	for _, port := range []*int{&p.etcd, &p.etcdPeer, &p.apiServer, &p.controllerManager} {
-		if *port != 0 {
-			continue
-		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return p, fmt.Errorf("controlplane: pick free port: %w", err)
-		}
-		listeners = append(listeners, l)
-		*port = l.Addr().(*net.TCPAddr).Port
+		seen[name] = true
 	}
-	return p, nil
 }
 
 // startAll starts the components in dependency order and waits for each.
 func (cp *ControlPlane) startAll(ctx context.Context) error {
 	begin := time.Now()
-	steps := []struct {
+	for _, s := range []struct {
 		d     *time.Duration
 		start func(context.Context) error
 	}{
 		{&cp.timings.Etcd, cp.StartEtcd},
 		{&cp.timings.APIServer, cp.StartAPIServer},
 		{&cp.timings.ControllerManager, cp.StartControllerManager},
-	}
-	for _, s := range steps {
+	} {
 		t := time.Now()
 		if err := s.start(ctx); err != nil {
 			return err
@@ -307,16 +256,15 @@ func (cp *ControlPlane) startAll(ctx context.Context) error {
 	return nil
 }
 
-// StartEtcd starts etcd (again, after StopEtcd) and waits until it is
-// healthy and, if the apiserver is running, until the apiserver is ready.
+// StartEtcd starts etcd (again, after StopEtcd, with the same data
+// directory and port) and waits until it is healthy and, if the apiserver
+// is running, until the apiserver is ready.
 func (cp *ControlPlane) StartEtcd(ctx context.Context) error {
-	if err := cp.etcd.start(); err != nil {
-		return fmt.Errorf("controlplane: %w", err)
+	cp.plane.Etcd.StartTimeout = untilDeadline(ctx, cp.opts.StartTimeout)
+	if err := cp.plane.Etcd.Start(); err != nil {
+		return cp.componentError(EtcdBinary, err)
 	}
-	if err := poll(ctx, cp.etcd, cp.etcdHealthy); err != nil {
-		return fmt.Errorf("controlplane: %w", err)
-	}
-	if cp.apiServer.exitedChan() != nil {
+	if cp.apiServerUp {
 		return cp.WaitAPIServerReady(ctx)
 	}
 	return nil
@@ -324,14 +272,24 @@ func (cp *ControlPlane) StartEtcd(ctx context.Context) error {
 
 // StopEtcd stops etcd; its data directory is kept for StartEtcd.
 func (cp *ControlPlane) StopEtcd() error {
-	return wrap(cp.etcd.stop(cp.opts.StopTimeout))
+	return wrap(cp.plane.Etcd.Stop())
 }
 
-// StartAPIServer starts kube-apiserver (again, after StopAPIServer) with the
-// same port and credentials and waits until /readyz succeeds.
+// StartAPIServer starts kube-apiserver (again, after StopAPIServer, with
+// the same port and certificates) and waits until /readyz succeeds and the
+// default namespace exists. The first start provisions the users.
 func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
-	if err := cp.apiServer.start(); err != nil {
-		return fmt.Errorf("controlplane: %w", err)
+	api := cp.plane.APIServer
+	api.EtcdURL = cp.plane.Etcd.URL
+	api.StartTimeout = untilDeadline(ctx, cp.opts.StartTimeout)
+	if err := api.Start(); err != nil {
+		return cp.componentError(APIServerBinary, err)
+	}
+	cp.apiServerUp = true
+	if cp.admin == nil {
+		if err := cp.provisionUsers(); err != nil {
+			return err
+		}
 	}
 	if err := cp.WaitAPIServerReady(ctx); err != nil {
 		return err
@@ -341,32 +299,22 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 
 // StopAPIServer stops kube-apiserver.
 func (cp *ControlPlane) StopAPIServer() error {
-	return wrap(cp.apiServer.stop(cp.opts.StopTimeout))
+	cp.apiServerUp = false
+	return wrap(cp.plane.APIServer.Stop())
 }
 
 // StartControllerManager starts kube-controller-manager (again, after
 // StopControllerManager) and waits until its /healthz succeeds.
 func (cp *ControlPlane) StartControllerManager(ctx context.Context) error {
-	if err := cp.controllerManager.start(); err != nil {
-		return fmt.Errorf("controlplane: %w", err)
-	}
-	if err := poll(ctx, cp.controllerManager, cp.controllerManagerHealthy); err != nil {
-		return fmt.Errorf("controlplane: %w", err)
+	if err := cp.controllerManager.start(ctx); err != nil {
+		return cp.componentError(ControllerManagerBinary, err)
 	}
 	return nil
 }
 
 // StopControllerManager stops kube-controller-manager.
 func (cp *ControlPlane) StopControllerManager() error {
-	return wrap(cp.controllerManager.stop(cp.opts.StopTimeout))
-}
-
-// WaitAPIServerReady polls the apiserver's /readyz until it returns 200.
-func (cp *ControlPlane) WaitAPIServerReady(ctx context.Context) error {
-	if err := poll(ctx, cp.apiServer, cp.apiServerReady); err != nil {
-		return fmt.Errorf("controlplane: %w", err)
-	}
-	return nil
+	return wrap(cp.controllerManager.stop())
 }
 
 // Stop terminates kube-controller-manager, kube-apiserver and etcd (SIGTERM,
@@ -375,10 +323,12 @@ func (cp *ControlPlane) WaitAPIServerReady(ctx context.Context) error {
 func (cp *ControlPlane) Stop() error {
 	cp.stopOnce.Do(func() {
 		var errs []error
-		for _, p := range []*process{cp.controllerManager, cp.apiServer, cp.etcd} {
-			if p != nil {
-				errs = append(errs, p.stop(cp.opts.StopTimeout))
-			}
+		if cp.controllerManager != nil {
+			errs = append(errs, cp.controllerManager.stop())
+		}
+		errs = append(errs, cp.plane.Stop())
+		for _, f := range cp.logs {
+			_ = f.Close()
 		}
 		if err := os.RemoveAll(cp.dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove %s: %w", cp.dir, err))
@@ -395,17 +345,15 @@ func (cp *ControlPlane) RESTConfig() *rest.Config {
 
 // KubeconfigPath is the path of an admin kubeconfig file with inline
 // credentials. It is removed by Stop.
-func (cp *ControlPlane) KubeconfigPath() string { return cp.files.adminKubeconfig }
+func (cp *ControlPlane) KubeconfigPath() string { return cp.adminKubeconfig }
 
 // Endpoint is the apiserver URL, https://127.0.0.1:<port>.
 func (cp *ControlPlane) Endpoint() string {
-	return fmt.Sprintf("https://127.0.0.1:%d", cp.ports.apiServer)
+	return cp.plane.APIServer.SecureServing.URL("https", "").String()
 }
 
 // EtcdEndpoint is the etcd client URL, http://127.0.0.1:<port>.
-func (cp *ControlPlane) EtcdEndpoint() string {
-	return fmt.Sprintf("http://127.0.0.1:%d", cp.ports.etcd)
-}
+func (cp *ControlPlane) EtcdEndpoint() string { return cp.plane.Etcd.URL.String() }
 
 // Dir is the control plane's temporary directory.
 func (cp *ControlPlane) Dir() string { return cp.dir }
@@ -417,44 +365,88 @@ func (cp *ControlPlane) LogDir() string { return cp.logDir }
 // Timings reports how long the components took to become ready in Start.
 func (cp *ControlPlane) Timings() Timings { return cp.timings }
 
-// UserConfig returns a client configuration authenticating with the static
-// token of a user from Options.Users.
+// UserConfig returns the client configuration of a user from
+// Options.Users.
 func (cp *ControlPlane) UserConfig(name string) (*rest.Config, error) {
-	token, ok := cp.tokens[name]
+	cfg, ok := cp.users[name]
 	if !ok {
 		return nil, fmt.Errorf("controlplane: user %q not in Options.Users", name)
 	}
-	cfg := cp.anonymousConfig()
-	cfg.BearerToken = token
-	return cfg, nil
+	return rest.CopyConfig(cfg), nil
 }
 
-// AddUser issues a client certificate for a user with the given groups and
-// returns a client configuration using it. No restart is needed. The
-// identity has no permissions until RBAC grants them (unless groups
-// contains system:masters).
+// AddUser issues a client certificate for a user with the given groups
+// (through envtest) and returns a client configuration using it. No restart
+// is needed. The identity has no permissions until RBAC grants them (unless
+// groups contains system:masters).
 func (cp *ControlPlane) AddUser(name string, groups []string) (*rest.Config, error) {
-	if err := validateUserName(name); err != nil {
-		return nil, err
+	if name == "" {
+		return nil, errors.New("controlplane: AddUser: empty user name")
 	}
-	kp, err := newClientCert(cp.clientCA, name, groups)
+	u, err := cp.plane.AddUser(User{Name: name, Groups: groups}, &rest.Config{QPS: 100, Burst: 200})
 	if err != nil {
-		return nil, fmt.Errorf("controlplane: issue client certificate for %q: %w", name, err)
+		return nil, fmt.Errorf("controlplane: add user %q: %w", name, err)
 	}
-	cfg := cp.anonymousConfig()
-	cfg.CertData, cfg.KeyData = kp.certPEM, kp.keyPEM
+	cfg := rest.CopyConfig(u.Config())
+	cfg.Host = cp.Endpoint()
 	return cfg, nil
 }
 
-// anonymousConfig returns a configuration that trusts the serving CA but
-// carries no credentials.
-func (cp *ControlPlane) anonymousConfig() *rest.Config {
-	return &rest.Config{
-		Host:            cp.Endpoint(),
-		TLSClientConfig: rest.TLSClientConfig{CAData: cp.servingCA.certPEM},
-		QPS:             100,
-		Burst:           200,
+// provisionUsers adds the admin, kube-controller-manager and Options.Users
+// and writes the admin's and kube-controller-manager's kubeconfigs.
+func (cp *ControlPlane) provisionUsers() error {
+	admin, err := cp.AddUser("confighash-admin", []string{"system:masters"})
+	if err != nil {
+		return err
 	}
+	cp.adminKubeconfig = cp.path("admin.kubeconfig")
+	if err := WriteKubeconfig(admin, cp.adminKubeconfig); err != nil {
+		return err
+	}
+	for _, u := range cp.opts.Users {
+		if cp.users[u.Name], err = cp.AddUser(u.Name, u.Groups); err != nil {
+			return err
+		}
+	}
+	kcm, err := cp.AddUser("system:kube-controller-manager", []string{"system:masters"})
+	if err != nil {
+		return err
+	}
+	if err := cp.controllerManager.configure(kcm, cp.plane.APIServer.CertDir, cp.dir); err != nil {
+		return err
+	}
+	cp.admin = admin
+	return nil
+}
+
+// path is a path in the temporary directory.
+func (cp *ControlPlane) path(name string) string { return filepath.Join(cp.dir, name) }
+
+// componentError wraps a component's failure with the tail of its log.
+func (cp *ControlPlane) componentError(name string, err error) error {
+	logPath := filepath.Join(cp.logDir, name+".log")
+	return fmt.Errorf("controlplane: %s: %w\n--- last lines of %s ---\n%s\n---", name, err, logPath, tail(logPath))
+}
+
+// logTailLines is how many lines of a component's log an error includes.
+const logTailLines = 40
+
+// tail returns the last lines of a log file.
+func tail(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", path, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-logTailLines):], "\n")
+}
+
+// untilDeadline is the time left before ctx's deadline, or def without one.
+func untilDeadline(ctx context.Context, def time.Duration) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), time.Second)
+	}
+	return def
 }
 
 // wrap prefixes a non-nil error with the package name.

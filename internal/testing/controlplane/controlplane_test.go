@@ -226,7 +226,9 @@ func assertPodsNeverRan(t *testing.T, cs kubernetes.Interface, ns string) {
 	t.Logf("%d pods exist, none running or ready: no pod status patching was needed", len(pods.Items))
 }
 
-func TestStaticTokenUser(t *testing.T) {
+// TestOptionsUsers checks that a user of Options.Users authenticates as
+// itself with its groups, and that an unknown name is an error.
+func TestOptionsUsers(t *testing.T) {
 	cp := sharedControlPlane(t)
 	cfg, err := cp.UserConfig("viewer")
 	if err != nil {
@@ -393,5 +395,5 @@ func TestStartFailureIncludesLogTail(t *testing.T) {
 	if !strings.Contains(msg, "kube-apiserver") || !strings.Contains(msg, "last lines of") {
 		t.Fatalf("error does not name the component or include its log tail: %v", err)
 	}
-	t.Logf("start failure reported as expected (%d bytes of error)", len(msg))
+	t.Logf("start failure reported as expected (%d bytes of error): %s", len(msg), msg)
 }

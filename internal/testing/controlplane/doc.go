@@ -5,17 +5,38 @@
 // ReplicaSets, StatefulSets, DaemonSets, garbage collection and namespace
 // deletion behave as in a real cluster.
 //
-// The binaries are built from Go modules by hack/build-controlplane.sh into
-// the repository's bin/ directory (or the directory named by the
-// CONFIGHASH_CONTROLPLANE_BIN environment variable).
+// etcd and kube-apiserver are started through controller-runtime's envtest
+// (envtest.ControlPlane), which also makes the apiserver's certificates,
+// its service-account key and its users (client certificates: AddUser,
+// Options.Users). This package adds what envtest lacks: it runs
+// kube-controller-manager (with its kubeconfig, the apiserver's
+// service-account signing key and the controllers of Options.Controllers),
+// provisions an admin and writes its kubeconfig, restarts single
+// components with the same data directory and port (StopAPIServer,
+// StartEtcd, …) for fault tests, keeps one log file per component and puts
+// its tail in start errors, and removes what a killed test process left
+// behind (sweepStale).
 //
-// Start generates all credentials in a fresh temporary directory: a serving
-// CA and certificate for the apiserver, a client CA used by AddUser, a
-// service-account signing key and a static token file with an admin token
-// (group system:masters) plus any Options.Users. Authorization is RBAC, so
-// non-admin identities are subject to real permission checks.
+// # Binaries
 //
-// Typical use in a test:
+// The three binaries are looked up in Options.BinDir; when it is empty, in
+// $CONFIGHASH_CONTROLPLANE_BIN, else $KUBEBUILDER_ASSETS, else the bin/
+// directory of the repository; envtest's TEST_ASSET_ETCD,
+// TEST_ASSET_KUBE_APISERVER and TEST_ASSET_KUBE_CONTROLLER_MANAGER name
+// single binaries. There are two ways to get them:
+//
+//   - `make controlplane` (hack/build-controlplane.sh) builds all three from
+//     the Kubernetes and etcd Go modules pinned in hack/controlplane/go.mod
+//     into bin/: 12–20 minutes cold, seconds when the build cache is warm.
+//   - Online, envtest's setup-envtest downloads etcd and kube-apiserver:
+//     `export KUBEBUILDER_ASSETS=$(setup-envtest use 1.37.x -p path)`. Its
+//     archives hold no kube-controller-manager, and every test that needs a
+//     rollout (ReplicaSets, ControllerRevisions) needs one: build it with
+//     `make controlplane`, or name one of the same version with
+//     TEST_ASSET_KUBE_CONTROLLER_MANAGER.
+//
+// Typical use in a test (package cptest wraps this with skip-or-fail and a
+// control plane shared by a test package):
 //
 //	cp, err := controlplane.Start(ctx, controlplane.Options{})
 //	if err != nil { t.Fatal(err) }

@@ -4,19 +4,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"testing"
+	"time"
 )
 
+// TestSweepStale removes the directory of a dead owner and kills the
+// component it left running, and keeps what a live owner (or none) holds.
 func TestSweepStale(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("stale directories are not swept on Windows")
+	if !fileExists("/proc/self") {
+		t.Skip("stale control planes are swept only where /proc exists")
 	}
 	t.Setenv("TMPDIR", t.TempDir())
 	cmd := exec.Command("true")
 	if err := cmd.Run(); err != nil {
-		t.Skipf("cannot run true: %v", err)
+		t.Fatalf("run true: %v", err)
 	}
 	dead := cmd.Process.Pid
 	stale := makeOwnedDir(t, "stale", dead)
@@ -25,6 +27,11 @@ func TestSweepStale(t *testing.T) {
 	if err := os.Mkdir(unowned, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// Stand-ins for components orphaned by the dead owner and for those of
+	// the live owner: their command lines name a path in the directory, as
+	// etcd's --data-dir and kube-apiserver's --cert-dir do.
+	orphan := startNaming(t, stale)
+	kept := startNaming(t, live)
 
 	sweepStale()
 
@@ -36,6 +43,30 @@ func TestSweepStale(t *testing.T) {
 			t.Errorf("%s was removed, want kept", dir)
 		}
 	}
+	select {
+	case <-orphan:
+	case <-time.After(10 * time.Second):
+		t.Errorf("the process naming %s is still running, want it killed", stale)
+	}
+	select {
+	case <-kept:
+		t.Errorf("the process naming %s was killed, want it kept (its owner is alive)", live)
+	default:
+	}
+}
+
+// startNaming starts a process whose command line names a path in dir and
+// returns a channel closed when it exits; the test kills it at the end.
+func startNaming(t *testing.T, dir string) <-chan struct{} {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", "while :; do sleep 1; done", filepath.Join(dir, "etcd"))
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start sh: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	return exited
 }
 
 // makeOwnedDir creates a control plane temp dir owned by pid.

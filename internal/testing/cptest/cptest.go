@@ -1,7 +1,7 @@
-// Package cptest gives tests a local control plane: one shared by a test
-// package, or a private one for a test that restarts components. Without the
-// binaries a test skips with a message, or fails when
-// CONFIGHASH_REQUIRE_CONTROLPLANE is set (as .ci/run does).
+// Package cptest gives tests a local control plane (package controlplane):
+// one shared by a test package, or a private one for a test that restarts
+// components. Without the binaries a test skips with a message, or fails
+// when CONFIGHASH_REQUIRE_CONTROLPLANE is set (as .ci/run does).
 package cptest
 
 import (
@@ -31,22 +31,19 @@ var shared struct {
 // fails it when RequireEnv is set.
 func Require(t testing.TB) {
 	t.Helper()
-	dir, err := controlplane.DefaultBinDir()
-	if err == nil {
-		err = controlplane.CheckBinaries(dir)
-	}
+	err := controlplane.CheckBinaries("")
 	if err == nil {
 		return
 	}
 	if os.Getenv(RequireEnv) != "" {
 		t.Fatalf("%s is set but the control plane is unavailable: %v", RequireEnv, err)
 	}
-	t.Skipf("skipping: control plane binaries not found (%v); run `make controlplane` or point %s at them; set %s=1 to make this a failure",
-		err, controlplane.BinDirEnv, RequireEnv)
+	t.Skipf("skipping: control plane binaries not found (%v); run `make controlplane`, or point %s (or envtest's %s) at them; set %s=1 to make this a failure",
+		err, controlplane.BinDirEnv, controlplane.AssetsEnv, RequireEnv)
 }
 
 // Shared returns the control plane shared by the test package, starting it
-// on first use. Call Main from TestMain to stop it.
+// on first use. Call StopShared from TestMain to stop it.
 func Shared(t testing.TB) *controlplane.ControlPlane {
 	t.Helper()
 	Require(t)
