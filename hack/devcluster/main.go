@@ -42,7 +42,7 @@ type config struct {
 func parseFlags() config {
 	var c config
 	flag.StringVar(&c.kubeconfigOut, "kubeconfig-out", "", "write the admin kubeconfig to this path (required)")
-	flag.StringVar(&c.binDir, "bin-dir", "", "directory with etcd, kube-apiserver, kube-controller-manager (default: $"+controlplane.BinDirEnv+" or <repo>/bin)")
+	flag.StringVar(&c.binDir, "bin-dir", "", "directory with etcd, kube-apiserver, kube-controller-manager (default: $"+controlplane.BinDirEnv+", $"+controlplane.AssetsEnv+" or <repo>/bin)")
 	flag.StringVar(&c.logDir, "log-dir", "", "keep component logs in this directory (default: temporary, removed on exit)")
 	flag.IntVar(&c.apiServerPort, "port", 0, "kube-apiserver port on 127.0.0.1 (0 = pick a free port)")
 	flag.BoolVar(&c.verbose, "v", false, "copy component logs to stderr")
