@@ -6,10 +6,13 @@ import (
 	"math"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -54,8 +57,8 @@ func NewManager(opts Options) (manager.Manager, *Reconciler, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	scheme, err := newScheme()
+	if err != nil {
 		return nil, nil, err
 	}
 	mgr, err := manager.New(cfg, managerOptions(opts, scheme))
@@ -73,6 +76,22 @@ func NewManager(opts Options) (manager.Manager, *Reconciler, error) {
 		return nil, nil, err
 	}
 	return mgr, r, nil
+}
+
+// newScheme registers the API groups the controller reads, writes and
+// names in Events (core, apps, batch, events, coordination), not every
+// group client-go knows: a scheme's type tables are held for the life of
+// the process.
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, eventsv1.AddToScheme, coordinationv1.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			return nil, fmt.Errorf("building the scheme: %w", err)
+		}
+	}
+	return scheme, nil
 }
 
 // RESTConfig is the client configuration of the controller: opts.RESTConfig
