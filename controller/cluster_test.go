@@ -31,45 +31,41 @@ import (
 // (transform included), and hashed; every vector gives its value.
 func TestVectorsThroughTheRealCache(t *testing.T) {
 	e := newEnv(t)
-	vs, err := vectors.Load()
-	require.NoError(t, err)
 	ctx := context.Background()
-	for _, v := range vs {
-		t.Run(v.File, func(t *testing.T) {
-			if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: v.Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				t.Fatal(err)
-			}
-			objs := apiServerObjects(t, v)
-			for _, obj := range objs {
-				obj.SetResourceVersion("")
-				obj.SetUID("")
-				c, err := client.New(e.cfg, client.Options{})
-				require.NoError(t, err)
-				require.NoError(t, c.Create(ctx, obj))
-				t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
-			}
-			opts := controller.CacheOptions(controller.Options{Namespaces: []string{v.Namespace}})
-			c, err := cache.New(e.cfg, opts)
+	vectors.Each(t, func(t *testing.T, v vectors.Vector) {
+		if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: v.Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		objs := apiServerObjects(t, v)
+		for _, obj := range objs {
+			obj.SetResourceVersion("")
+			obj.SetUID("")
+			c, err := client.New(e.cfg, client.Options{})
 			require.NoError(t, err)
-			cctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			go func() { _ = c.Start(cctx) }()
-			var contents []hashing.Content
-			for _, obj := range objs {
-				got := obj.DeepCopyObject().(client.Object)
-				eventually(t, "the cache to hold "+obj.GetName(), func(ctx context.Context) (bool, error) {
-					return c.Get(ctx, client.ObjectKeyFromObject(obj), got) == nil, nil
-				})
-				if s, ok := got.(*corev1.Secret); ok {
-					assert.Nil(t, s.Data, "the cached Secret holds digests only, no value")
-				}
-				content, err := controller.ContentOf(got)
-				require.NoError(t, err)
-				contents = append(contents, content)
+			require.NoError(t, c.Create(ctx, obj))
+			t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
+		}
+		opts := controller.CacheOptions(controller.Options{Namespaces: []string{v.Namespace}})
+		c, err := cache.New(e.cfg, opts)
+		require.NoError(t, err)
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() { _ = c.Start(cctx) }()
+		var contents []hashing.Content
+		for _, obj := range objs {
+			got := obj.DeepCopyObject().(client.Object)
+			eventually(t, "the cache to hold "+obj.GetName(), func(ctx context.Context) (bool, error) {
+				return c.Get(ctx, client.ObjectKeyFromObject(obj), got) == nil, nil
+			})
+			if s, ok := got.(*corev1.Secret); ok {
+				assert.Nil(t, s.Data, "the cached Secret holds digests only, no value")
 			}
-			assert.Equal(t, v.Expected, v.Compute(contents))
-		})
-	}
+			content, err := controller.ContentOf(got)
+			require.NoError(t, err)
+			contents = append(contents, content)
+		}
+		assert.Equal(t, v.Expected, v.Compute(contents))
+	})
 }
 
 // TestInstallManifests applies config/namespaced and config/ (built with
