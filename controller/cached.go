@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/confighash/confighash/hashing"
@@ -26,19 +29,23 @@ import (
 // or CronJob (TransformWorkload): what the controller's decisions read and
 // nothing else. Its identity, versions and annotations (without kubectl's
 // last-applied copy, as key/value pairs with the keys and the namespace
-// interned), and the pod template reduced by ReducePodTemplate, packed as
-// protobuf (PodTemplate unpacks it). It implements client.Object so the
-// informer, its key function and controller-runtime's event handlers take
-// it; the controller reads it from the informer's store (see stores), not
-// through controller-runtime's typed reader, and never writes it.
+// interned), the pod template's annotations (likewise), and what reference
+// discovery finds in the pod spec (hashing.Discover: per config its kind,
+// name, whole or keys, and optional flag), packed in one string. Decisions
+// read only those two of a pod template; PodTemplate gives a template that
+// has them. It implements client.Object so the informer, its key function
+// and controller-runtime's event handlers take it; the controller reads it
+// from the informer's store (see stores), not through controller-runtime's
+// typed reader, and never writes it.
 type cachedWorkload struct {
 	cachedMeta
 	kind       string
 	generation int64
-	// annotations holds key, value, key, value, ... in key order.
-	annotations []string
-	// template is the reduced pod template, as protobuf.
-	template string
+	// annotations and templateAnnotations hold key, value, key, value, ...
+	// in key order.
+	annotations, templateAnnotations []string
+	// uses are the pod spec's uses of configs, packed (see packUses).
+	uses string
 }
 
 var _ client.Object = &cachedWorkload{}
@@ -46,12 +53,8 @@ var _ client.Object = &cachedWorkload{}
 // newCachedWorkload is the cached form of a workload of kind with metadata
 // m and pod template t.
 func newCachedWorkload(kind string, m *metav1.ObjectMeta, t *corev1.PodTemplateSpec) (*cachedWorkload, error) {
-	reduced := ReducePodTemplate(t)
-	raw, err := reduced.Marshal()
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: packing the pod template: %w", kind, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, err)
-	}
-	w := &cachedWorkload{cachedMeta: newCachedMeta(m), kind: kind, generation: m.Generation, template: string(raw)}
+	w := &cachedWorkload{cachedMeta: newCachedMeta(m), kind: kind, generation: m.Generation,
+		templateAnnotations: pairs(t.Annotations, ""), uses: packUses(hashing.Discover(&t.Spec))}
 	w.SetAnnotations(m.Annotations)
 	return w, nil
 }
@@ -60,13 +63,170 @@ func newCachedWorkload(kind string, m *metav1.ObjectMeta, t *corev1.PodTemplateS
 // annotation keys repeat across every cached object.
 func intern(s string) string { return unique.Make(s).Value() }
 
-// podTemplate unpacks the reduced pod template (a new value each call).
+// pairs is m as key, value, key, value, ... in key order, the keys
+// interned, without the key skip; nil when empty.
+func pairs(m map[string]string, skip string) []string {
+	keys := slices.Sorted(maps.Keys(m))
+	keys = slices.DeleteFunc(keys, func(k string) bool { return k == skip })
+	if len(keys) == 0 {
+		return nil
+	}
+	out := make([]string, 0, 2*len(keys))
+	for _, k := range keys {
+		out = append(out, intern(k), m[k])
+	}
+	return out
+}
+
+// fromPairs is the map of pairs; nil when empty.
+func fromPairs(p []string) map[string]string {
+	if len(p) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(p)/2)
+	for i := 0; i+1 < len(p); i += 2 {
+		out[p[i]] = p[i+1]
+	}
+	return out
+}
+
+// Flags of a packed use.
+const (
+	useSecret byte = 1 << iota
+	useAll
+	useOptional
+)
+
+// packUses packs uses: per use a flags byte, its name and its keys (a
+// count, then each), lengths as uvarints.
+func packUses(uses []hashing.Use) string {
+	var b []byte
+	for _, u := range uses {
+		var f byte
+		if u.Kind == hashing.KindSecret {
+			f |= useSecret
+		}
+		if u.All {
+			f |= useAll
+		}
+		if u.Optional {
+			f |= useOptional
+		}
+		b = append(b, f)
+		b = appendString(b, u.Name)
+		b = binary.AppendUvarint(b, uint64(len(u.Keys)))
+		for _, k := range u.Keys {
+			b = appendString(b, k)
+		}
+	}
+	return string(b)
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// unpackUses reads what packUses wrote.
+func unpackUses(packed string) ([]hashing.Use, error) {
+	var out []hashing.Use
+	r := packedReader{s: packed}
+	for !r.done() {
+		f := r.byte()
+		u := hashing.Use{Kind: hashing.KindConfigMap, Name: r.string(), All: f&useAll != 0, Optional: f&useOptional != 0}
+		if f&useSecret != 0 {
+			u.Kind = hashing.KindSecret
+		}
+		n := r.uvarint()
+		for i := uint64(0); i < n && r.err == nil; i++ {
+			u.Keys = append(u.Keys, r.string())
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// packedReader reads a packed string; the first damage sets err.
+type packedReader struct {
+	s   string
+	err error
+}
+
+var errDamaged = errors.New("damaged")
+
+func (r *packedReader) done() bool { return r.err != nil || r.s == "" }
+
+func (r *packedReader) byte() byte {
+	if r.s == "" {
+		r.err = errDamaged
+		return 0
+	}
+	c := r.s[0]
+	r.s = r.s[1:]
+	return c
+}
+
+func (r *packedReader) uvarint() uint64 {
+	n, w := binary.Uvarint([]byte(r.s[:min(len(r.s), binary.MaxVarintLen64)]))
+	if w <= 0 {
+		r.err = errDamaged
+		return 0
+	}
+	r.s = r.s[w:]
+	return n
+}
+
+func (r *packedReader) string() string {
+	n := r.uvarint()
+	if r.err != nil || n > uint64(len(r.s)) {
+		r.err = errDamaged
+		return ""
+	}
+	v := r.s[:n]
+	r.s = r.s[n:]
+	return v
+}
+
+// podTemplate is a pod template with the cached annotations whose pod spec
+// discovery reads as the cached uses (one container referring to each
+// config: whole through envFrom, by key through env), a new value each
+// call. Nothing else of the workload's template is in it.
 func (w *cachedWorkload) podTemplate() (*corev1.PodTemplateSpec, error) {
-	var t corev1.PodTemplateSpec
-	if err := t.Unmarshal([]byte(w.template)); err != nil {
+	uses, err := unpackUses(w.uses)
+	if err != nil {
 		return nil, fmt.Errorf("%s %s/%s: cached pod template: %w", w.kind, w.namespace, w.name, err)
 	}
-	return &t, nil
+	t := &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: fromPairs(w.templateAnnotations)}}
+	if len(uses) == 0 {
+		return t, nil
+	}
+	var c corev1.Container
+	for _, u := range uses {
+		ref := corev1.LocalObjectReference{Name: u.Name}
+		var optional *bool
+		if u.Optional {
+			optional = ptr.To(true)
+		}
+		switch {
+		case u.All && u.Kind == hashing.KindSecret:
+			c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: ref, Optional: optional}})
+		case u.All:
+			c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: ref, Optional: optional}})
+		}
+		for _, k := range u.Keys {
+			from := &corev1.EnvVarSource{}
+			if u.Kind == hashing.KindSecret {
+				from.SecretKeyRef = &corev1.SecretKeySelector{LocalObjectReference: ref, Key: k, Optional: optional}
+			} else {
+				from.ConfigMapKeyRef = &corev1.ConfigMapKeySelector{LocalObjectReference: ref, Key: k, Optional: optional}
+			}
+			c.Env = append(c.Env, corev1.EnvVar{ValueFrom: from})
+		}
+	}
+	t.Spec.Containers = []corev1.Container{c}
+	return t, nil
 }
 
 // MarshalJSON writes the cached form as JSON, its pod template unpacked
@@ -92,36 +252,17 @@ func (w *cachedWorkload) GetObjectKind() schema.ObjectKind { return schema.Empty
 func (w *cachedWorkload) DeepCopyObject() runtime.Object {
 	c := *w
 	c.annotations = slices.Clone(w.annotations)
+	c.templateAnnotations = slices.Clone(w.templateAnnotations)
 	return &c
 }
 
 // GetAnnotations implements metav1.Object: a new map each call, nil when
 // there are none.
-func (w *cachedWorkload) GetAnnotations() map[string]string {
-	if len(w.annotations) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(w.annotations)/2)
-	for i := 0; i+1 < len(w.annotations); i += 2 {
-		out[w.annotations[i]] = w.annotations[i+1]
-	}
-	return out
-}
+func (w *cachedWorkload) GetAnnotations() map[string]string { return fromPairs(w.annotations) }
 
 // SetAnnotations implements metav1.Object. kubectl's last-applied copy is
 // not kept.
-func (w *cachedWorkload) SetAnnotations(a map[string]string) {
-	w.annotations = nil
-	keys := slices.Sorted(maps.Keys(a))
-	keys = slices.DeleteFunc(keys, func(k string) bool { return k == lastApplied })
-	if len(keys) == 0 {
-		return
-	}
-	w.annotations = make([]string, 0, 2*len(keys))
-	for _, k := range keys {
-		w.annotations = append(w.annotations, intern(k), a[k])
-	}
-}
+func (w *cachedWorkload) SetAnnotations(a map[string]string) { w.annotations = pairs(a, lastApplied) }
 
 // GetGeneration implements metav1.Object.
 func (w *cachedWorkload) GetGeneration() int64 { return w.generation }

@@ -66,7 +66,7 @@ func TestCachedWorkload(t *testing.T) {
 			assert.Equal(t, "7", w.GetResourceVersion())
 
 			damaged := w.DeepCopyObject().(*cachedWorkload)
-			damaged.template = damaged.template[:len(damaged.template)-3]
+			damaged.uses = damaged.uses[:len(damaged.uses)-3]
 			_, err = PodTemplate(damaged)
 			assert.ErrorContains(t, err, "Deployment shop/web: cached pod template")
 		})
