@@ -66,8 +66,8 @@ func TransformSecret(obj any) (any, error) {
 // patch of annotations built from those, never the object. So the cached
 // form keeps exactly that: a Deployment, StatefulSet, DaemonSet or CronJob
 // becomes a cachedWorkload, a type of the controller's own holding that
-// metadata and the pod template reduced by ReducePodTemplate, packed (read
-// it with PodTemplate); a ReplicaSet or Job (which nothing here manages but
+// metadata, the pod template's annotations and what reference discovery
+// finds in its pod spec (read it with PodTemplate); a ReplicaSet or Job (which nothing here manages but
 // a cache may hold) keeps its type, that metadata and the reduced template.
 // Status, labels, managedFields, kubectl's last-applied copy and every
 // other spec field are dropped. An unstructured workload (Argo Rollouts)
@@ -108,8 +108,10 @@ func TransformWorkload(obj any) (any, error) {
 
 // PodTemplate returns the pod template of a typed workload (Deployment,
 // StatefulSet, DaemonSet, CronJob) as the controller reads it: from the
-// cached form TransformWorkload gives (the reduced template, unpacked; a
-// new value each call) or from the object as the API server returns it.
+// cached form TransformWorkload gives (a new template each call, with the
+// cached annotations and a pod spec in which reference discovery finds the
+// cached uses, and nothing else) or from the object as the API server
+// returns it.
 func PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
 	switch o := obj.(type) {
 	case *cachedWorkload:

@@ -318,7 +318,7 @@ func TestTransformWorkloadIsLean(t *testing.T) {
 }
 
 // BenchmarkPodTemplate is the cost of reading a cached workload's pod
-// template (unpacking the reduced template), paid by every index, event
+// template (rebuilding it from the cached uses), paid by every index, event
 // handler and reconcile read.
 func BenchmarkPodTemplate(b *testing.B) {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}}
