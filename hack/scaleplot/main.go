@@ -3,9 +3,10 @@
 // reads the JSON lines BenchmarkScale appends to CONFIGHASH_SCALE_OUT.
 // With -build, only the rows of that build (CONFIGHASH_SCALE_LABEL) and, with
 // -shape, of that shape are drawn, so one file can hold a before and an
-// after.
+// after; -compare draws another build's settled heap, start-up and p99 beside
+// them, dashed.
 //
-//	go run ./hack/scaleplot -build after -shape realistic < docs/scale.jsonl > docs/scale.svg
+//	go run ./hack/scaleplot -build after -compare packed -shape realistic < docs/scale.jsonl > docs/scale.svg
 package main
 
 import (
@@ -28,6 +29,7 @@ type row struct {
 	Shape          string  `json:"shape"`
 	StartupSeconds float64 `json:"startupSeconds"`
 	HeapMB         float64 `json:"heapMB"`
+	HeapSettledMB  float64 `json:"heapSettledMB"`
 	RSSMB          float64 `json:"rssMB"`
 	P50ms          float64 `json:"p50ms"`
 	P99ms          float64 `json:"p99ms"`
@@ -37,6 +39,8 @@ type series struct {
 	name  string
 	color string
 	value func(row) float64
+	// rows are the series' own rows (nil: the rows drawn), drawn dashed.
+	rows []row
 }
 
 type panel struct {
@@ -48,29 +52,49 @@ type panel struct {
 func main() {
 	build := flag.String("build", "", "draw only the rows of this build (empty: every row)")
 	shape := flag.String("shape", "", "draw only the rows of this shape (empty: every row)")
+	compare := flag.String("compare", "", "also draw this build's settled heap, start-up and p99, dashed")
 	flag.Parse()
-	rows, err := read(os.Stdin)
+	all, err := read(os.Stdin)
+	var rows, other []row
 	if err == nil {
-		rows, err = only(rows, *build, *shape)
+		rows, err = only(all, *build, *shape)
+	}
+	if err == nil && *compare != "" {
+		other, err = only(all, *compare, *shape)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scaleplot:", err)
 		os.Exit(1)
 	}
-	panels := []panel{
+	fmt.Print(draw(rows, panels(other, *compare)))
+}
+
+// panels are the three plots; other (a build named compare) adds dashed
+// series.
+func panels(other []row, compare string) []panel {
+	p99 := func(r row) float64 { return r.P99ms }
+	settled := func(r row) float64 { return r.HeapSettledMB }
+	startup := func(r row) float64 { return r.StartupSeconds }
+	out := []panel{
 		{"Roll latency beyond the window", "ms", []series{
-			{"p50", "#1f77b4", func(r row) float64 { return r.P50ms }},
-			{"p99", "#d62728", func(r row) float64 { return r.P99ms }},
+			{"p50", "#1f77b4", func(r row) float64 { return r.P50ms }, nil},
+			{"p99", "#d62728", p99, nil},
 		}},
 		{"Controller memory", "MB", []series{
-			{"heap in use", "#1f77b4", func(r row) float64 { return r.HeapMB }},
-			{"RSS", "#ff7f0e", func(r row) float64 { return r.RSSMB }},
+			{"heap in use", "#1f77b4", func(r row) float64 { return r.HeapMB }, nil},
+			{"heap settled", "#9467bd", settled, nil},
+			{"RSS", "#ff7f0e", func(r row) float64 { return r.RSSMB }, nil},
 		}},
 		{"Start-up to all in sync", "s", []series{
-			{"start-up", "#2ca02c", func(r row) float64 { return r.StartupSeconds }},
+			{"start-up", "#2ca02c", startup, nil},
 		}},
 	}
-	fmt.Print(draw(rows, panels))
+	if len(other) > 0 {
+		out[0].series = append(out[0].series, series{"p99, " + compare, "#d62728", p99, other})
+		out[1].series = append(out[1].series, series{"heap settled, " + compare, "#9467bd", settled, other})
+		out[2].series = append(out[2].series, series{"start-up, " + compare, "#2ca02c", startup, other})
+	}
+	return out
 }
 
 func read(r io.Reader) ([]row, error) {
@@ -126,12 +150,19 @@ func draw(rows []row, panels []panel) string {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`+"\n", width, panelH)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", width, panelH)
 	maxW := float64(rows[len(rows)-1].Workloads)
+	for _, p := range panels {
+		for _, s := range p.series {
+			for _, r := range s.rows {
+				maxW = math.Max(maxW, float64(r.Workloads))
+			}
+		}
+	}
 	for i, p := range panels {
 		x0 := float64(i*panelW + left)
 		plotW, plotH := float64(panelW-left-right), float64(panelH-top-bottom)
 		maxY := 0.0
 		for _, s := range p.series {
-			for _, r := range rows {
+			for _, r := range s.of(rows) {
 				maxY = math.Max(maxY, s.value(r))
 			}
 		}
@@ -147,18 +178,22 @@ func draw(rows []row, panels []panel) string {
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x0, py(v), x0+plotW, py(v))
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", x0-4, py(v)+4, label(v))
 		}
-		for _, r := range rows {
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%d</text>`+"\n", px(r.Workloads), py(0)+14, r.Workloads)
+		for _, w := range scales(rows, p.series) {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%d</text>`+"\n", px(w), py(0)+14, w)
 		}
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">workloads (%s on the left axis)</text>`+"\n", x0+plotW/2, panelH-8, p.unit)
 		// Lines, points and legend.
 		for k, s := range p.series {
 			var pts []string
-			for _, r := range rows {
+			for _, r := range s.of(rows) {
 				pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(r.Workloads), py(s.value(r))))
 			}
-			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", s.color, strings.Join(pts, " "))
-			for _, r := range rows {
+			dash := ""
+			if s.rows != nil {
+				dash = ` stroke-dasharray="5,3"`
+			}
+			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", s.color, dash, strings.Join(pts, " "))
+			for _, r := range s.of(rows) {
 				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", px(r.Workloads), py(s.value(r)), s.color)
 			}
 			ly := float64(top + 4 + 14*k)
@@ -168,6 +203,34 @@ func draw(rows []row, panels []panel) string {
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// scales are the workload counts drawn in a panel, each once, in order.
+func scales(drawn []row, ss []series) []int {
+	seen := map[int]bool{}
+	var out []int
+	add := func(rs []row) {
+		for _, r := range rs {
+			if !seen[r.Workloads] {
+				seen[r.Workloads] = true
+				out = append(out, r.Workloads)
+			}
+		}
+	}
+	add(drawn)
+	for _, s := range ss {
+		add(s.rows)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// of is the rows a series draws: its own, or drawn.
+func (s series) of(drawn []row) []row {
+	if s.rows != nil {
+		return s.rows
+	}
+	return drawn
 }
 
 // niceCeil rounds v up to 1, 2 or 5 times a power of ten.

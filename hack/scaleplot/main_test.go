@@ -28,8 +28,8 @@ func TestReadSortsAndRejects(t *testing.T) {
 func TestDrawPlacesPoints(t *testing.T) {
 	rows := []row{{Workloads: 1000, P50ms: 10, P99ms: 40}, {Workloads: 2000, P50ms: 20, P99ms: 100}}
 	svg := draw(rows, []panel{{"latency", "ms", []series{
-		{"p50", "red", func(r row) float64 { return r.P50ms }},
-		{"p99", "blue", func(r row) float64 { return r.P99ms }},
+		{"p50", "red", func(r row) float64 { return r.P50ms }, nil},
+		{"p99", "blue", func(r row) float64 { return r.P99ms }, nil},
 	}}})
 	assert.True(t, strings.HasPrefix(svg, "<svg "))
 	assert.Equal(t, 2, strings.Count(svg, "<polyline"))
@@ -55,4 +55,29 @@ func TestOnlyFilters(t *testing.T) {
 	assert.Len(t, got, 3)
 	_, err = only(rows, "nightly", "")
 	assert.ErrorContains(t, err, `no results of build "nightly"`)
+}
+
+// TestDrawCompares: a compared build's series are dashed and drawn on the
+// same axes, which stretch to its largest scale.
+func TestDrawCompares(t *testing.T) {
+	rows := []row{{Workloads: 1000, HeapSettledMB: 10}, {Workloads: 2000, HeapSettledMB: 20}}
+	other := []row{{Workloads: 1000, HeapSettledMB: 50}, {Workloads: 4000, HeapSettledMB: 100}}
+	tests := []struct {
+		name                  string
+		other                 []row
+		dashed, polylines     int
+		rightmost, rightLabel string
+	}{
+		{name: "alone", polylines: 6, rightmost: `<circle cx="285.0"`, rightLabel: ">2000<"},
+		{name: "compared", other: other, dashed: 3, polylines: 9, rightmost: `<circle cx="585.0" cy="40.0" r="3" fill="#9467bd"/>`, rightLabel: ">4000<"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svg := draw(rows, panels(tt.other, "before"))
+			assert.Equal(t, tt.polylines, strings.Count(svg, "<polyline"))
+			assert.Equal(t, tt.dashed, strings.Count(svg, "stroke-dasharray"))
+			assert.Contains(t, svg, tt.rightmost)
+			assert.Contains(t, svg, tt.rightLabel)
+		})
+	}
 }
