@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -145,7 +144,11 @@ func Decide(in Input) Decision {
 	// compared with its first observed content, and still gets its
 	// baseline written.
 	_, unrecorded := compareBaseline(baseline, in.LiveExternal)
-	changed, _ := compareBaseline(withFirstSeen(baseline, in.FirstSeen), in.LiveExternal)
+	// The first observed hashes win over a recorded entry: this process
+	// remembers one only where there was no baseline when the config
+	// changed, or where the baseline written since already held the changed
+	// content (it absorbed the edit).
+	changed, _ := compareBaseline(merged(baseline, in.FirstSeen), in.LiveExternal)
 	if in.RenderHash != "" && in.LiveIn != in.RenderHash {
 		return Decision{Action: ActionRoll, Reason: ReasonRenderMismatch, Record: roll, Changed: changed}
 	}
@@ -156,22 +159,6 @@ func Decide(in Input) Decision {
 		return Decision{Action: ActionRecordBaseline, Reason: ReasonNewExternal, Record: Record{Baseline: roll.Baseline}}
 	}
 	return Decision{Action: ActionNone, Reason: ReasonInSync}
-}
-
-// withFirstSeen overlays the first observed hashes on a baseline. They win
-// over a recorded entry: this process remembers one only where there was
-// no baseline when the config changed, or where the baseline written since
-// already held the changed content (it absorbed the edit).
-func withFirstSeen(baseline, firstSeen map[string]string) map[string]string {
-	if len(firstSeen) == 0 {
-		return baseline
-	}
-	out := maps.Clone(baseline)
-	if out == nil {
-		out = map[string]string{}
-	}
-	maps.Copy(out, firstSeen)
-	return out
 }
 
 // baseOf is the controller-base value for a render-time annotation.

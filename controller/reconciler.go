@@ -179,6 +179,8 @@ func (r *Reconciler) view(req Request, obj client.Object, tmpl *corev1.PodTempla
 	return inspect(req.Namespace, meta, tmpl, r.keys, r.keyID)
 }
 
+// merged returns base with the entries of over laid on it: base itself when
+// over is empty, else a copy, so neither map changes.
 func merged(base, over map[string]string) map[string]string {
 	if len(over) == 0 {
 		return base
