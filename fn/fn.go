@@ -2,6 +2,7 @@ package fn
 
 import (
 	"bytes"
+	stderrors "errors"
 	"fmt"
 	"io"
 
@@ -52,14 +53,10 @@ func Run(p Processor, in io.Reader, out io.Writer) (Results, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the ResourceList: %w", err)
 	}
-	if input, err = normaliseResourceList(input); err != nil {
-		return nil, err
-	}
 	var buf bytes.Buffer
-	rw := &kio.ByteReadWriter{Reader: bytes.NewReader(input), Writer: &buf, KeepReaderAnnotations: true, PreserveSeqIndent: true}
-	items, err := rw.Read()
+	rw, items, err := readResourceList(input, &buf)
 	if err != nil {
-		return nil, fmt.Errorf("reading the ResourceList: %w", err)
+		return nil, err
 	}
 	rl := &ResourceList{Items: items, FunctionConfig: rw.FunctionConfig}
 	if err := p.Process(rl); err != nil {
@@ -78,6 +75,68 @@ func Run(p Processor, in io.Reader, out io.Writer) (Results, error) {
 	}
 	_, err = out.Write(buf.Bytes())
 	return rl.Results, err
+}
+
+// readResourceList checks input as normaliseResourceList does and returns
+// its items, with a ByteReadWriter set up to write the output ResourceList to
+// w. The items are those kyaml's kio.ByteReadWriter would read.
+//
+// The check parses the ResourceList into a tree. Where that tree is what kio
+// would read (one document with nothing to expand, which is the usual case),
+// the items are taken from it, and the input is parsed once; otherwise the
+// expanded text is read by kio, a second parse (readResourceListTwice).
+func readResourceList(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, error) {
+	// kio reads the text with CRLF line ends made LF and cuts it at "---"
+	// lines: text without a CR or such a line is one tree as it stands. An
+	// error, or anything to expand, is left to the two reads, whose errors
+	// are the ones to give.
+	if bytes.IndexByte(input, '\r') >= 0 || bytes.HasPrefix(input, []byte("---")) || bytes.Contains(input, []byte("\n---")) {
+		return readResourceListTwice(input, w)
+	}
+	root, changed, err := checkResourceList(input)
+	if err != nil || changed {
+		return readResourceListTwice(input, w)
+	}
+	node := yaml.NewRNode(root)
+	meta, err := node.GetMeta()
+	items, fc := node.Field("items"), node.Field("functionConfig")
+	// kio annotates the ResourceList it reads, which fails on some metadata
+	// and is of no use here: a ResourceList with metadata, or one kio would
+	// not unwrap, is left to kio.
+	if (err != nil && !stderrors.Is(err, yaml.ErrMissingMetadata)) || node.Field("metadata") != nil ||
+		(meta.Kind != kio.ResourceListKind && meta.Kind != "List") || (items == nil && fc == nil) {
+		return readResourceListTwice(input, w)
+	}
+	rw := &kio.ByteReadWriter{Writer: w, KeepReaderAnnotations: true, PreserveSeqIndent: true,
+		WrappingKind: meta.Kind, WrappingAPIVersion: meta.APIVersion}
+	if fc != nil {
+		rw.FunctionConfig = fc.Value
+	}
+	if res := node.Field("results"); res != nil {
+		rw.Results = res.Value
+	}
+	var out []*yaml.RNode
+	if items != nil {
+		for _, it := range items.Value.Content() {
+			out = append(out, yaml.NewRNode(it))
+		}
+	}
+	return rw, out, nil
+}
+
+// readResourceListTwice checks input with normaliseResourceList and reads
+// the result with kio.
+func readResourceListTwice(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, error) {
+	input, err := normaliseResourceList(input)
+	if err != nil {
+		return nil, nil, err
+	}
+	rw := &kio.ByteReadWriter{Reader: bytes.NewReader(input), Writer: w, KeepReaderAnnotations: true, PreserveSeqIndent: true}
+	items, err := rw.Read()
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the ResourceList: %w", err)
+	}
+	return rw, items, nil
 }
 
 func resultsNode(results Results) (*yaml.RNode, error) {
