@@ -70,6 +70,8 @@ func (o output) writeTo(w io.Writer) error {
 	return nil
 }
 
+// process is Process without joining the output: the edits and the input
+// they apply to.
 func process(input []byte, opts inject.Options) (output, *inject.Report, error) {
 	chunks := split(input)
 	docs := make([]inject.Doc, 0, len(chunks))
