@@ -42,7 +42,7 @@ func (p Processor) Process(rl *ResourceList) error {
 }
 
 // Run executes the function on a ResourceList read from in, its items read
-// as kubectl and the API server would read them (normaliseResourceList). The output
+// as kubectl and the API server would read them (checkResourceList). The output
 // ResourceList goes to out only when the function succeeds; otherwise the
 // error is returned and nothing is written. It does framework.Execute's IO
 // without its internal-annotation reconciliation, which this function never
@@ -77,14 +77,15 @@ func Run(p Processor, in io.Reader, out io.Writer) (Results, error) {
 	return rl.Results, err
 }
 
-// readResourceList checks input as normaliseResourceList does and returns
+// readResourceList checks input (checkResourceList) and returns
 // its items, with a ByteReadWriter set up to write the output ResourceList to
 // w. The items are those kyaml's kio.ByteReadWriter would read.
 //
 // The check parses the ResourceList into a tree. Where that tree is what kio
 // would read (one document with nothing to expand, which is the usual case),
-// the items are taken from it, and the input is parsed once; otherwise the
-// expanded text is read by kio, a second parse (readResourceListTwice).
+// the items are taken from it, and the input is parsed once; otherwise kio
+// reads the text (the expanded text, when the check expanded anything), a
+// second parse.
 func readResourceList(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, error) {
 	// kio reads the text with CRLF line ends made LF and cuts it at "---"
 	// lines: text without a CR or such a line is one tree as it stands. An
@@ -94,8 +95,11 @@ func readResourceList(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.R
 		return readResourceListTwice(input, w)
 	}
 	root, changed, err := checkResourceList(input)
-	if err != nil || changed {
-		return readResourceListTwice(input, w)
+	if err != nil {
+		return nil, nil, err
+	}
+	if changed {
+		return readExpanded(root, w)
 	}
 	node := yaml.NewRNode(root)
 	meta, err := node.GetMeta()
@@ -105,7 +109,7 @@ func readResourceList(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.R
 	// not unwrap, is left to kio.
 	if (err != nil && !stderrors.Is(err, yaml.ErrMissingMetadata)) || node.Field("metadata") != nil ||
 		(meta.Kind != kio.ResourceListKind && meta.Kind != "List") || (items == nil && fc == nil) {
-		return readResourceListTwice(input, w)
+		return readWithKio(input, w)
 	}
 	rw := &kio.ByteReadWriter{Writer: w, KeepReaderAnnotations: true, PreserveSeqIndent: true,
 		WrappingKind: meta.Kind, WrappingAPIVersion: meta.APIVersion}
@@ -124,13 +128,31 @@ func readResourceList(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.R
 	return rw, out, nil
 }
 
-// readResourceListTwice checks input with normaliseResourceList and reads
-// the result with kio.
+// readResourceListTwice checks input (checkResourceList) and reads it, or
+// the expanded text, with kio.
 func readResourceListTwice(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, error) {
-	input, err := normaliseResourceList(input)
+	root, changed, err := checkResourceList(input)
 	if err != nil {
 		return nil, nil, err
 	}
+	if changed {
+		return readExpanded(root, w)
+	}
+	return readWithKio(input, w)
+}
+
+// readExpanded writes the ResourceList the check expanded anew and reads
+// that text with kio.
+func readExpanded(root *yaml.Node, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, error) {
+	text, err := yaml.NewRNode(root).String()
+	if err != nil {
+		return nil, nil, fmt.Errorf("writing the expanded ResourceList: %w", err)
+	}
+	return readWithKio([]byte(text), w)
+}
+
+// readWithKio reads a checked ResourceList with kio.
+func readWithKio(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, error) {
 	rw := &kio.ByteReadWriter{Reader: bytes.NewReader(input), Writer: w, KeepReaderAnnotations: true, PreserveSeqIndent: true}
 	items, err := rw.Read()
 	if err != nil {

@@ -11,29 +11,12 @@ import (
 	"github.com/confighash/confighash/internal/yamlnorm"
 )
 
-// normaliseResourceList reads a ResourceList as kubectl and the API server
-// would read its items: items must be a list of objects, a key written twice
-// in one mapping is an error naming the item, and anchors, aliases and merge
-// keys are expanded (alias bombs refused). Input without any comes back
-// unchanged; otherwise the expanded ResourceList is written anew.
-func normaliseResourceList(input []byte) ([]byte, error) {
-	root, changed, err := checkResourceList(input)
-	if err != nil {
-		return nil, err
-	}
-	if !changed {
-		return input, nil
-	}
-	out, err := yaml.NewRNode(root).String()
-	if err != nil {
-		return nil, fmt.Errorf("writing the expanded ResourceList: %w", err)
-	}
-	return []byte(out), nil
-}
-
-// checkResourceList parses input and makes it read as the API server would
-// read it (see normaliseResourceList): it returns the ResourceList's root
-// mapping, expanded in place, and whether there was anything to expand.
+// checkResourceList parses a ResourceList and makes it read as kubectl and the
+// API server would read its items: items must be a list of objects, a key
+// written twice in one mapping is an error naming the item, and anchors,
+// aliases and merge keys are expanded (alias bombs refused). It returns the
+// ResourceList's root mapping, expanded in place, and whether there was
+// anything to expand.
 func checkResourceList(input []byte) (*yaml.Node, bool, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(input, &doc); err != nil {
