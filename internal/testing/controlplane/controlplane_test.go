@@ -52,18 +52,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// requireBinaries skips the test when the control plane binaries are absent,
-// unless CONFIGHASH_REQUIRE_CONTROLPLANE is set, in which case it fails.
-func requireBinaries(t *testing.T) {
-	t.Helper()
-	cptest.Require(t)
-}
-
 // sharedControlPlane returns the package's control plane, starting it on
 // first use.
 func sharedControlPlane(t *testing.T) *controlplane.ControlPlane {
 	t.Helper()
-	requireBinaries(t)
+	cptest.Require(t)
 	shared.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
@@ -379,7 +372,7 @@ func TestStartFailsWithMissingBinaries(t *testing.T) {
 }
 
 func TestStartFailureIncludesLogTail(t *testing.T) {
-	requireBinaries(t)
+	cptest.Require(t)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
