@@ -53,6 +53,13 @@ func Run(p Processor, in io.Reader, out io.Writer) (Results, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the ResourceList: %w", err)
 	}
+	return RunBytes(p, input, out)
+}
+
+// RunBytes is Run on a ResourceList already read, for a caller that has the
+// bytes in hand (bin/confighash reads standard input before it knows which
+// mode it is in).
+func RunBytes(p Processor, input []byte, out io.Writer) (Results, error) {
 	var buf bytes.Buffer
 	rw, items, err := readResourceList(input, &buf)
 	if err != nil {

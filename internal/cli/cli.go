@@ -135,7 +135,7 @@ func run(o options, stdio IO) error {
 		return fmt.Errorf("reading standard input: %w", err)
 	}
 	if isResourceList(input) {
-		results, err := fn.Run(fn.Processor{Base: o.Options}, bytes.NewReader(input), stdio.Out)
+		results, err := fn.RunBytes(fn.Processor{Base: o.Options}, input, stdio.Out)
 		if !o.quiet {
 			for _, r := range results {
 				if r.Severity != fn.Info {

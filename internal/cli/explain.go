@@ -226,7 +226,7 @@ func subcommand(fs *flag.FlagSet, args []string, stdio IO) (options, *inject.Rep
 	if err != nil {
 		return o, nil, err
 	}
-	input, err := io.ReadAll(stdio.In)
+	input, err := readAll(stdio.In)
 	if err != nil {
 		return o, nil, fmt.Errorf("reading standard input: %w", err)
 	}
