@@ -43,14 +43,8 @@ func ReadsAsString(v *yaml.Node) bool {
 // Kind returns what scalar v is to the strictest YAML reader, for a
 // message naming why it is not a string.
 func Kind(v *yaml.Node) yaml11.Kind {
-	switch v.Kind {
-	case yaml.MappingNode:
-		return "a map"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-	default:
-		return "an alias"
+	if name, ok := yamlnode.NonScalar(v); ok {
+		return yaml11.Kind(name)
 	}
 	if k := yaml11.Scalar(v); k != yaml11.String {
 		return k

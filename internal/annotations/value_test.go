@@ -45,6 +45,9 @@ func TestKind(t *testing.T) {
 	} {
 		assert.Equal(t, want, annotations.Kind(parse(t, "k: "+text+"\n").Content[1]), "%s", text)
 	}
+	alias := parse(t, "a: &x abc\nk: *x\n").Content[3]
+	assert.Equal(t, yaml11.Kind("an alias"), annotations.Kind(alias))
+	assert.Equal(t, yaml11.Binary, annotations.Kind(parse(t, "k: !!binary aGk=\n").Content[1]))
 }
 
 // TestPlainSafe: a value written plain reads back as the same string in

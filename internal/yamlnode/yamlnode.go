@@ -28,3 +28,22 @@ func Path(n *yaml.Node, keys ...string) *yaml.Node {
 	}
 	return n
 }
+
+// NonScalar names node n for error messages when it is no scalar: "a map",
+// "a list", "an alias", or "nothing" for a document or an empty node. For a
+// scalar it returns ok false: what a scalar is depends on the reader's rule
+// (its tag to yamlnorm, yaml11's to the annotations), which the caller
+// names.
+func NonScalar(n *yaml.Node) (name string, ok bool) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return "", false
+	case yaml.MappingNode:
+		return "a map", true
+	case yaml.SequenceNode:
+		return "a list", true
+	case yaml.AliasNode:
+		return "an alias", true
+	}
+	return "nothing", true
+}

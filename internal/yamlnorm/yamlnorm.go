@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/internal/yamlnode"
 )
 
 // MaxNodes bounds how many nodes one document may expand to through
@@ -338,25 +340,18 @@ func clearAnchors(n *yaml.Node) {
 	}
 }
 
-// Describe names a node kind for error messages.
+// Describe names a node kind for error messages: a scalar by its tag.
 func Describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a map"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.AliasNode:
-		return "an alias"
-	case yaml.ScalarNode:
-		switch n.Tag {
-		case yaml.NodeTagInt, yaml.NodeTagFloat:
-			return "a number"
-		case yaml.NodeTagBool:
-			return "a boolean"
-		case yaml.NodeTagNull:
-			return "null"
-		}
-		return "a " + strings.TrimPrefix(n.Tag, "!!")
+	if name, ok := yamlnode.NonScalar(n); ok {
+		return name
 	}
-	return "nothing"
+	switch n.Tag {
+	case yaml.NodeTagInt, yaml.NodeTagFloat:
+		return "a number"
+	case yaml.NodeTagBool:
+		return "a boolean"
+	case yaml.NodeTagNull:
+		return "null"
+	}
+	return "a " + strings.TrimPrefix(n.Tag, "!!")
 }
