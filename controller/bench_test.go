@@ -23,6 +23,7 @@ import (
 	"github.com/confighash/confighash/controller"
 	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/controllercmd"
+	"github.com/confighash/confighash/internal/testing/kubetest"
 )
 
 // BenchmarkCacheMemory caches N ConfigMaps and N Secrets of one payload size
@@ -72,34 +73,20 @@ func populate(b *testing.B, e *env, n, size int) {
 		unit := fmt.Sprintf("%d-%d-", i, k)
 		return strings.Repeat(unit, size/4/len(unit)+1)[:size/4]
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 2*n)
-	sem := make(chan struct{}, 16)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Labels: map[string]string{"app": "bench"}}, Data: map[string]string{}}
-			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%d", i), Labels: map[string]string{"app": "bench"}}, Data: map[string][]byte{}}
-			for k := 0; k < 4; k++ {
-				cm.Data[fmt.Sprintf("key-%d", k)] = value(i, k)
-				s.Data[fmt.Sprintf("key-%d", k)] = []byte(value(i, k))
-			}
-			if _, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, cm, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
-				errs <- err
-			}
-			if _, err := e.cs.CoreV1().Secrets(e.ns).Create(ctx, s, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
-				errs <- err
-			}
-		}(i)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+	err := kubetest.Parallel(n, 16, func(i int) error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Labels: map[string]string{"app": "bench"}}, Data: map[string]string{}}
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%d", i), Labels: map[string]string{"app": "bench"}}, Data: map[string][]byte{}}
+		for k := 0; k < 4; k++ {
+			cm.Data[fmt.Sprintf("key-%d", k)] = value(i, k)
+			s.Data[fmt.Sprintf("key-%d", k)] = []byte(value(i, k))
+		}
+		if _, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, cm, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
+			return err
+		}
+		_, err := e.cs.CoreV1().Secrets(e.ns).Create(ctx, s, metav1.CreateOptions{FieldManager: "helm"})
+		return err
+	})
+	require.NoError(b, err)
 }
 
 // cacheHeap starts a cache of ConfigMaps and Secrets with opts, waits for
@@ -216,55 +203,39 @@ func BenchmarkRolloutLatency(b *testing.B) {
 func createWorkloads(b testing.TB, e *env, n int) {
 	b.Helper()
 	ctx := context.Background()
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	errs := make(chan error, 2*n)
 	zero := int32(0)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			name := fmt.Sprintf("app-%d", i)
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"LOG_LEVEL": "info", "OTHER": "x"}}
-			if _, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-				errs <- err
-				return
-			}
-			content, err := controller.ContentOf(cm)
-			if err != nil {
-				errs <- err
-				return
-			}
-			use := hashing.Use{Kind: hashing.KindConfigMap, Name: name, Keys: []string{"LOG_LEVEL"}}
-			renderHash := hashing.Compute(e.ns, []hashing.Use{use}, func(hashing.Kind, string) (hashing.Content, bool) { return content, true }, hashing.Options{})
-			labels := map[string]string{"app": name}
-			d := &appsv1.Deployment{
-				ObjectMeta: metav1.ObjectMeta{Name: name},
-				Spec: appsv1.DeploymentSpec{
-					Replicas: &zero,
-					Selector: &metav1.LabelSelector{MatchLabels: labels},
-					Template: corev1.PodTemplateSpec{
-						ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{"confighash.dev/hash": renderHash}},
-						Spec: corev1.PodSpec{Containers: []corev1.Container{{
-							Name: "app", Image: "registry.invalid/app:1",
-							Env: []corev1.EnvVar{{Name: "LOG_LEVEL", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
-								LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "LOG_LEVEL"}}}},
-						}}},
-					},
+	err := kubetest.Parallel(n, 16, func(i int) error {
+		name := fmt.Sprintf("app-%d", i)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"LOG_LEVEL": "info", "OTHER": "x"}}
+		if _, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		content, err := controller.ContentOf(cm)
+		if err != nil {
+			return err
+		}
+		use := hashing.Use{Kind: hashing.KindConfigMap, Name: name, Keys: []string{"LOG_LEVEL"}}
+		renderHash := hashing.Compute(e.ns, []hashing.Use{use}, func(hashing.Kind, string) (hashing.Content, bool) { return content, true }, hashing.Options{})
+		labels := map[string]string{"app": name}
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: &zero,
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{"confighash.dev/hash": renderHash}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{
+						Name: "app", Image: "registry.invalid/app:1",
+						Env: []corev1.EnvVar{{Name: "LOG_LEVEL", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+							LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "LOG_LEVEL"}}}},
+					}}},
 				},
-			}
-			if _, err := e.cs.AppsV1().Deployments(e.ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
-				errs <- err
-			}
-		}(i)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+			},
+		}
+		_, err = e.cs.AppsV1().Deployments(e.ns).Create(ctx, d, metav1.CreateOptions{})
+		return err
+	})
+	require.NoError(b, err)
 }
 
 // requestCounter counts API requests by verb and resource.

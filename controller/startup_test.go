@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/confighash/confighash/internal/testing/kubetest"
 )
 
 const (
@@ -32,46 +34,31 @@ func (e *env) createFleet(n int) {
 	e.t.Helper()
 	ctx := context.Background()
 	zero := int32(0)
-	var wg sync.WaitGroup
-	errs := make(chan error, 2*n)
-	sem := make(chan struct{}, 16)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c-%d", i)}, Data: map[string]string{"v": "1"}}
-			if _, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-				errs <- err
-				return
-			}
-			labels := map[string]string{"app": fmt.Sprintf("w-%d", i)}
-			d := &appsv1.Deployment{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("w-%d", i), Annotations: map[string]string{"confighash.dev/enabled": "true"}},
-				Spec: appsv1.DeploymentSpec{
-					Replicas: &zero,
-					Selector: &metav1.LabelSelector{MatchLabels: labels},
-					Template: corev1.PodTemplateSpec{
-						ObjectMeta: metav1.ObjectMeta{Labels: labels},
-						Spec: corev1.PodSpec{Containers: []corev1.Container{{
-							Name: "app", Image: "registry.invalid/app:1",
-							EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
-								LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}},
-						}}},
-					},
+	err := kubetest.Parallel(n, 16, func(i int) error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c-%d", i)}, Data: map[string]string{"v": "1"}}
+		if _, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		labels := map[string]string{"app": fmt.Sprintf("w-%d", i)}
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("w-%d", i), Annotations: map[string]string{"confighash.dev/enabled": "true"}},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: &zero,
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{
+						Name: "app", Image: "registry.invalid/app:1",
+						EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+							LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}},
+					}}},
 				},
-			}
-			if _, err := e.cs.AppsV1().Deployments(e.ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		e.t.Fatal(err)
-	}
+			},
+		}
+		_, err := e.cs.AppsV1().Deployments(e.ns).Create(ctx, d, metav1.CreateOptions{})
+		return err
+	})
+	require.NoError(e.t, err)
 	eventually(e.t, "the Deployment controller to observe the fleet", func(ctx context.Context) (bool, error) {
 		list, err := e.cs.AppsV1().Deployments(e.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {

@@ -4,6 +4,7 @@
 // the way kubectl edit makes one (Edit), the revisions a workload owns
 // (OwnedReplicaSets, OwnedControllerRevisions), building the commands of
 // this module (BuildCommands), running one as a process with its logs kept
-// (StartProcess) and reading a Prometheus /metrics endpoint (Metric). It is
+// (StartProcess), reading a Prometheus /metrics endpoint (Metric) and
+// creating many objects at once with bounded concurrency (Parallel). It is
 // test support: product packages do not import it.
 package kubetest
