@@ -49,9 +49,9 @@ func TestMatchesHelmTemplate(t *testing.T) {
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
 					chart := tc.chart(t)
-					want, stderr, err := h.template(chart, tc.key)
-					if err != nil {
-						t.Fatalf("helm%d template %s: %v\n%s", sdk.major, chart, err, stderr)
+					res := h.template(t, chart, tc.key)
+					if res.ExitCode != 0 {
+						t.Fatalf("%s template %s: exit %d\n%s", h, chart, res.ExitCode, res.Stderr)
 					}
 					pr, err := postrenderer.New(postrenderer.Options{Namespace: namespace, HMACKey: tc.key, Warnings: io.Discard})
 					if err != nil {
@@ -64,21 +64,21 @@ func TestMatchesHelmTemplate(t *testing.T) {
 					if !strings.Contains(got.String(), tc.want) {
 						t.Errorf("no %q in the SDK's output: the post-renderer did not run\n%s", tc.want, got.String())
 					}
-					compare(t, got.String(), want)
+					compare(t, got.String(), res.Stdout)
 				})
 			}
 			t.Run("command line", func(t *testing.T) {
 				chart := exampleChart(t)
-				want, stderr, err := h.template(chart, nil)
-				if err != nil {
-					t.Fatalf("helm%d template %s: %v\n%s", sdk.major, chart, err, stderr)
+				res := h.template(t, chart, nil)
+				if res.ExitCode != 0 {
+					t.Fatalf("%s template %s: exit %d\n%s", h, chart, res.ExitCode, res.Stderr)
 				}
 				var stdout, errb bytes.Buffer
 				args := []string{"-helm", fmt.Sprint(sdk.major), "-namespace", namespace, release, chart}
 				if err := run(args, &stdout, &errb); err != nil {
 					t.Fatalf("helm-sdk %s: %v\n%s", strings.Join(args, " "), err, errb.String())
 				}
-				compare(t, stdout.String(), want)
+				compare(t, stdout.String(), res.Stdout)
 			})
 		})
 	}
@@ -100,10 +100,10 @@ func TestFailure(t *testing.T) {
 	for _, sdk := range sdks {
 		t.Run(fmt.Sprintf("helm%d", sdk.major), func(t *testing.T) {
 			h := newHelm(t, sdk.major)
-			if stdout, stderr, err := h.template(chart, nil); err == nil {
-				t.Errorf("helm%d template succeeded:\n%s", sdk.major, stdout)
-			} else if !strings.Contains(stderr, want) {
-				t.Errorf("helm%d template's error does not say %q:\n%s", sdk.major, want, stderr)
+			if res := h.template(t, chart, nil); res.ExitCode == 0 {
+				t.Errorf("%s template succeeded:\n%s", h, res.Stdout)
+			} else if !strings.Contains(res.Stderr, want) {
+				t.Errorf("%s template's error does not say %q:\n%s", h, want, res.Stderr)
 			}
 			pr, err := postrenderer.New(postrenderer.Options{Namespace: namespace})
 			if err != nil {

@@ -13,7 +13,12 @@ import (
 	"testing"
 )
 
-// RepoRoot returns the module root, found by walking up to go.mod.
+// mainModule starts the go.mod of the checkout's main module.
+const mainModule = "module github.com/confighash/confighash\n"
+
+// RepoRoot returns the checkout: the nearest folder at or above the working
+// directory whose go.mod is the main module's, so that a module of its own
+// below it (examples/helm-sdk) finds it too.
 func RepoRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
@@ -21,12 +26,12 @@ func RepoRoot(t testing.TB) string {
 		t.Fatal(err)
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.HasPrefix(b, []byte(mainModule)) {
 			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Fatal("go.mod not found above the working directory")
+			t.Fatal("no go.mod of github.com/confighash/confighash at or above the working directory")
 		}
 		dir = parent
 	}
