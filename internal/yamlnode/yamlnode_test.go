@@ -44,31 +44,18 @@ func TestPath(t *testing.T) {
 }
 
 // TestNonScalar names every kind of node but a scalar, whose name is the
-// caller's rule.
+// caller's rule ("" and false).
 func TestNonScalar(t *testing.T) {
 	var doc yaml.Node
-	require.NoError(t, yaml.Unmarshal([]byte("m: {a: b}\nl: [a]\na: &x s\nr: *x\ns: text\nn: 1\n"), &doc))
-	root := doc.Content[0]
-	tests := []struct {
-		name string
-		node *yaml.Node
-		want string
-		ok   bool
-	}{
-		{"a mapping", yamlnode.Child(root, "m"), "a map", true},
-		{"a sequence", yamlnode.Child(root, "l"), "a list", true},
-		{"an alias", yamlnode.Child(root, "r"), "an alias", true},
-		{"a document", &doc, "nothing", true},
-		{"a zero node", &yaml.Node{}, "nothing", true},
-		{"a string scalar", yamlnode.Child(root, "s"), "", false},
-		{"a number scalar", yamlnode.Child(root, "n"), "", false},
+	require.NoError(t, yaml.Unmarshal([]byte("a: &x s\nm: {a: b}\nl: [a]\nr: *x\ns: abc\nn: 1\n"), &doc))
+	for key, want := range map[string]string{"m": "a map", "l": "a list", "r": "an alias", "s": "", "n": ""} {
+		got, ok := yamlnode.NonScalar(yamlnode.Child(doc.Content[0], key))
+		assert.Equal(t, want, got, "%s", key)
+		assert.Equal(t, want != "", ok, "%s", key)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			require.NotNil(t, tt.node)
-			got, ok := yamlnode.NonScalar(tt.node)
-			assert.Equal(t, tt.ok, ok)
-			assert.Equal(t, tt.want, got)
-		})
+	for what, n := range map[string]*yaml.Node{"a document": &doc, "a zero node": {}} {
+		got, ok := yamlnode.NonScalar(n)
+		assert.Equal(t, "nothing", got, what)
+		assert.True(t, ok, what)
 	}
 }

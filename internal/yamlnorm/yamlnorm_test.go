@@ -190,27 +190,13 @@ func onlyStrings(v any) bool {
 // TestDescribe names each kind of node as the content readers' errors say
 // it: a scalar by its tag.
 func TestDescribe(t *testing.T) {
-	tests := []struct {
-		text string
-		want string
-	}{
-		{"{a: b}", "a map"},
-		{"[a]", "a list"},
-		{"*x", "an alias"},
-		{"1", "a number"},
-		{"1.5", "a number"},
-		{"true", "a boolean"},
-		{"~", "null"},
-		{"2001-12-14", "a timestamp"},
-		{"!!binary aGk=", "a binary"},
-		{"abc", "a str"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.text, func(t *testing.T) {
-			var doc yaml.Node
-			require.NoError(t, yaml.Unmarshal([]byte("a: &x 1\nk: "+tt.text+"\n"), &doc))
-			assert.Equal(t, tt.want, yamlnorm.Describe(doc.Content[0].Content[3]))
-		})
+	for text, want := range map[string]string{
+		"{a: b}": "a map", "[a]": "a list", "*x": "an alias", "1": "a number", "1.5": "a number", "true": "a boolean",
+		"~": "null", "2001-12-14": "a timestamp", "!!binary aGk=": "a binary", "abc": "a str",
+	} {
+		var doc yaml.Node
+		require.NoError(t, yaml.Unmarshal([]byte("a: &x 1\nk: "+text+"\n"), &doc))
+		assert.Equal(t, want, yamlnorm.Describe(doc.Content[0].Content[3]), "%s", text)
 	}
 	assert.Equal(t, "nothing", yamlnorm.Describe(&yaml.Node{}))
 }
