@@ -310,44 +310,44 @@ func TestRestartHooks(t *testing.T) {
 	defer cancel()
 	createNamespace(t, cs, "restart")
 
+	// restart stops one component, runs down (when set) to see it gone,
+	// starts it again and logs how long that took.
+	restart := func(t *testing.T, what string, stop func() error, down func(), start func(context.Context) error) {
+		t.Helper()
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		if down != nil {
+			down()
+		}
+		begin := time.Now()
+		if err := start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s ready again after %s", what, time.Since(begin).Round(time.Millisecond))
+	}
+
 	t.Run("apiserver", func(t *testing.T) {
-		if err := cp.StopAPIServer(); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cs.CoreV1().Namespaces().Get(ctx, "restart", metav1.GetOptions{}); err == nil {
-			t.Fatal("GET succeeded while the apiserver was stopped")
-		}
-		start := time.Now()
-		if err := cp.StartAPIServer(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("apiserver ready again after %s", time.Since(start).Round(time.Millisecond))
+		restart(t, "apiserver", cp.StopAPIServer, func() {
+			if _, err := cs.CoreV1().Namespaces().Get(ctx, "restart", metav1.GetOptions{}); err == nil {
+				t.Fatal("GET succeeded while the apiserver was stopped")
+			}
+		}, cp.StartAPIServer)
 		assertNamespaceExists(t, cs, "restart")
 	})
 
 	t.Run("etcd", func(t *testing.T) {
-		if err := cp.StopEtcd(); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, "apiserver /readyz to fail without etcd", func(ctx context.Context) (bool, error) {
-			err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
-			return err != nil, nil
-		})
-		start := time.Now()
-		if err := cp.StartEtcd(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("etcd and apiserver ready again after %s", time.Since(start).Round(time.Millisecond))
+		restart(t, "etcd and apiserver", cp.StopEtcd, func() {
+			eventually(t, "apiserver /readyz to fail without etcd", func(ctx context.Context) (bool, error) {
+				err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+				return err != nil, nil
+			})
+		}, cp.StartEtcd)
 		assertNamespaceExists(t, cs, "restart")
 	})
 
 	t.Run("controller-manager", func(t *testing.T) {
-		if err := cp.StopControllerManager(); err != nil {
-			t.Fatal(err)
-		}
-		if err := cp.StartControllerManager(ctx); err != nil {
-			t.Fatal(err)
-		}
+		restart(t, "kube-controller-manager", cp.StopControllerManager, nil, cp.StartControllerManager)
 		d, err := cs.AppsV1().Deployments("restart").Create(ctx, testDeployment("after-restart"), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("create Deployment: %v", err)
