@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
 // chartDir is the chart make bench renders: a Deployment consuming a
@@ -51,15 +53,10 @@ runtimeConfig:
 `
 
 // helmEnv returns the environment entries that give helm a data, config,
-// cache and plugin home of its own under dir.
+// cache and plugin home of its own under dir (as the tests' helm has), and
+// the confighash binary its plugin runs.
 func helmEnv(dir, confighash string) []string {
-	return []string{
-		"HELM_DATA_HOME=" + filepath.Join(dir, "data"),
-		"HELM_CONFIG_HOME=" + filepath.Join(dir, "config"),
-		"HELM_CACHE_HOME=" + filepath.Join(dir, "cache"),
-		"HELM_PLUGINS=" + filepath.Join(dir, "data", "plugins"),
-		"CONFIGHASH_BIN=" + confighash,
-	}
+	return append(testtools.HelmHomes(dir), "CONFIGHASH_BIN="+confighash)
 }
 
 // chart measures helm template on the CRD chart without and with confighash
