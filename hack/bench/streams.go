@@ -6,9 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/testing/testtools"
 	"github.com/confighash/confighash/postrenderer"
 )
 
@@ -21,8 +21,8 @@ type corpusStream struct {
 }
 
 // loadCorpus reads the Argo CD install and the kube-prometheus manifests
-// (all files, sorted, as one stream) from the corpus folder; the
-// kube-prometheus stream is written to a file in tmp.
+// (all files, sorted, as one stream, as the corpus tests read them) from the
+// corpus folder; the kube-prometheus stream is written to a file in tmp.
 func loadCorpus(corpus, tmp string) ([]corpusStream, error) {
 	argo := filepath.Join(corpus, "argo-cd", "install.yaml")
 	data, err := os.ReadFile(argo)
@@ -31,33 +31,18 @@ func loadCorpus(corpus, tmp string) ([]corpusStream, error) {
 	}
 	streams := []corpusStream{{name: "Argo CD install.yaml", namespace: "argocd", file: argo, data: data}}
 
-	files, err := filepath.Glob(filepath.Join(corpus, "kube-prometheus", "*.yaml"))
+	files, err := testtools.ReadCorpusFolder(corpus, "kube-prometheus")
 	if err != nil {
 		return nil, err
 	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no manifests in %s", filepath.Join(corpus, "kube-prometheus"))
-	}
-	sort.Strings(files)
-	var kp bytes.Buffer
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		kp.WriteString("---\n")
-		kp.Write(b)
-		if len(b) > 0 && b[len(b)-1] != '\n' {
-			kp.WriteByte('\n')
-		}
-	}
+	kp := testtools.Stream(files)
 	kpFile := filepath.Join(tmp, "kube-prometheus.yaml")
-	if err := os.WriteFile(kpFile, kp.Bytes(), 0o600); err != nil {
+	if err := os.WriteFile(kpFile, kp, 0o600); err != nil {
 		return nil, err
 	}
 	streams = append(streams, corpusStream{
 		name: fmt.Sprintf("kube-prometheus manifests (%d files)", len(files)), namespace: "monitoring",
-		file: kpFile, data: kp.Bytes(),
+		file: kpFile, data: kp,
 	})
 	return streams, nil
 }

@@ -7,6 +7,7 @@ package testtools
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,28 +118,45 @@ type CorpusFile struct {
 // kube-prometheus) in name order; none is a failure.
 func CorpusFiles(t testing.TB, folder string) []CorpusFile {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(Corpus(t), folder, "*.yaml"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no manifests in the corpus folder %s (%v)", folder, err)
+	files, err := ReadCorpusFolder(Corpus(t), folder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// ReadCorpusFolder reads the *.yaml files of folder in the corpus at dir in
+// name order; none is an error. CorpusFiles is it for a test; make bench
+// (hack/bench) reads the corpus through it too.
+func ReadCorpusFolder(dir, folder string) ([]CorpusFile, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, folder, "*.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("corpus folder %s: %w", folder, err)
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no manifests in the corpus folder %s", folder)
 	}
 	out := make([]CorpusFile, 0, len(paths))
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		out = append(out, CorpusFile{Name: filepath.Base(p), Data: b})
 	}
-	return out
+	return out, nil
 }
 
-// Stream joins files into one stream, each after a "---" line, the way one
-// install applies them.
+// Stream joins files into one stream, each after a "---" line and ending in
+// a newline, the way one install applies them.
 func Stream(files []CorpusFile) []byte {
 	var b bytes.Buffer
 	for _, f := range files {
 		b.WriteString("---\n")
 		b.Write(f.Data)
+		if len(f.Data) > 0 && f.Data[len(f.Data)-1] != '\n' {
+			b.WriteByte('\n')
+		}
 	}
 	return b.Bytes()
 }

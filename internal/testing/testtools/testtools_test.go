@@ -36,3 +36,31 @@ func TestRepoRoot(t *testing.T) {
 		})
 	}
 }
+
+// TestStream joins files as one install: each after a "---" line, each
+// ending in a newline so that the next "---" starts a line.
+func TestStream(t *testing.T) {
+	for want, files := range map[string][]testtools.CorpusFile{
+		"":                            nil,
+		"---\na: 1\n---\nb: 2\n":      {{Name: "a.yaml", Data: []byte("a: 1\n")}, {Name: "b.yaml", Data: []byte("b: 2\n")}},
+		"---\na: 1\n---\nb: 2\n---\n": {{Data: []byte("a: 1")}, {Data: []byte("b: 2\n")}, {Data: nil}},
+	} {
+		assert.Equal(t, want, string(testtools.Stream(files)))
+	}
+}
+
+// TestReadCorpusFolder reads a folder's manifests in name order, and only
+// them; a folder without any is an error.
+func TestReadCorpusFolder(t *testing.T) {
+	corpus := t.TempDir()
+	dir := filepath.Join(corpus, "stack")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	for name, text := range map[string]string{"b.yaml": "b: 2\n", "a.yaml": "a: 1\n", "notes.txt": "x"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600))
+	}
+	files, err := testtools.ReadCorpusFolder(corpus, "stack")
+	require.NoError(t, err)
+	assert.Equal(t, []testtools.CorpusFile{{Name: "a.yaml", Data: []byte("a: 1\n")}, {Name: "b.yaml", Data: []byte("b: 2\n")}}, files)
+	_, err = testtools.ReadCorpusFolder(corpus, "missing")
+	require.ErrorContains(t, err, "no manifests in the corpus folder missing")
+}
