@@ -2,6 +2,8 @@ package controller_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -85,6 +87,7 @@ func TestS6ProcessRestart(t *testing.T) {
 	s := processScenario(t)
 	first := s.startProcess("first")
 	s.waitMetric(first, "in sync", atLeast(1), "confighash_reconciles_total", `result="in_sync"`)
+	assertMetricsUncompressed(t, first.metrics)
 	first.signal(syscall.SIGTERM)
 
 	s.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "warn" })
@@ -98,6 +101,25 @@ func TestS6ProcessRestart(t *testing.T) {
 	s.waitMetric(third, "in sync", atLeast(1), "confighash_reconciles_total", `result="in_sync"`)
 	assert.InDelta(t, 0.0, third.metric("confighash_rollouts_total"), 0)
 	assert.Equal(t, 1, s.rollouts(), "a restart without edits rolls nothing")
+}
+
+// assertMetricsUncompressed checks that /metrics answers in plain text even
+// to a scraper that accepts gzip: the controller keeps no compressor (about
+// 1 MB of heap each) for a page of a few tens of kilobytes.
+func assertMetricsUncompressed(t *testing.T, addr string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Empty(t, resp.Header.Get("Content-Encoding"))
+	assert.Contains(t, string(body), "confighash_reconciles_total")
+	t.Logf("/metrics: %d bytes", len(body))
 }
 
 // TestLeaderElection runs controller processes with leader election. The

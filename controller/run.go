@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -163,7 +164,7 @@ func managerOptions(opts Options, scheme *runtime.Scheme) manager.Options {
 		Logger:                        opts.Logger,
 		Cache:                         co,
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress, HandlerOpts: []func(*promhttp.HandlerOpts){plainMetrics}},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		PprofBindAddress:              opts.PprofBindAddress,
 		LeaderElection:                opts.LeaderElect,
@@ -175,6 +176,12 @@ func managerOptions(opts Options, scheme *runtime.Scheme) manager.Options {
 		RetryPeriod:                   ptr.To(opts.RetryPeriod),
 	}
 }
+
+// plainMetrics serves /metrics uncompressed whatever the scraper accepts:
+// the page is a few tens of kilobytes, and each gzip writer promhttp pools
+// is about 1 MB of heap held between scrapes (a fifth of what 5,000
+// workloads cost).
+func plainMetrics(o *promhttp.HandlerOpts) { o.DisableCompression = true }
 
 // Setup adds the controller and its watches to mgr. opts must be
 // completed, and mgr's cache built with CacheOptions(opts): NewManager does
