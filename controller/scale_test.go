@@ -72,7 +72,11 @@ type ScaleResult struct {
 	// Settled memory: heap in use and RSS right after the first garbage
 	// collection that follows the changes (the runtime forces one within
 	// two minutes), and the heap per workload, its configs included.
-	HeapSettledMB     float64 `json:"heapSettledMB,omitempty"`
+	HeapSettledMB float64 `json:"heapSettledMB,omitempty"`
+	// HeapLiveSettledMB is the heap's allocated objects at that point
+	// (go_memstats_heap_alloc_bytes): what is in use minus the free slots
+	// of partly used spans.
+	HeapLiveSettledMB float64 `json:"heapLiveSettledMB,omitempty"`
 	RSSSettledMB      float64 `json:"rssSettledMB,omitempty"`
 	HeapPerWorkloadKB float64 `json:"heapPerWorkloadKB,omitempty"`
 	RSSPerWorkloadKB  float64 `json:"rssPerWorkloadKB,omitempty"`
@@ -250,6 +254,7 @@ func runScale(b *testing.B, w, changes int) ScaleResult {
 		return p.metric("go_gc_duration_seconds_count") > gc0, nil
 	})
 	r.HeapSettledMB = p.metric("go_memstats_heap_inuse_bytes") / 1e6
+	r.HeapLiveSettledMB = p.metric("go_memstats_heap_alloc_bytes") / 1e6
 	r.RSSSettledMB = p.metric("process_resident_memory_bytes") / 1e6
 	r.HeapPerWorkloadKB = r.HeapSettledMB * 1e3 / float64(w)
 	r.RSSPerWorkloadKB = r.RSSSettledMB * 1e3 / float64(w)
