@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,44 +32,22 @@ const wantVersion = "v1.37.1"
 // waitTimeout bounds every poll for controller activity.
 const waitTimeout = 60 * time.Second
 
-// shared is one control plane reused by all tests in this package; starting
-// one takes several seconds.
-var shared struct {
-	once sync.Once
-	cp   *controlplane.ControlPlane
-	err  error
-}
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.cp != nil {
-		if err := shared.cp.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop control plane:", err)
-			code = 1
-		}
+	if err := cptest.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
 	}
 	os.Exit(code)
 }
 
-// sharedControlPlane returns the package's control plane, starting it on
-// first use.
+// sharedControlPlane returns the package's control plane (cptest's shared
+// one, with a viewer user), starting it on first use.
 func sharedControlPlane(t *testing.T) *controlplane.ControlPlane {
 	t.Helper()
-	cptest.Require(t)
-	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		shared.cp, shared.err = controlplane.Start(ctx, controlplane.Options{
-			Users: []controlplane.User{{Name: "viewer", Groups: []string{"confighash:viewers"}}},
-		})
-		if shared.err == nil {
-			t.Logf("control plane ready: %+v (logs in %s)", shared.cp.Timings(), shared.cp.LogDir())
-		}
+	return cptest.SharedWith(t, controlplane.Options{
+		Users: []controlplane.User{{Name: "viewer", Groups: []string{"confighash:viewers"}}},
 	})
-	if shared.err != nil {
-		t.Fatalf("start control plane: %v", shared.err)
-	}
-	return shared.cp
 }
 
 // newClient returns a clientset for cfg.

@@ -46,11 +46,22 @@ func Require(t testing.TB) {
 // on first use. Call StopShared from TestMain to stop it.
 func Shared(t testing.TB) *controlplane.ControlPlane {
 	t.Helper()
+	return SharedWith(t, controlplane.Options{})
+}
+
+// SharedWith is Shared started with opts (extra users, say): the options of
+// the call that starts it count, so a test package passes the same ones
+// everywhere.
+func SharedWith(t testing.TB, opts controlplane.Options) *controlplane.ControlPlane {
+	t.Helper()
 	Require(t)
 	shared.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		defer cancel()
-		shared.cp, shared.err = controlplane.Start(ctx, controlplane.Options{})
+		shared.cp, shared.err = controlplane.Start(ctx, opts)
+		if shared.err == nil {
+			t.Logf("control plane ready: %+v (logs in %s)", shared.cp.Timings(), shared.cp.LogDir())
+		}
 	})
 	if shared.err != nil {
 		t.Fatalf("start the shared control plane: %v", shared.err)
