@@ -44,14 +44,7 @@ import (
 // waitTimeout bounds every poll; the machines running these tests are busy.
 const waitTimeout = 90 * time.Second
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := cptest.StopShared(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(cptest.Run(m)) }
 
 func chartDir(t *testing.T) string {
 	return filepath.Join(testtools.RepoRoot(t), "charts", "confighash-controller")

@@ -32,14 +32,7 @@ const wantVersion = "v1.37.1"
 // waitTimeout bounds every poll for controller activity.
 const waitTimeout = 60 * time.Second
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := cptest.StopShared(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(cptest.Run(m)) }
 
 // sharedControlPlane returns the package's control plane (cptest's shared
 // one, with a viewer user), starting it on first use.

@@ -56,9 +56,7 @@ func SharedWith(t testing.TB, opts controlplane.Options) *controlplane.ControlPl
 	t.Helper()
 	Require(t)
 	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-		defer cancel()
-		shared.cp, shared.err = controlplane.Start(ctx, opts)
+		shared.cp, shared.err = start(opts)
 		if shared.err == nil {
 			t.Logf("control plane ready: %+v (logs in %s)", shared.cp.Timings(), shared.cp.LogDir())
 		}
@@ -80,9 +78,7 @@ func Private(t testing.TB) *controlplane.ControlPlane {
 func PrivateWith(t testing.TB, opts controlplane.Options) *controlplane.ControlPlane {
 	t.Helper()
 	Require(t)
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	cp, err := controlplane.Start(ctx, opts)
+	cp, err := start(opts)
 	if err != nil {
 		t.Fatalf("start a private control plane: %v", err)
 	}
@@ -94,8 +90,27 @@ func PrivateWith(t testing.TB, opts controlplane.Options) *controlplane.ControlP
 	return cp
 }
 
+// start starts a control plane with opts, within startTimeout.
+func start(opts controlplane.Options) (*controlplane.ControlPlane, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	return controlplane.Start(ctx, opts)
+}
+
+// Run runs the test package's tests, then stops the shared control plane
+// if one was started (a failure to stop it fails the run), and returns the
+// exit code: func TestMain(m *testing.M) { os.Exit(cptest.Run(m)) }.
+func Run(m *testing.M) int {
+	code := m.Run()
+	if err := StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	return code
+}
+
 // StopShared stops the shared control plane, if one was started; call it
-// from TestMain after m.Run.
+// from TestMain after m.Run (Run does).
 func StopShared() error {
 	if shared.cp == nil {
 		return nil
