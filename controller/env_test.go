@@ -45,11 +45,7 @@ func TestMain(m *testing.M) {
 	// Controllers under test log to their own buffers; this catches the
 	// rest (caches built directly by tests).
 	ctrllog.SetLogger(controllercmd.NewLogger(os.Stderr, "text", "info"))
-	code := m.Run()
-	if err := cptest.StopShared(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
+	code := cptest.Run(m)
 	if bins.dir != "" {
 		_ = os.RemoveAll(bins.dir)
 	}
