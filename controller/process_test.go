@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -88,6 +90,7 @@ func TestS6ProcessRestart(t *testing.T) {
 	first := s.startProcess("first")
 	s.waitMetric(first, "in sync", atLeast(1), "confighash_reconciles_total", `result="in_sync"`)
 	assertMetricsUncompressed(t, first.metrics)
+	assert.InDelta(t, gcPercent(), first.metric("go_gc_gogc_percent"), 0)
 	first.signal(syscall.SIGTERM)
 
 	s.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "warn" })
@@ -120,6 +123,16 @@ func assertMetricsUncompressed(t *testing.T, addr string) {
 	assert.Empty(t, resp.Header.Get("Content-Encoding"))
 	assert.Contains(t, string(body), "confighash_reconciles_total")
 	t.Logf("/metrics: %d bytes", len(body))
+}
+
+// gcPercent is the garbage collector's target a controller process runs
+// at: GOGC when the environment sets a number, else the controller's own
+// default of 50 (internal/controllercmd/gc.go).
+func gcPercent() float64 {
+	if v, err := strconv.Atoi(os.Getenv("GOGC")); err == nil {
+		return float64(v)
+	}
+	return 50
 }
 
 // TestLeaderElection runs controller processes with leader election. The

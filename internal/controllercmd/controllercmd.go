@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -23,6 +24,19 @@ import (
 // podNamespaceFile holds the pod's namespace, where the Lease goes by
 // default.
 const podNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// gcPercent is the garbage collector's target (as GOGC) the controller
+// runs at unless the environment sets GOGC. Nearly all of the controller's
+// heap is its cache, filled by the initial list: every watched object is
+// decoded whole (a chart's Deployment is 10 to 15 KB of small allocations)
+// to keep a few hundred bytes of it. At Go's default of 100 the heap grows
+// to twice what is kept before each collection, and what is kept ends up
+// spread over spans the garbage shared, which stay in use after it is
+// collected. At 50, measured with 5,000 chart-shaped workloads, the heap
+// settles about 6% lower, the start-up peak 10% lower and RSS 9% lower,
+// for a collection twice as often: the controller allocates little once
+// its caches are filled (docs/scale.md has the figures).
+const gcPercent = 50
 
 // Main runs confighash-controller with args (the command line without the
 // program name), usage, logs and errors going to stderr, until SIGTERM or
@@ -75,6 +89,10 @@ func (p process) run(args []string) error {
 	// Time spent waiting on a client-side limiter shows in
 	// rest_client_rate_limiter_duration_seconds (nothing without one).
 	crmetrics.RegisterRESTClientMetrics(crmetrics.MetricRateLimiterLatency)
+	// A GOGC the user set is left alone (see gcPercent).
+	if p.getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	return controller.Run(p.context(), c.Options)
 }
 
