@@ -97,13 +97,20 @@ func TransformWorkload(obj any) (any, error) {
 	case *unstructured.Unstructured:
 		return reduceUnstructured(o)
 	case metav1.Object:
-		o.SetManagedFields(nil)
-		if a := o.GetAnnotations(); a[lastApplied] != "" {
-			delete(a, lastApplied)
-			o.SetAnnotations(a)
-		}
+		dropBookkeeping(o)
 	}
 	return obj, nil
+}
+
+// dropBookkeeping removes from o what the controller never reads and the
+// API server and kubectl keep for themselves: managedFields and kubectl's
+// last-applied copy of the object.
+func dropBookkeeping(o metav1.Object) {
+	o.SetManagedFields(nil)
+	if a := o.GetAnnotations(); a[lastApplied] != "" {
+		delete(a, lastApplied)
+		o.SetAnnotations(a)
+	}
 }
 
 // PodTemplate returns the pod template of a typed workload (Deployment,
@@ -265,11 +272,7 @@ func keysOnly(items []corev1.KeyToPath) []corev1.KeyToPath {
 // loses managedFields and the last-applied copy only.
 func reduceUnstructured(u *unstructured.Unstructured) (any, error) {
 	if u.GroupVersionKind().GroupKind() != RolloutGVK.GroupKind() {
-		u.SetManagedFields(nil)
-		if a := u.GetAnnotations(); a[lastApplied] != "" {
-			delete(a, lastApplied)
-			u.SetAnnotations(a)
-		}
+		dropBookkeeping(u)
 		return u, nil
 	}
 	out := &unstructured.Unstructured{Object: map[string]any{}}
