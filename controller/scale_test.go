@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -367,37 +366,34 @@ func scaleChange(b *testing.B, ns string, cs kubernetes.Interface, kind string, 
 // observedAll reports whether kube-controller-manager has observed the
 // current generation of every one of the w workloads in ns.
 func observedAll(ctx context.Context, cs kubernetes.Interface, ns string, w int) (bool, error) {
-	n := 0
+	var gens [][2]int64 // per workload: the observed generation, the current one
 	deps, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false, err
 	}
 	for _, d := range deps.Items {
-		if d.Status.ObservedGeneration < d.Generation {
-			return false, nil
-		}
+		gens = append(gens, [2]int64{d.Status.ObservedGeneration, d.Generation})
 	}
-	n += len(deps.Items)
 	sts, err := cs.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false, err
 	}
 	for _, s := range sts.Items {
-		if s.Status.ObservedGeneration < s.Generation {
-			return false, nil
-		}
+		gens = append(gens, [2]int64{s.Status.ObservedGeneration, s.Generation})
 	}
-	n += len(sts.Items)
 	dss, err := cs.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false, err
 	}
 	for _, d := range dss.Items {
-		if d.Status.ObservedGeneration < d.Generation {
+		gens = append(gens, [2]int64{d.Status.ObservedGeneration, d.Generation})
+	}
+	for _, g := range gens {
+		if g[0] < g[1] {
 			return false, nil
 		}
 	}
-	return n+len(dss.Items) == w, nil
+	return len(gens) == w, nil
 }
 
 // scaleShape is what createScale makes.
@@ -434,17 +430,6 @@ func createScale(b *testing.B, ns string, cs kubernetes.Interface, w int, shape 
 	external := shape.external
 	b.Helper()
 	ctx := context.Background()
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
-	var mu sync.Mutex
-	var firstErr error
-	fail := func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if firstErr == nil {
-			firstErr = err
-		}
-	}
 	payload := strings.Repeat("x", shape.payload)
 	zero := int32(0)
 	registry := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "registry"}, Type: corev1.SecretTypeDockerConfigJson,
@@ -456,112 +441,100 @@ func createScale(b *testing.B, ns string, cs kubernetes.Interface, w int, shape 
 		registryContent, err = controller.ContentOf(registry)
 		require.NoError(b, err)
 	}
-	for i := range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			name, files, creds := fmt.Sprintf("app-%d", i), fmt.Sprintf("files-%d", i), fmt.Sprintf("creds-%d", i)
-			objs := []struct {
-				kind hashing.Kind
-				name string
-				obj  any
-			}{
-				{hashing.KindConfigMap, name, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: envData(shape.realistic)}},
-				{hashing.KindConfigMap, files, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: files}, Data: map[string]string{"config.yaml": payload}}},
-				{hashing.KindSecret, creds, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: creds}, Data: map[string][]byte{"password": []byte("pw"), "user": []byte("app")}}},
-			}
-			contents := map[string]hashing.Content{"Secret/registry": registryContent}
-			for _, o := range objs {
-				var err error
-				var content hashing.Content
-				switch obj := o.obj.(type) {
-				case *corev1.ConfigMap:
-					if _, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, obj, metav1.CreateOptions{}); err == nil {
-						content, err = controller.ContentOf(obj)
-					}
-				case *corev1.Secret:
-					if _, err = cs.CoreV1().Secrets(ns).Create(ctx, obj, metav1.CreateOptions{}); err == nil {
-						content, err = controller.ContentOf(obj)
-					}
+	create := func(i int) error {
+		name, files, creds := fmt.Sprintf("app-%d", i), fmt.Sprintf("files-%d", i), fmt.Sprintf("creds-%d", i)
+		objs := []struct {
+			kind hashing.Kind
+			name string
+			obj  any
+		}{
+			{hashing.KindConfigMap, name, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: envData(shape.realistic)}},
+			{hashing.KindConfigMap, files, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: files}, Data: map[string]string{"config.yaml": payload}}},
+			{hashing.KindSecret, creds, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: creds}, Data: map[string][]byte{"password": []byte("pw"), "user": []byte("app")}}},
+		}
+		contents := map[string]hashing.Content{"Secret/registry": registryContent}
+		for _, o := range objs {
+			var err error
+			var content hashing.Content
+			switch obj := o.obj.(type) {
+			case *corev1.ConfigMap:
+				if _, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, obj, metav1.CreateOptions{}); err == nil {
+					content, err = controller.ContentOf(obj)
 				}
-				if err != nil {
-					fail(err)
-					return
+			case *corev1.Secret:
+				if _, err = cs.CoreV1().Secrets(ns).Create(ctx, obj, metav1.CreateOptions{}); err == nil {
+					content, err = controller.ContentOf(obj)
 				}
-				contents[string(o.kind)+"/"+o.name] = content
 			}
-			labels := map[string]string{"app": name}
-			spec := corev1.PodSpec{
-				Containers: []corev1.Container{{
-					Name: "app", Image: "registry.invalid/app:1",
-					Env: []corev1.EnvVar{
-						{Name: "LOG_LEVEL", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
-							LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "LOG_LEVEL"}}},
-						{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-							LocalObjectReference: corev1.LocalObjectReference{Name: creds}, Key: "password"}}},
-					},
-					VolumeMounts: []corev1.VolumeMount{{Name: "files", MountPath: "/etc/app"}},
-				}},
-				Volumes: []corev1.Volume{{Name: "files", VolumeSource: corev1.VolumeSource{
-					ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: files}}}}},
+			if err != nil {
+				return err
 			}
-			lookup := func(k hashing.Kind, n string) (hashing.Content, bool) {
-				c, ok := contents[string(k)+"/"+n]
-				return c, ok
-			}
-			if shape.realistic {
-				spec = realisticPodSpec(i, realisticRefs{Env: name, Files: files, Creds: creds, Registry: "registry", Cluster: "cluster"})
-			}
-			uses := hashing.Discover(&spec)
-			annotations := map[string]string{}
-			if external {
-				annotations["confighash.dev/external"] = "Secret/" + creds
-				var inStream []hashing.Use
-				for _, u := range uses {
-					if u.Kind != hashing.KindSecret {
-						inStream = append(inStream, u)
-					}
-				}
-				uses = inStream
-			}
-			renderHash := hashing.Compute(ns, uses, lookup, hashing.Options{})
-			if shape.realistic {
-				wl := realisticWorkload(shape.kind(i), name, i, spec, annotations, map[string]string{"confighash.dev/hash": renderHash})
-				wl.SetNamespace(ns)
-				var err error
-				switch o := wl.(type) {
-				case *appsv1.Deployment:
-					_, err = cs.AppsV1().Deployments(ns).Create(ctx, o, metav1.CreateOptions{FieldManager: "helm"})
-				case *appsv1.StatefulSet:
-					_, err = cs.AppsV1().StatefulSets(ns).Create(ctx, o, metav1.CreateOptions{FieldManager: "helm"})
-				case *appsv1.DaemonSet:
-					_, err = cs.AppsV1().DaemonSets(ns).Create(ctx, o, metav1.CreateOptions{FieldManager: "helm"})
-				}
-				if err != nil {
-					fail(err)
-				}
-				return
-			}
-			d := &appsv1.Deployment{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
-				Spec: appsv1.DeploymentSpec{
-					Replicas: &zero,
-					Selector: &metav1.LabelSelector{MatchLabels: labels},
-					Template: corev1.PodTemplateSpec{
-						ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{"confighash.dev/hash": renderHash}},
-						Spec:       spec,
-					},
+			contents[string(o.kind)+"/"+o.name] = content
+		}
+		labels := map[string]string{"app": name}
+		spec := corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name: "app", Image: "registry.invalid/app:1",
+				Env: []corev1.EnvVar{
+					{Name: "LOG_LEVEL", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+						LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "LOG_LEVEL"}}},
+					{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+						LocalObjectReference: corev1.LocalObjectReference{Name: creds}, Key: "password"}}},
 				},
+				VolumeMounts: []corev1.VolumeMount{{Name: "files", MountPath: "/etc/app"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "files", VolumeSource: corev1.VolumeSource{
+				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: files}}}}},
+		}
+		lookup := func(k hashing.Kind, n string) (hashing.Content, bool) {
+			c, ok := contents[string(k)+"/"+n]
+			return c, ok
+		}
+		if shape.realistic {
+			spec = realisticPodSpec(i, realisticRefs{Env: name, Files: files, Creds: creds, Registry: "registry", Cluster: "cluster"})
+		}
+		uses := hashing.Discover(&spec)
+		annotations := map[string]string{}
+		if external {
+			annotations["confighash.dev/external"] = "Secret/" + creds
+			var inStream []hashing.Use
+			for _, u := range uses {
+				if u.Kind != hashing.KindSecret {
+					inStream = append(inStream, u)
+				}
 			}
-			if _, err := cs.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
-				fail(err)
+			uses = inStream
+		}
+		renderHash := hashing.Compute(ns, uses, lookup, hashing.Options{})
+		if shape.realistic {
+			wl := realisticWorkload(shape.kind(i), name, i, spec, annotations, map[string]string{"confighash.dev/hash": renderHash})
+			wl.SetNamespace(ns)
+			var err error
+			switch o := wl.(type) {
+			case *appsv1.Deployment:
+				_, err = cs.AppsV1().Deployments(ns).Create(ctx, o, metav1.CreateOptions{FieldManager: "helm"})
+			case *appsv1.StatefulSet:
+				_, err = cs.AppsV1().StatefulSets(ns).Create(ctx, o, metav1.CreateOptions{FieldManager: "helm"})
+			case *appsv1.DaemonSet:
+				_, err = cs.AppsV1().DaemonSets(ns).Create(ctx, o, metav1.CreateOptions{FieldManager: "helm"})
 			}
-		}()
+			return err
+		}
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: &zero,
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{"confighash.dev/hash": renderHash}},
+					Spec:       spec,
+				},
+			},
+		}
+		_, err := cs.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
+		return err
 	}
-	wg.Wait()
-	require.NoError(b, firstErr)
+	require.NoError(b, kubetest.Parallel(w, 32, create))
 }
 
 // envData is the content of ConfigMap app-i: the consumed LOG_LEVEL and
