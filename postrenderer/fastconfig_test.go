@@ -102,6 +102,7 @@ var yaml11Cases = []struct{ text, err string }{
 	{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: Off # comment\n", "data.k: expected a string, found a boolean (quote it)"},
 	{"apiVersion: v1\nkind: Secret\nmetadata:\n  name: a\nstringData:\n  k: N\n", "stringData.k: expected a string, found a boolean (quote it)"},
 	{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: 1_000\n", "data.k: expected a string, found a number (quote it)"},
+	{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: 0o+7\n", "data.k: expected a string, found a number (quote it)"},
 	{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  on: v\n", `data: key "on" is a boolean to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`},
 	{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  010: v\n", `data: key "010" is a number to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`},
 	{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\nbinaryData:\n  1e3: AAEC\n", `binaryData: key "1e3" is a number to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`},

@@ -45,7 +45,7 @@ func TestAnnotateProperty(t *testing.T) {
 
 // FuzzAnnotateValues writes fuzzed values into a few layouts.
 func FuzzAnnotateValues(f *testing.F) {
-	for _, s := range []string{"9178192511668845", "1503602033657e77", "0b101", "0x1f", "1_000", "yes", "~", "null", "a: b", "#c", "'q'", "\"", "v1-sha256:00", "1:20", "2001-12-14", ".inf", "é\u2028"} {
+	for _, s := range []string{"9178192511668845", "1503602033657e77", "0b101", "0o+7", "0x1f", "1_000", "yes", "~", "null", "a: b", "#c", "'q'", "\"", "v1-sha256:00", "1:20", "2001-12-14", ".inf", "é\u2028"} {
 		f.Add(s, uint8(0))
 	}
 	f.Fuzz(func(t *testing.T, value string, layout uint8) {

@@ -30,6 +30,10 @@ func TestReadContentNamesWhatIsNotAString(t *testing.T) {
 		{"N", "data.k: expected a string, found a boolean (quote it)"},
 		{"0b101", "data.k: expected a string, found a number (quote it)"},
 		{"1_000", "data.k: expected a string, found a number (quote it)"},
+		// yaml.v3 reads a sign after 0o or 0b (0o-7 is -7); YAML 1.1 a
+		// string after 0o only.
+		{"0o-7", "data.k: expected a string, found a number (quote it)"},
+		{"0b+1", "data.k: expected a string, found a number (quote it)"},
 		{".inf", "data.k: expected a string, found a number (quote it)"},
 		{"~", "data.k: expected a string, found null"},
 		// kubectl stores a !!binary value decoded, yaml.v3 keeps its text.

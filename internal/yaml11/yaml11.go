@@ -115,6 +115,11 @@ func Plain(s string) Kind {
 		}
 	}
 	if digits, ok := strings.CutPrefix(plain, "0o"); ok {
+		// yaml.v3 parses what follows the prefix as a signed number first:
+		// 0o+7 and 0o-7 are numbers, like 0b+1 and 0b-1.
+		if _, err := strconv.ParseInt(digits, 8, 64); err == nil {
+			return Number
+		}
 		if _, err := strconv.ParseUint(digits, 8, 64); err == nil {
 			return Number
 		}
@@ -206,14 +211,20 @@ func PlainKey(s string) Kind {
 	}
 }
 
-// numberKey returns the name sigs.k8s.io/yaml gives a key that YAML 1.1
-// reads as a number: an int in decimal, a float as Go formats a float32
-// (.inf, -.inf and .nan for the special values); false for one it refuses
-// (an integer beyond int64).
+// numberKey returns the name sigs.k8s.io/yaml gives a key that YAML 1.2
+// (yaml.v3) reads as a number: an int in decimal, a float as Go formats a
+// float32 (.inf, -.inf and .nan for the special values), its text when
+// YAML 1.1 reads a string (0o+7); false for one it refuses (an integer
+// beyond int64).
 func numberKey(s string) (string, bool) {
 	plain := strings.ReplaceAll(s, "_", "")
 	if i, err := strconv.ParseInt(plain, 0, 64); err == nil {
 		return strconv.FormatInt(i, 10), true
+	}
+	if digits, ok := strings.CutPrefix(plain, "0o"); ok && digits != "" && (digits[0] == '+' || digits[0] == '-') {
+		// yaml.v3 reads 0o+7 as a number, YAML 1.1 a string (Go's base
+		// prefixes take no sign after them): the key keeps its text.
+		return s, true
 	}
 	if digits, ok := strings.CutPrefix(plain, "0b"); ok {
 		i, err := strconv.ParseInt(digits, 2, 64)
