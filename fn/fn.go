@@ -65,6 +65,14 @@ func RunBytes(p Processor, input []byte, out io.Writer) (Results, error) {
 	if err != nil {
 		return nil, err
 	}
+	// kio annotates every item it writes back, and fails, drops the metadata
+	// or panics where metadata is not a map: every item is checked first,
+	// whatever its kind (the filter checks only those it reads).
+	for i, it := range items {
+		if err := inject.CheckMetadata(it); err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+	}
 	rl := &ResourceList{Items: items, FunctionConfig: rw.FunctionConfig}
 	if err := p.Process(rl); err != nil {
 		return rl.Results, err

@@ -100,6 +100,41 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// TestMetadataThatIsNotAMap: metadata, annotations or labels that are not
+// maps are refused in a document confighash reads, in both modes. The
+// stream mode copies a document of another kind unread, byte for byte; the
+// KRM mode refuses it too, since kio annotates every item it writes back
+// (and drops or panics on such metadata).
+func TestMetadataThatIsNotAMap(t *testing.T) {
+	for _, meta := range []struct{ text, want string }{
+		{"metadata: 0", "metadata is not an object"},
+		{"metadata: [a]", "metadata is not an object"},
+		{"metadata: {annotations: 0}", "metadata.annotations is not a map"},
+		{"metadata: {labels: [a]}", "metadata.labels is not a map"},
+		{"metadata: {name: [a]}", "metadata.name is not a string"},
+	} {
+		for _, kind := range []string{"apiVersion: example.com/v1\nkind: Widget", "apiVersion: apps/v1\nkind: Deployment", "apiVersion: v1\nkind: ConfigMap"} {
+			doc := kind + "\n" + meta.text + "\n"
+			relevant := !strings.Contains(kind, "Widget")
+			t.Run(doc, func(t *testing.T) {
+				code, out, errOut := run(t, doc)
+				if relevant {
+					assert.Equal(t, 1, code)
+					assert.Empty(t, out)
+					assert.Contains(t, errOut, "document 0: "+meta.want)
+				} else {
+					assert.Equal(t, 0, code, errOut)
+					assert.Equal(t, doc, out, "copied unread")
+				}
+				code, out, errOut = run(t, resourceList(configMap+"---\n"+doc, ""))
+				assert.Equal(t, 1, code)
+				assert.Empty(t, out)
+				assert.Contains(t, errOut, "document 1: "+meta.want)
+			})
+		}
+	}
+}
+
 func TestSecretValuesNeverPrinted(t *testing.T) {
 	input := "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {password: s3cr3t-value}\ndata: {other: '!!!s3cr3t'}\n"
 	code, out, errOut := run(t, input)

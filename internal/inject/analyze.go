@@ -96,12 +96,12 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 	objects := make([]Object, len(docs))
 	configs := configIndex{byName: map[configKey]hashing.Content{}}
 	for i, d := range docs {
-		o, err := identify(d, opts.DefaultNamespace)
+		o, err := identify(d, opts)
 		if err != nil {
 			return nil, err
 		}
 		objects[i] = o
-		if err := configs.addDoc(d, o, opts.DefaultNamespace); err != nil {
+		if err := configs.addDoc(d, o, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -141,7 +141,7 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 	if tn.Kind != yaml.MappingNode {
 		return w, false, fmt.Errorf("%s: %s is not an object", o, strings.Join(path, "."))
 	}
-	if err := checkMetadata(template); err != nil {
+	if err := CheckMetadata(template); err != nil {
 		return w, false, fmt.Errorf("%s: %s.%w", o, strings.Join(path, "."), err)
 	}
 	w.Template = template
@@ -179,7 +179,7 @@ type configKey struct {
 
 // addDoc indexes a ConfigMap or Secret document, or those among the items
 // of a v1 List, ConfigMapList or SecretList (kubectl applies the items).
-func (c *configIndex) addDoc(d Doc, o Object, defaultNamespace string) error {
+func (c *configIndex) addDoc(d Doc, o Object, opts Options) error {
 	if d.Config != nil {
 		content := *d.Config
 		content.Namespace = o.Namespace
@@ -197,7 +197,7 @@ func (c *configIndex) addDoc(d Doc, o Object, defaultNamespace string) error {
 	}
 	for i, item := range items.Content {
 		sub := Doc{Node: yaml.NewRNode(item), Index: d.Index, Path: d.Path}
-		io, err := identify(sub, defaultNamespace)
+		io, err := identify(sub, opts)
 		if err != nil {
 			return fmt.Errorf("%s: items[%d]: %w", o, i, err)
 		}

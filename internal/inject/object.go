@@ -38,35 +38,41 @@ func (o Object) where() string {
 	return w
 }
 
-// identify reads a document's identity. Only mappings are objects.
-func identify(d Doc, defaultNamespace string) (Object, error) {
+// identify reads a document's identity. Only mappings are objects. The
+// checks of aliases and metadata are for the documents confighash reads
+// (opts.Relevant): one of another kind is left as it is, as the stream mode
+// copies it unread, so that both modes accept the same documents.
+func identify(d Doc, opts Options) (Object, error) {
 	o := Object{Index: d.Index, Path: d.Path}
 	if d.Node == nil {
 		c := d.Config
 		o.APIVersion, o.Kind, o.Name, o.Namespace = "v1", string(c.Kind), c.Name, c.Namespace
 		if o.Namespace == "" {
-			o.Namespace = defaultNamespace
+			o.Namespace = opts.DefaultNamespace
 		}
 		return o, nil
 	}
-	if d.Node.YNode().Kind != yaml.MappingNode {
+	n := d.Node.YNode()
+	if n.Kind != yaml.MappingNode {
 		return o, fmt.Errorf("%s is not an object", o.where())
 	}
-	if err := checkAliases(d.Node.YNode()); err != nil {
-		return o, fmt.Errorf("%s: %w", o.where(), err)
+	o.APIVersion, o.Kind = scalar(n, "apiVersion"), scalar(n, "kind")
+	if opts.Relevant(o.APIVersion, o.Kind) {
+		if err := checkAliases(n); err != nil {
+			return o, fmt.Errorf("%s: %w", o.where(), err)
+		}
+		if err := CheckMetadata(d.Node); err != nil {
+			return o, fmt.Errorf("%s: %w", o.where(), err)
+		}
 	}
-	if err := checkMetadata(d.Node); err != nil {
-		return o, fmt.Errorf("%s: %w", o.where(), err)
-	}
-	n := d.Node.YNode()
 	meta := yamlnode.Child(n, "metadata")
-	o.APIVersion, o.Kind, o.Name, o.Namespace = scalar(n, "apiVersion"), scalar(n, "kind"), scalar(meta, "name"), scalar(meta, "namespace")
+	o.Name, o.Namespace = scalar(meta, "name"), scalar(meta, "namespace")
 	if o.Path == "" {
 		// Helm 4 sends no "# Source:" comments but this annotation.
 		o.Path, _ = Annotation(n, "postrenderer.helm.sh/postrender-filename")
 	}
 	if o.Namespace == "" {
-		o.Namespace = defaultNamespace
+		o.Namespace = opts.DefaultNamespace
 	}
 	return o, nil
 }
@@ -86,9 +92,11 @@ func (o Object) isConfig() bool {
 	return o.APIVersion == "v1" && (o.Kind == string(hashing.KindConfigMap) || o.Kind == string(hashing.KindSecret))
 }
 
-// checkMetadata makes sure metadata, and its annotations and labels, are
-// maps when present, so that reading or writing annotations is safe.
-func checkMetadata(node *yaml.RNode) error {
+// CheckMetadata makes sure metadata, and its annotations and labels, are
+// maps when present (and the annotations and labels, names and namespace
+// strings), so that reading or writing annotations is safe: for confighash,
+// and for kio, which annotates every item it writes.
+func CheckMetadata(node *yaml.RNode) error {
 	meta := yamlnode.Child(node.YNode(), "metadata")
 	if isNull(meta) {
 		return nil
