@@ -26,6 +26,7 @@ FUZZTIME ?= 10s
 # How long the fuzzer may spend shrinking each new interesting input (Go's
 # default, 60s, can take a whole short run: FuzzProcess then stood still for
 # 20 to 40 s at a time, minimising, with no call slower than a second).
+# hack/fuzz.sh runs the targets.
 FUZZMINIMIZETIME ?= 1s
 # Every package with a fuzz target.
 FUZZ_PKGS := $(addprefix ./,$(sort $(dir $(shell grep -rl --include=*_test.go "^func Fuzz" hashing internal postrenderer controller fn))))
@@ -105,11 +106,7 @@ test-examples: ## Tidy check, vet and test the example modules that have their o
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 10s).
-	@for p in $(FUZZ_PKGS); do \
-	  for t in $$(go test -list '^Fuzz' $$p | grep ^Fuzz); do \
-	    echo ">> fuzz $$p $$t for $(FUZZTIME)"; go test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$p || exit 1; \
-	  done; \
-	done
+	FUZZTIME=$(FUZZTIME) FUZZMINIMIZETIME=$(FUZZMINIMIZETIME) hack/fuzz.sh $(FUZZ_PKGS)
 
 .PHONY: bench
 bench: build tools ## Benchmarks, printed as ratios against floors measured in the same run (BENCH_FLAGS: see go run ./hack/bench -h).
