@@ -60,7 +60,7 @@ var float = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9
 // the resolver of go.yaml.in/yaml/v2 and v3 step by step: the first
 // character decides whether s can be anything but a string, then the exact
 // words, timestamps, integers in any base Go's strconv reads (underscores
-// removed), YAML floats and 0b binary integers.
+// removed), YAML floats, 0b binary and 0o octal integers.
 func Plain(s string) Kind {
 	if s == "" {
 		return Null
@@ -102,30 +102,24 @@ func Plain(s string) Kind {
 			return Number
 		}
 	}
-	if digits, ok := strings.CutPrefix(plain, "0b"); ok {
-		if _, err := strconv.ParseUint(digits, 2, 64); err == nil {
-			return Number
-		}
-		if _, err := strconv.ParseInt(digits, 2, 64); err == nil {
-			return Number
-		}
-	} else if digits, ok := strings.CutPrefix(plain, "-0b"); ok {
-		if _, err := strconv.ParseInt("-"+digits, 2, 64); err == nil {
-			return Number
-		}
-	}
-	if digits, ok := strings.CutPrefix(plain, "0o"); ok {
-		// yaml.v3 parses what follows the prefix as a signed number first:
-		// 0o+7 and 0o-7 are numbers, like 0b+1 and 0b-1.
-		if _, err := strconv.ParseInt(digits, 8, 64); err == nil {
-			return Number
-		}
-		if _, err := strconv.ParseUint(digits, 8, 64); err == nil {
-			return Number
-		}
-	} else if digits, ok := strings.CutPrefix(plain, "-0o"); ok {
-		if _, err := strconv.ParseInt("-"+digits, 8, 64); err == nil {
-			return Number
+	// yaml.v3's binary and YAML 1.2 octal integers: the digits after the
+	// prefix are parsed signed, then unsigned (so 0b+1 and 0o-7 are
+	// numbers); after -0b or -0o, negative.
+	for _, p := range []struct {
+		prefix string
+		base   int
+	}{{"0b", 2}, {"0o", 8}} {
+		if digits, ok := strings.CutPrefix(plain, p.prefix); ok {
+			if _, err := strconv.ParseInt(digits, p.base, 64); err == nil {
+				return Number
+			}
+			if _, err := strconv.ParseUint(digits, p.base, 64); err == nil {
+				return Number
+			}
+		} else if digits, ok := strings.CutPrefix(plain, "-"+p.prefix); ok {
+			if _, err := strconv.ParseInt("-"+digits, p.base, 64); err == nil {
+				return Number
+			}
 		}
 	}
 	return String
