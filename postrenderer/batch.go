@@ -54,13 +54,7 @@ func parseBatch(texts [][]byte) ([]*yaml.RNode, []*yamlnorm.Result, []error) {
 		for j, i := range batch {
 			startLine[j] = lines
 			joined = append(joined, texts[i]...)
-			if joined[len(joined)-1] != '\n' {
-				joined = append(joined, '\n')
-			}
 			lines += bytes.Count(texts[i], []byte{'\n'})
-			if texts[i][len(texts[i])-1] != '\n' {
-				lines++
-			}
 		}
 		if decoded, ok := decodeAll(joined, len(batch)); ok {
 			for j, i := range batch {
@@ -132,6 +126,13 @@ func batchable(text []byte) bool {
 		return false
 	}
 	if bytes.IndexByte(text, '&') >= 0 || bytes.IndexByte(text, '\r') >= 0 {
+		return false
+	}
+	// A document that does not end with a line break (the last of a stream)
+	// is parsed alone: one added before the next would become part of a
+	// block scalar at its end ("|\n  x" is "x" at the end of the input,
+	// "x\n" before more).
+	if text[len(text)-1] != '\n' {
 		return false
 	}
 	return !bytes.Contains(text, []byte("\n%")) && !bytes.Contains(text, []byte("\n..."))
