@@ -326,14 +326,19 @@ func indentOf(line []byte) int {
 	return n
 }
 
+// maxKey is the longest key splitKey reads. YAML takes a key written
+// without "? " only within 1024 characters of its start (yaml.v3 refuses a
+// longer one); a long key is left to the parser, with margin.
+const maxKey = 1000
+
 // splitKey reads "key:" or "key: rest" where key is a plain scalar made of
-// the characters ConfigMap keys and field names use.
+// the characters ConfigMap keys and field names use, at most maxKey long.
 func splitKey(line []byte) ([]byte, []byte, bool) {
 	i := 0
 	for i < len(line) && isKeyByte(line[i]) {
 		i++
 	}
-	if i == 0 || i >= len(line) || line[i] != ':' {
+	if i == 0 || i > maxKey || i >= len(line) || line[i] != ':' {
 		return nil, nil, false
 	}
 	rest := line[i+1:]

@@ -1,6 +1,7 @@
 package postrenderer
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -118,6 +119,28 @@ func TestScanConfigRefusesWhatKubectlReadsOtherwise(t *testing.T) {
 		_, err := hashConfig([]byte(tc.text), false)
 		assert.ErrorContains(t, err, tc.err, "%q", tc.text)
 	}
+}
+
+// TestLongKeysGoToTheParser: YAML takes a key written without "? " only
+// within 1024 characters, so neither the config scanner nor the header scan
+// reads a longer one: the parser refuses it, in a ConfigMap and in a
+// document of a kind otherwise copied unread.
+func TestLongKeysGoToTheParser(t *testing.T) {
+	long := strings.Repeat("k", 1100)
+	for _, text := range []string{
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  " + long + ": v\n",
+		"apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n" + long + ": v\n",
+	} {
+		_, ok := scanConfig([]byte(text), &scanBuffers{})
+		assert.False(t, ok, "the config scanner read the key")
+		if h, ok := readHeader([]byte(text)); ok {
+			assert.Equal(t, "ConfigMap", h.kind, "the header scan read a long top-level key")
+		}
+		_, _, err := Process([]byte(text), inject.Options{})
+		require.Error(t, err, "a key YAML refuses")
+	}
+	_, ok := scanConfig([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  "+strings.Repeat("k", 900)+": v\n"), &scanBuffers{})
+	assert.True(t, ok, "a key within the limit is read")
 }
 
 // FuzzScanConfig holds the scanner to the parser: for any document it
