@@ -21,6 +21,9 @@ type header struct {
 // that are not UTF-8 text YAML allows.
 func readHeader(text []byte) (header, bool) {
 	var h header
+	if hasLoneCR(text) {
+		return h, false
+	}
 	var startsBuf [32]int
 	starts, ok := scanText(text, startsBuf[:0])
 	if !ok {
@@ -186,3 +189,20 @@ func below(w uint64, n byte) uint64 {
 
 // equal marks the bytes of w equal to c.
 func equal(w uint64, c byte) uint64 { return below(w^(onesBytes*uint64(c)), 1) }
+
+// hasLoneCR reports whether text holds a carriage return that no line feed
+// follows. YAML reads one as a line break; the scans here and the editor
+// count lines by "\n" (a CRLF pair is one break to both).
+func hasLoneCR(text []byte) bool {
+	for i := bytes.IndexByte(text, '\r'); i >= 0; {
+		if i+1 == len(text) || text[i+1] != '\n' {
+			return true
+		}
+		j := bytes.IndexByte(text[i+1:], '\r')
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
+	}
+	return false
+}

@@ -77,3 +77,21 @@ func FuzzReadHeader(f *testing.F) {
 		}
 	})
 }
+
+// TestLoneCarriageReturn: YAML reads a carriage return that no line feed
+// follows as a line break, the byte scans do not, so the header scan leaves
+// such a document to the parser (CRLF pairs are fine).
+func TestLoneCarriageReturn(t *testing.T) {
+	for text, lone := range map[string]bool{
+		"apiVersion: v1\nkind: Service\n":          false,
+		"apiVersion: v1\r\nkind: Service\r\n":      false,
+		"apiVersion: v1\rkind: Service\n":          true,
+		"apiVersion: v1\nkind: Service\r":          true,
+		"apiVersion: v1\r\r\nkind: Service\r\n":    true,
+		"apiVersion: v1\nkind: Service\nx: a\rb\n": true,
+	} {
+		assert.Equal(t, lone, hasLoneCR([]byte(text)), "%q", text)
+		_, ok := readHeader([]byte(text))
+		assert.Equal(t, !lone, ok, "%q", text)
+	}
+}

@@ -164,6 +164,12 @@ func rewrite(text []byte, w inject.Workload, opts inject.Options, n annotationNa
 	if w.OptedOut || w.Template == nil {
 		return text, nil
 	}
+	// The parser's line numbers count a lone carriage return as a line
+	// break, the editor's byte offsets do not: such a document is written
+	// anew.
+	if hasLoneCR(text) {
+		return reencode(text, w, opts)
+	}
 	e := newEditor(text, w.Node.YNode())
 	if e.annotate(w.Template.YNode(), kv{n.hash, w.Hash}, kv{n.keyID, w.KeyID(opts)}) &&
 		e.annotate(w.Node.YNode(), kv{n.external, w.ExternalValue()}) {
