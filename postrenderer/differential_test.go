@@ -2,6 +2,7 @@ package postrenderer_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -140,6 +141,13 @@ func runKRM(t *testing.T, input []byte, opts inject.Options) ([]byte, error) {
 	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(input), OmitReaderAnnotations: true}).Read()
 	if err != nil {
 		return nil, err
+	}
+	// kyaml's writer panics on an item that is not a mapping; a KRM
+	// function is never given one.
+	for i, n := range nodes {
+		if n.YNode().Kind != kyaml.MappingNode {
+			return nil, fmt.Errorf("document %d is not an object", i)
+		}
 	}
 	var rl bytes.Buffer
 	if err := (kio.ByteWriter{Writer: &rl, WrappingKind: kio.ResourceListKind, WrappingAPIVersion: kio.ResourceListAPIVersion}).Write(nodes); err != nil {

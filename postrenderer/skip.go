@@ -21,7 +21,7 @@ type header struct {
 // that are not UTF-8 text YAML allows.
 func readHeader(text []byte) (header, bool) {
 	var h header
-	if hasLoneCR(text) {
+	if hasLoneCR(text) || indentedStart(text) {
 		return h, false
 	}
 	var startsBuf [32]int
@@ -203,6 +203,27 @@ func hasLoneCR(text []byte) bool {
 			return false
 		}
 		i += 1 + j
+	}
+	return false
+}
+
+// indentedStart reports whether the first line of text that is not blank,
+// a comment or a "---" line is indented: the document's root is then not
+// a mapping of the top-level lines the header scan reads (" -" opens a
+// list, whatever follows at the first column).
+func indentedStart(text []byte) bool {
+	for len(text) > 0 {
+		line := text
+		if i := bytes.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
+		} else {
+			text = nil
+		}
+		trimmed := bytes.TrimLeft(line, " \t")
+		if len(bytes.TrimSpace(trimmed)) == 0 || trimmed[0] == '#' || isMarker(line, "---") {
+			continue
+		}
+		return len(trimmed) < len(line)
 	}
 	return false
 }
