@@ -33,7 +33,7 @@ const podNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespac
 // to twice what is kept before each collection, and what is kept ends up
 // spread over spans the garbage shared, which stay in use after it is
 // collected. At 50, measured with 5,000 chart-shaped workloads, the heap
-// settles about 6% lower, the start-up peak 10% lower and RSS 9% lower,
+// settles 5% lower, the heap at start-up 10% lower and RSS 9% lower,
 // for a collection twice as often: the controller allocates little once
 // its caches are filled (docs/scale.md has the figures).
 const gcPercent = 50
