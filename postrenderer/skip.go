@@ -207,23 +207,12 @@ func hasLoneCR(text []byte) bool {
 	return false
 }
 
-// indentedStart reports whether the first line of text that is not blank,
-// a comment or a "---" line is indented: the document's root is then not
-// a mapping of the top-level lines the header scan reads (" -" opens a
-// list, whatever follows at the first column).
+// indentedStart reports whether the first line of text that holds
+// anything (firstContent) is indented: the document's root is then not a
+// mapping of the top-level lines the header scan reads (" -" opens a list,
+// whatever follows at the first column; "--- {a: b}" is left to the parser
+// too).
 func indentedStart(text []byte) bool {
-	for len(text) > 0 {
-		line := text
-		if i := bytes.IndexByte(text, '\n'); i >= 0 {
-			line, text = text[:i], text[i+1:]
-		} else {
-			text = nil
-		}
-		trimmed := bytes.TrimLeft(line, " \t")
-		if len(bytes.TrimSpace(trimmed)) == 0 || trimmed[0] == '#' || isMarker(line, "---") {
-			continue
-		}
-		return len(trimmed) < len(line)
-	}
-	return false
+	line := firstContent(text)
+	return len(line) > 0 && (line[0] == ' ' || line[0] == '\t')
 }

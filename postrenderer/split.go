@@ -46,22 +46,25 @@ func isMarker(line []byte, m string) bool {
 
 // hasContent reports whether a chunk holds anything but separators,
 // comments and blank lines.
-func hasContent(chunk []byte) bool {
-	for len(chunk) > 0 {
-		line := chunk
-		if i := bytes.IndexByte(chunk, '\n'); i >= 0 {
-			line, chunk = chunk[:i], chunk[i+1:]
+func hasContent(chunk []byte) bool { return firstContent(chunk) != nil }
+
+// firstContent returns the first line of text that holds anything but a
+// document marker, a comment or blanks, without a marker at its start
+// ("--- {a: b}" starts a document on the marker line); nil if there is none.
+func firstContent(text []byte) []byte {
+	for len(text) > 0 {
+		line := text
+		if i := bytes.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
 		} else {
-			chunk = nil
+			text = nil
 		}
 		if isMarker(line, "---") || isMarker(line, "...") {
-			line = line[3:] // "--- {a: b}" starts a document on the marker line
+			line = line[3:]
 		}
-		t := bytes.TrimSpace(line)
-		if len(t) == 0 || t[0] == '#' {
-			continue
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
+			return line
 		}
-		return true
 	}
-	return false
+	return nil
 }
