@@ -53,9 +53,6 @@ func Read(name string, input []byte, opts inject.Options) (*Render, error) {
 	return r, nil
 }
 
-// Workloads returns how many workloads the render holds.
-func (r *Render) Workloads() int { return len(r.report.Workloads) }
-
 // addConfigs indexes a ConfigMap or Secret, or those among a v1 List's
 // items, read as the analysis reads them (inject.ReadContent), which has
 // already accepted them.

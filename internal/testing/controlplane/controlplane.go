@@ -355,9 +355,6 @@ func (cp *ControlPlane) Endpoint() string {
 // EtcdEndpoint is the etcd client URL, http://127.0.0.1:<port>.
 func (cp *ControlPlane) EtcdEndpoint() string { return cp.plane.Etcd.URL.String() }
 
-// Dir is the control plane's temporary directory.
-func (cp *ControlPlane) Dir() string { return cp.dir }
-
 // LogDir is the directory holding etcd.log, kube-apiserver.log and
 // kube-controller-manager.log.
 func (cp *ControlPlane) LogDir() string { return cp.logDir }

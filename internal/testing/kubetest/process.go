@@ -82,12 +82,6 @@ func (p *Process) Signal(sig syscall.Signal) {
 	}
 }
 
-// Exited is closed when the process has exited.
-func (p *Process) Exited() <-chan struct{} { return p.exited }
-
-// ExitCode is the exit code of an exited process (-1 when a signal ended it).
-func (p *Process) ExitCode() int { return p.cmd.ProcessState.ExitCode() }
-
 // Logs returns what the process printed so far.
 func (p *Process) Logs() string { return p.logs.String() }
 
