@@ -74,6 +74,16 @@ type Input struct {
 	KeyID           string
 	ControllerKeyID string
 	BaselineKeyID   string
+	// Uses is the fingerprint of how the pod spec consumes configs now
+	// (UsesPrint); ControllerUses and BaselineUses the fingerprints the
+	// records were made under, empty when a record carries none (made
+	// before fingerprints were recorded: compared as it is). A record made
+	// under another fingerprint describes another pod spec, whose change
+	// rolled the pods onto the live content: it is unknown, never
+	// "changed", and is made again without a roll.
+	Uses           string
+	ControllerUses string
+	BaselineUses   string
 }
 
 // Record is the state the controller writes.
@@ -86,6 +96,9 @@ type Record struct {
 	// KeyID goes on the pod template with ControllerHash (a roll); the
 	// baseline carries it too.
 	KeyID string
+	// Uses is the fingerprint of the pod spec's uses, on the pod template
+	// with ControllerHash (a roll); the baseline carries it too.
+	Uses string
 }
 
 // Decision is the outcome of Decide.
@@ -120,14 +133,15 @@ func Decide(in Input) Decision {
 	roll := Record{
 		ControllerHash: in.LiveAll,
 		ControllerBase: baseOf(in.RawRenderHash),
-		Baseline:       FormatBaseline(in.LiveExternal, in.KeyID),
+		Baseline:       FormatBaseline(in.LiveExternal, in.KeyID, in.Uses),
 		KeyID:          in.KeyID,
+		Uses:           in.Uses,
 	}
 	// A record in another mode (plain vs keyed), or made under another key,
 	// is unknown, never "changed": switching modes or rotating the key must
 	// not roll every workload.
 	controllerHash := sameMode(in.ControllerHash, in.LiveAll)
-	if in.ControllerKeyID != in.KeyID {
+	if in.ControllerKeyID != in.KeyID || !sameUses(in.ControllerUses, in.Uses) {
 		controllerHash = ""
 	}
 	if controllerHash != "" && in.ControllerBase == baseOf(in.RawRenderHash) {
@@ -137,7 +151,7 @@ func Decide(in Input) Decision {
 		return Decision{Action: ActionRoll, Reason: ReasonChangedSinceRoll, Record: roll}
 	}
 	baseline := in.Baseline
-	if in.BaselineKeyID != in.KeyID {
+	if !in.BaselineComparable() {
 		baseline = nil
 	}
 	// A config this process saw change before its baseline was written is
@@ -159,6 +173,20 @@ func Decide(in Input) Decision {
 		return Decision{Action: ActionRecordBaseline, Reason: ReasonNewExternal, Record: Record{Baseline: roll.Baseline}}
 	}
 	return Decision{Action: ActionNone, Reason: ReasonInSync}
+}
+
+// BaselineComparable reports whether the recorded baseline can be
+// compared with the live hashes: made under the controller's key id (or
+// none) and the pod spec's uses as they are now.
+func (in Input) BaselineComparable() bool {
+	return in.BaselineKeyID == in.KeyID && sameUses(in.BaselineUses, in.Uses)
+}
+
+// sameUses reports whether a record made under the uses fingerprint
+// recorded describes the pod spec of fingerprint current; a record without
+// one (made before they were recorded) is taken to.
+func sameUses(recorded, current string) bool {
+	return recorded == "" || recorded == current
 }
 
 // baseOf is the controller-base value for a render-time annotation.
@@ -199,14 +227,19 @@ func compareBaseline(baseline, live map[string]string) (changed []string, unreco
 	return changed, unrecorded
 }
 
-// baselineKeyID is the entry of the external-baseline annotation that
-// names the HMAC key its hashes were made with.
-const baselineKeyID = "key-id"
+// baselineKeyID and baselineUses are the entries of the external-baseline
+// annotation that name the HMAC key its hashes were made with and the
+// fingerprint of the pod spec's uses (UsesPrint) they were made under.
+const (
+	baselineKeyID = "key-id"
+	baselineUses  = "uses"
+)
 
 // FormatBaseline renders per-config hashes as the external-baseline
 // annotation: Kind/name=hash pairs sorted by Kind/name, joined by commas,
-// after a key-id=<id> entry in keyed mode. No hashes, no annotation.
-func FormatBaseline(m map[string]string, keyID string) string {
+// after a key-id=<id> entry in keyed mode and a uses=<fingerprint> entry
+// when uses is not empty. No hashes, no annotation.
+func FormatBaseline(m map[string]string, keyID, uses string) string {
 	if len(m) == 0 {
 		return ""
 	}
@@ -219,6 +252,12 @@ func FormatBaseline(m map[string]string, keyID string) string {
 	if keyID != "" {
 		b.WriteString(baselineKeyID + "=" + keyID)
 	}
+	if uses != "" {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(baselineUses + "=" + uses)
+	}
 	for _, ref := range refs {
 		if b.Len() > 0 {
 			b.WriteByte(',')
@@ -230,30 +269,34 @@ func FormatBaseline(m map[string]string, keyID string) string {
 	return b.String()
 }
 
-// ParseBaseline reads the external-baseline annotation and the key id it
-// was made under. It returns nil for an absent or malformed value, so the
-// controller records a fresh baseline instead of trusting a damaged one.
-func ParseBaseline(s string) (map[string]string, string) {
+// ParseBaseline reads the external-baseline annotation, the key id and
+// the uses fingerprint it was made under (empty when it names none). It
+// returns nil hashes for an absent or malformed value, so the controller
+// records a fresh baseline instead of trusting a damaged one.
+func ParseBaseline(s string) (hashes map[string]string, keyID, uses string) {
 	if s == "" {
-		return nil, ""
+		return nil, "", ""
 	}
 	out := map[string]string{}
-	keyID := ""
 	for i, pair := range strings.Split(s, ",") {
 		ref, h, ok := strings.Cut(pair, "=")
-		if i == 0 && ok && ref == baselineKeyID && h != "" {
+		switch {
+		case i == 0 && ok && ref == baselineKeyID && h != "":
 			keyID = h
+			continue
+		case i <= 1 && len(out) == 0 && uses == "" && ok && ref == baselineUses && h != "":
+			uses = h
 			continue
 		}
 		if !ok || ref == "" || h == "" || !strings.Contains(ref, "/") {
-			return nil, ""
+			return nil, "", ""
 		}
 		out[ref] = h
 	}
 	if len(out) == 0 {
-		return nil, ""
+		return nil, "", ""
 	}
-	return out, keyID
+	return out, keyID, uses
 }
 
 // Wait is how long a roll must still wait: the mismatch must have persisted

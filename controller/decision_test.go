@@ -175,6 +175,36 @@ func TestDecide(t *testing.T) {
 			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonExternalChanged, Changed: []string{"ConfigMap/a"},
 				Record: controller.Record{ControllerHash: h("all"), ControllerBase: "v9-blake3:abc", Baseline: "ConfigMap/a=" + h("a2")}},
 		},
+		{
+			name: "the pod spec consumes more of an external config (baseline under other uses): recorded again, not rolled",
+			in: controller.Input{RenderHash: h("r"), RawRenderHash: h("r"), LiveIn: h("r"), LiveAll: h("all2"), Uses: "u2",
+				Baseline: map[string]string{"Secret/db": h("db1")}, BaselineUses: "u1", LiveExternal: map[string]string{"Secret/db": h("db1+user")}},
+			want: controller.Decision{Action: controller.ActionRecordBaseline, Reason: controller.ReasonNewExternal,
+				Record: controller.Record{Baseline: "uses=u2,Secret/db=" + h("db1+user")}},
+		},
+		{
+			name: "a baseline made before uses were recorded is compared as it is",
+			in: controller.Input{RenderHash: h("r"), RawRenderHash: h("r"), LiveIn: h("r"), LiveAll: h("all2"), Uses: "u2",
+				Baseline: map[string]string{"Secret/db": h("db1")}, LiveExternal: map[string]string{"Secret/db": h("db2")}},
+			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonExternalChanged, Changed: []string{"Secret/db"},
+				Record: controller.Record{ControllerHash: h("all2"), ControllerBase: h("r"), Baseline: "uses=u2,Secret/db=" + h("db2"), Uses: "u2"}},
+		},
+		{
+			name: "after a roll, the pod spec consumes more: the controller hash is unknown, the render and baselines decide",
+			in: controller.Input{RenderHash: h("r"), RawRenderHash: h("r"), ControllerHash: h("all2"), ControllerBase: h("r"), ControllerUses: "u1",
+				LiveIn: h("r"), LiveAll: h("all3"), Uses: "u2",
+				Baseline: map[string]string{"Secret/db": h("db2")}, BaselineUses: "u1", LiveExternal: map[string]string{"Secret/db": h("db2+user")}},
+			want: controller.Decision{Action: controller.ActionRecordBaseline, Reason: controller.ReasonNewExternal,
+				Record: controller.Record{Baseline: "uses=u2,Secret/db=" + h("db2+user")}},
+		},
+		{
+			name: "after a roll and a change of uses, a real edit rolls",
+			in: controller.Input{RenderHash: h("r"), RawRenderHash: h("r"), ControllerHash: h("all2"), ControllerBase: h("r"), ControllerUses: "u1",
+				LiveIn: h("r"), LiveAll: h("all4"), Uses: "u2",
+				Baseline: map[string]string{"Secret/db": h("db2+user")}, BaselineUses: "u2", LiveExternal: map[string]string{"Secret/db": h("db3+user")}},
+			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonExternalChanged, Changed: []string{"Secret/db"},
+				Record: controller.Record{ControllerHash: h("all4"), ControllerBase: h("r"), Baseline: "uses=u2,Secret/db=" + h("db3+user"), Uses: "u2"}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,24 +215,30 @@ func TestDecide(t *testing.T) {
 
 func TestBaselineRoundTrip(t *testing.T) {
 	m := map[string]string{"Secret/b": h("2"), "ConfigMap/a": h("1")}
-	s := controller.FormatBaseline(m, "")
-	assert.Equal(t, "ConfigMap/a="+h("1")+",Secret/b="+h("2"), s)
-	got, keyID := controller.ParseBaseline(s)
-	assert.Equal(t, m, got)
-	assert.Empty(t, keyID)
-
-	keyed := controller.FormatBaseline(m, "0011223344556677")
-	assert.Equal(t, "key-id=0011223344556677,ConfigMap/a="+h("1")+",Secret/b="+h("2"), keyed)
-	got, keyID = controller.ParseBaseline(keyed)
-	assert.Equal(t, m, got)
-	assert.Equal(t, "0011223344556677", keyID)
-	assert.Empty(t, controller.FormatBaseline(nil, "0011223344556677"), "no hashes, no annotation")
+	pairs := "ConfigMap/a=" + h("1") + ",Secret/b=" + h("2")
+	for _, c := range []struct{ keyID, uses, want string }{
+		{"", "", pairs},
+		{"0011223344556677", "", "key-id=0011223344556677," + pairs},
+		{"", "8899aabbccddeeff", "uses=8899aabbccddeeff," + pairs},
+		{"0011223344556677", "8899aabbccddeeff", "key-id=0011223344556677,uses=8899aabbccddeeff," + pairs},
+	} {
+		s := controller.FormatBaseline(m, c.keyID, c.uses)
+		assert.Equal(t, c.want, s)
+		got, keyID, uses := controller.ParseBaseline(s)
+		assert.Equal(t, m, got, s)
+		assert.Equal(t, c.keyID, keyID, s)
+		assert.Equal(t, c.uses, uses, s)
+		assert.Empty(t, controller.FormatBaseline(nil, c.keyID, c.uses), "no hashes, no annotation")
+	}
 
 	for _, bad := range []string{"", "garbage", "ConfigMap/a=", "=x", "noslash=" + h("1"), "ConfigMap/a=" + h("1") + ",",
-		"key-id=0011", "ConfigMap/a=" + h("1") + ",key-id=0011", "key-id=,ConfigMap/a=" + h("1")} {
-		got, keyID := controller.ParseBaseline(bad)
+		"key-id=0011", "ConfigMap/a=" + h("1") + ",key-id=0011", "key-id=,ConfigMap/a=" + h("1"),
+		"uses=0011", "uses=,ConfigMap/a=" + h("1"), "ConfigMap/a=" + h("1") + ",uses=0011", "uses=0011,key-id=0011,ConfigMap/a=" + h("1"),
+		"uses=0011,uses=0011,ConfigMap/a=" + h("1")} {
+		got, keyID, uses := controller.ParseBaseline(bad)
 		assert.Nil(t, got, bad)
 		assert.Empty(t, keyID, bad)
+		assert.Empty(t, uses, bad)
 	}
 }
 
@@ -239,6 +275,10 @@ func FuzzDecide(f *testing.F) {
 	f.Add(uint8(1), uint8(2), uint8(3), uint8(1), uint8(0), uint8(0), uint8(1), uint8(2), true, true, uint8(0))
 	f.Add(uint8(1), uint8(1), uint8(3), uint8(1), uint8(2), uint8(2), uint8(1), uint8(2), true, false, uint8(5))
 	f.Fuzz(func(t *testing.T, render, liveIn, ctrlHash, ctrlBase, liveAll, extA, baseA, extB uint8, keyed, missing bool, keys uint8) {
+		// The pod spec's uses fingerprint and those of the two records,
+		// each one of none (a record made before they were recorded), u1
+		// or u2, from the high bits of keys.
+		prints := []string{"", "u1", "u2"}
 		val := func(n uint8) string {
 			if n%5 == 0 {
 				return ""
@@ -276,6 +316,7 @@ func FuzzDecide(f *testing.F) {
 		// none, a or b.
 		ids := []string{"", "id-a", "id-b"}
 		in.KeyID, in.ControllerKeyID, in.BaselineKeyID = ids[keys%3], ids[keys/3%3], ids[keys/9%3]
+		in.Uses, in.ControllerUses, in.BaselineUses = prints[1+keys/27%2], prints[keys/54%3], prints[keys/162%3]
 		d := controller.Decide(in)
 		if !reflect.DeepEqual(d, controller.Decide(in)) {
 			t.Fatal("Decide is not deterministic")
@@ -290,20 +331,22 @@ func FuzzDecide(f *testing.F) {
 		switch d.Action {
 		case controller.ActionRoll:
 			after.ControllerHash, after.ControllerBase, after.ControllerKeyID = d.Record.ControllerHash, d.Record.ControllerBase, d.Record.KeyID
-			after.Baseline, after.BaselineKeyID = controller.ParseBaseline(d.Record.Baseline)
+			after.ControllerUses = d.Record.Uses
+			after.Baseline, after.BaselineKeyID, after.BaselineUses = controller.ParseBaseline(d.Record.Baseline)
 		case controller.ActionRecordBaseline:
-			after.Baseline, after.BaselineKeyID = controller.ParseBaseline(d.Record.Baseline)
+			after.Baseline, after.BaselineKeyID, after.BaselineUses = controller.ParseBaseline(d.Record.Baseline)
 		}
 		if again := controller.Decide(after); again.Action != controller.ActionNone {
 			t.Fatalf("after %s (%s), deciding again gives %s (%s); input %+v", d.Action, d.Reason, again.Action, again.Reason, in)
 		}
 		inSync := in.RenderHash == "" || in.LiveIn == in.RenderHash
 		for ref, v := range in.LiveExternal {
-			if b, ok := in.Baseline[ref]; ok && b != v && in.BaselineKeyID == in.KeyID {
+			if b, ok := in.Baseline[ref]; ok && b != v && in.BaselineComparable() {
 				inSync = false
 			}
 		}
-		if inSync && (in.ControllerHash == "" || in.ControllerKeyID != in.KeyID) && d.Action == controller.ActionRoll {
+		controllerRecord := in.ControllerHash != "" && in.ControllerKeyID == in.KeyID && (in.ControllerUses == "" || in.ControllerUses == in.Uses)
+		if inSync && !controllerRecord && d.Action == controller.ActionRoll {
 			t.Fatalf("rolled although live content matches the render and the baselines of this key: %+v", in)
 		}
 	})

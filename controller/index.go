@@ -135,8 +135,8 @@ func (r *Reconciler) noteFirstSeen(req Request, kind *workloadKind, o client.Obj
 			}
 		}
 	}
-	baseline, keyID := ParseBaseline(v.Baseline)
-	if _, recorded := baseline[ref]; recorded && keyID == r.keyID && !absorbed {
+	baseline, keyID, uses := ParseBaseline(v.Baseline)
+	if _, recorded := baseline[ref]; recorded && keyID == r.keyID && sameUses(uses, v.UsesPrint) && !absorbed {
 		return // recorded before the edit: the edit is compared with it
 	}
 	lookup := func(hashing.Kind, string) (hashing.Content, bool) { return tr.before.content, tr.before.found }

@@ -203,8 +203,9 @@ func (r *Reconciler) observe(ctx context.Context, req Request, v View) (Input, m
 		RenderHash: v.RenderHash, RawRenderHash: v.RawRenderHash,
 		ControllerHash: v.ControllerHash, ControllerBase: v.ControllerBase,
 		KeyID: r.keyID, ControllerKeyID: v.ControllerKeyID,
+		Uses: v.UsesPrint, ControllerUses: v.ControllerUses,
 	}
-	in.Baseline, in.BaselineKeyID = ParseBaseline(v.Baseline)
+	in.Baseline, in.BaselineKeyID, in.BaselineUses = ParseBaseline(v.Baseline)
 	for _, u := range v.Uses {
 		c, rv, found, err := r.content(ctx, ns, u.Kind, u.Name)
 		if err != nil {
@@ -360,7 +361,7 @@ func (r *Reconciler) recordBaseline(ctx context.Context, req Request, kind *work
 	written := map[string]string{}
 	in := out.Input
 	for ref := range in.LiveExternal {
-		if _, had := in.Baseline[ref]; had && in.BaselineKeyID == in.KeyID {
+		if _, had := in.Baseline[ref]; had && in.BaselineComparable() {
 			continue
 		}
 		if rv := out.ConfigVersions[ref]; rv != "" {
@@ -412,7 +413,7 @@ func (r *Reconciler) roll(ctx context.Context, req Request, kind *workloadKind, 
 		if r.opts.DryRun {
 			e.overlayMeta = map[string]string{r.keys.baseline: d.Record.Baseline}
 			e.overlayTemplate = map[string]string{r.keys.controllerHash: d.Record.ControllerHash, r.keys.controllerBase: d.Record.ControllerBase,
-				r.keys.controllerKeyID: d.Record.KeyID}
+				r.keys.controllerKeyID: d.Record.KeyID, r.keys.controllerUses: d.Record.Uses}
 		}
 	})
 	msg := rollMessage(changes, v.Uses, d, req.Namespace)
@@ -475,6 +476,7 @@ func (r *Reconciler) patch(kind *workloadKind, obj client.Object, rec Record, ro
 		ann := map[string]any{
 			r.keys.controllerHash: rec.ControllerHash,
 			r.keys.controllerBase: rec.ControllerBase,
+			r.keys.controllerUses: rec.Uses,
 		}
 		tmpl, _ := kind.template(obj)
 		switch {

@@ -1,6 +1,10 @@
 package controller
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,8 +27,8 @@ const (
 
 // keys are the confighash annotation keys under one prefix.
 type keys struct {
-	hash, keyID, external, enabled                            string
-	controllerHash, controllerBase, controllerKeyID, baseline string
+	hash, keyID, external, enabled                                            string
+	controllerHash, controllerBase, controllerKeyID, controllerUses, baseline string
 }
 
 func newKeys(prefix string) keys {
@@ -36,6 +40,7 @@ func newKeys(prefix string) keys {
 		controllerHash:  annotations.Key(prefix, annotations.ControllerHash),
 		controllerBase:  annotations.Key(prefix, annotations.ControllerBase),
 		controllerKeyID: annotations.Key(prefix, annotations.ControllerKeyID),
+		controllerUses:  annotations.Key(prefix, annotations.ControllerUses),
 		baseline:        annotations.Key(prefix, annotations.ExternalBaseline),
 	}
 }
@@ -57,10 +62,14 @@ type View struct {
 	// OtherKeyID is the key id of a keyed render-time hash made with a key
 	// other than the controller's (the hash is then unknown too).
 	OtherKeyID string
+	// UsesPrint is the fingerprint of Uses (UsesPrint): a change of it is a
+	// change of the pod spec, which rolls the pods by itself.
+	UsesPrint string
 	// The controller's own record.
 	ControllerHash  string
 	ControllerBase  string
 	ControllerKeyID string
+	ControllerUses  string
 	Baseline        string
 }
 
@@ -96,6 +105,7 @@ func inspect(ns string, meta map[string]string, tmpl *corev1.PodTemplateSpec, k 
 		v.RenderHash, v.UnknownHash, v.OtherKeyID = "", true, rendered
 	}
 	v.ControllerHash, v.ControllerBase, v.ControllerKeyID = ta[k.controllerHash], ta[k.controllerBase], ta[k.controllerKeyID]
+	v.ControllerUses = ta[k.controllerUses]
 	v.Baseline = meta[k.baseline]
 
 	discovered := hashing.Discover(&tmpl.Spec)
@@ -116,6 +126,7 @@ func inspect(ns string, meta map[string]string, tmpl *corev1.PodTemplateSpec, k 
 		}
 	}
 	hashing.SortUses(v.Uses)
+	v.UsesPrint = UsesPrint(v.Uses)
 	listed := annotations.ParseExternal(meta[k.external])
 	for _, u := range v.Uses {
 		if v.RenderHash == "" || listed[u.Ref()] {
@@ -124,6 +135,28 @@ func inspect(ns string, meta map[string]string, tmpl *corev1.PodTemplateSpec, k 
 	}
 	return v
 }
+
+// UsesPrint is a short fingerprint of how a pod spec consumes configs:
+// which ConfigMaps and Secrets, whole or which keys. The hashes the
+// controller records depend on it as much as on the content, so a record
+// made under another fingerprint describes another pod spec: the change of
+// pod spec rolled the pods, which read the live content, and the record is
+// made again rather than compared.
+func UsesPrint(uses []hashing.Use) string {
+	sorted := slices.Clone(uses)
+	hashing.SortUses(sorted)
+	h := sha256.New()
+	for _, u := range sorted {
+		keys := slices.Clone(u.Keys)
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
+		fmt.Fprintf(h, "%q %q %t %q\n", u.Kind, u.Name, u.All, keys)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:usesPrintLen]
+}
+
+// usesPrintLen is the length of a UsesPrint: 64 bits tell pod specs apart.
+const usesPrintLen = 16
 
 // usableHash reports whether a render-time hash can be compared with what
 // the controller computes: a known version, and the same mode.

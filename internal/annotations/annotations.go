@@ -42,6 +42,10 @@ const (
 	// ControllerKeyID, on a pod template in keyed mode, is the id of the HMAC
 	// key ControllerHash was made with.
 	ControllerKeyID = "controller-key-id"
+	// ControllerUses, on a pod template, is the fingerprint of how the pod
+	// spec consumed configs (which configs, which keys) when the controller
+	// last rolled: ControllerHash is comparable only while it holds.
+	ControllerUses = "controller-uses"
 	// ExternalBaseline, on the workload's own metadata (so writing it does not
 	// roll pods), records the content of each external config as the pods
 	// last saw it.

@@ -213,8 +213,9 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 		RenderHash: v.RenderHash, RawRenderHash: v.RawRenderHash,
 		ControllerHash: v.ControllerHash, ControllerBase: v.ControllerBase,
 		KeyID: c.keyID, ControllerKeyID: v.ControllerKeyID,
+		Uses: v.UsesPrint, ControllerUses: v.ControllerUses,
 	}
-	in.Baseline, in.BaselineKeyID = controller.ParseBaseline(v.Baseline)
+	in.Baseline, in.BaselineKeyID, in.BaselineUses = controller.ParseBaseline(v.Baseline)
 	contents := map[string]hashing.Content{}
 	for _, u := range v.Uses {
 		content, found, err := c.content(ctx, meta.Namespace, u.Kind, u.Name)
