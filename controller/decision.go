@@ -58,6 +58,14 @@ type Input struct {
 	// LiveIn is the live hash of the in-stream uses, LiveAll of every use.
 	LiveIn  string
 	LiveAll string
+	// LiveInUnnamespaced is the live hash of the in-stream uses computed
+	// as a render of manifests that name no namespace computes it (with an
+	// empty namespace, when not told one: kubectl apply -n, helm install -n
+	// put them in one later). The pods consume configs of their own
+	// namespace only, so a render hash equal to it describes the live
+	// content as much as one equal to LiveIn. Empty when not computed
+	// (LiveIn equals the render hash).
+	LiveInUnnamespaced string
 	// LiveExternal is the live hash of each external use, by Kind/name.
 	LiveExternal map[string]string
 	// FirstSeen is, for external configs this process saw change before it
@@ -163,7 +171,7 @@ func Decide(in Input) Decision {
 	// changed, or where the baseline written since already held the changed
 	// content (it absorbed the edit).
 	changed, _ := compareBaseline(merged(baseline, in.FirstSeen), in.LiveExternal)
-	if in.RenderHash != "" && in.LiveIn != in.RenderHash {
+	if in.RenderHash != "" && in.LiveIn != in.RenderHash && in.LiveInUnnamespaced != in.RenderHash {
 		return Decision{Action: ActionRoll, Reason: ReasonRenderMismatch, Record: roll, Changed: changed}
 	}
 	if len(changed) > 0 {

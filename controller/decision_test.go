@@ -176,6 +176,17 @@ func TestDecide(t *testing.T) {
 				Record: controller.Record{ControllerHash: h("all"), ControllerBase: "v9-blake3:abc", Baseline: "ConfigMap/a=" + h("a2")}},
 		},
 		{
+			name: "a render that named no namespace: its hash is compared with the live content hashed so",
+			in:   controller.Input{RenderHash: h("r-no-ns"), RawRenderHash: h("r-no-ns"), LiveIn: h("r"), LiveInUnnamespaced: h("r-no-ns"), LiveAll: h("all")},
+			want: controller.Decision{Action: controller.ActionNone, Reason: controller.ReasonInSync},
+		},
+		{
+			name: "a render that named no namespace, config edited since: roll",
+			in:   controller.Input{RenderHash: h("r-no-ns"), RawRenderHash: h("r-no-ns"), LiveIn: h("r2"), LiveInUnnamespaced: h("r2-no-ns"), LiveAll: h("all2")},
+			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonRenderMismatch,
+				Record: controller.Record{ControllerHash: h("all2"), ControllerBase: h("r-no-ns")}},
+		},
+		{
 			name: "the pod spec consumes more of an external config (baseline under other uses): recorded again, not rolled",
 			in: controller.Input{RenderHash: h("r"), RawRenderHash: h("r"), LiveIn: h("r"), LiveAll: h("all2"), Uses: "u2",
 				Baseline: map[string]string{"Secret/db": h("db1")}, BaselineUses: "u1", LiveExternal: map[string]string{"Secret/db": h("db1+user")}},

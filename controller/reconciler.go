@@ -231,6 +231,9 @@ func (r *Reconciler) observe(ctx context.Context, req Request, v View) (Input, m
 	}
 	in.LiveExternal = r.externalHashes(ns, v, "", lookup)
 	in.LiveIn = hashing.Compute(ns, inStream, lookup, hopts)
+	if in.RenderHash != "" && in.LiveIn != in.RenderHash {
+		in.LiveInUnnamespaced = hashing.Compute("", inStream, lookup, hopts)
+	}
 	in.LiveAll = hashing.Compute(ns, v.Uses, lookup, hopts)
 	in.FirstSeen = r.memory.firstSeen(req)
 	return in, versions, nil

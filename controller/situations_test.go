@@ -3,6 +3,9 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -127,5 +130,59 @@ func TestKubectlEditChangesWhatIsConsumed(t *testing.T) {
 				assert.Equal(t, want+2, s.rollouts())
 			})
 		}
+	}
+}
+
+// withoutNamespace drops the namespace of every object of a stream: the
+// manifests of a chart or a kustomize base that leave it to the apply
+// (kubectl apply -n, helm install -n, Argo CD's destination namespace).
+func withoutNamespace(stream string) string {
+	return regexp.MustCompile(`(?m)^  namespace: .*\n`).ReplaceAllString(stream, "")
+}
+
+// A render of manifests that name no namespace, made without --namespace
+// (so its hash names none), applied into a namespace: the first apply rolls
+// nothing, and a change in git rolls once, by the render (S1 and S2 for the
+// most common way manifests are written).
+func TestRenderWithoutNamespace(t *testing.T) {
+	for _, keyed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keyed=%t", keyed), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			var args []string
+			opts := e.testOptions()
+			if keyed {
+				keyFile := filepath.Join(t.TempDir(), "key")
+				require.NoError(t, os.WriteFile(keyFile, []byte("a-key\n"), 0o600))
+				args, opts.HMACKeyFile = []string{"--hmac-key-file", keyFile}, keyFile
+			}
+			s := &scenario{env: e, kind: "Deployment"}
+			e.createSecret("db-creds", map[string]string{"password": "pw-1"})
+			stream := withoutNamespace(e.stream(defaultApp("Deployment")))
+			require.NotContains(t, stream, "namespace:")
+			s.rendered = render(t, stream, args...)
+			s.ctrl = e.start(opts)
+			require.NoError(t, e.apply(s.rendered, "kubectl"))
+			s.ctrl.obs.waitFor(t, 0, "in sync after the first apply", is("Deployment", "in_sync"))
+			assert.Equal(t, 0, s.rollouts(), "the first apply")
+			assert.Equal(t, 0, s.controllerRollouts())
+
+			changed := defaultApp("Deployment")
+			changed.logLevel = "debug"
+			mark := s.ctrl.obs.mark()
+			require.NoError(t, e.apply(render(t, withoutNamespace(s.stream(changed)), args...), "kubectl"))
+			newHash := s.deployment(workloadName).Spec.Template.Annotations["confighash.dev/hash"]
+			s.ctrl.obs.waitFor(t, mark, "in sync with the new render", func(o controller.Outcome) bool {
+				return is("Deployment", "in_sync")(o) && o.Input.RawRenderHash == newHash
+			})
+			assert.Equal(t, 1, s.rollouts(), "the change in git rolled it once")
+			assert.Equal(t, 0, s.controllerRollouts())
+
+			// An out-of-band edit still rolls.
+			mark = s.ctrl.obs.mark()
+			s.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "warn" })
+			s.expectRoll(mark)
+			assert.Equal(t, 2, s.rollouts())
+		})
 	}
 }

@@ -245,6 +245,9 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 		}
 	}
 	in.LiveIn = hashing.Compute(meta.Namespace, inStream, lookup, hopts)
+	if in.RenderHash != "" && in.LiveIn != in.RenderHash {
+		in.LiveInUnnamespaced = hashing.Compute("", inStream, lookup, hopts)
+	}
 	in.LiveAll = hashing.Compute(meta.Namespace, v.Uses, lookup, hopts)
 	w.LiveHash = in.LiveAll
 	d := controller.Decide(in)
