@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -183,6 +184,184 @@ func TestRenderWithoutNamespace(t *testing.T) {
 			s.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "warn" })
 			s.expectRoll(mark)
 			assert.Equal(t, 2, s.rollouts())
+		})
+	}
+}
+
+// A consumed config deleted and created again (a Helm uninstall and
+// install of the chart that holds it, an operator recreating its Secret):
+// with the same content, nothing rolls; with other content, one rollout.
+func TestConfigDeletedAndRecreated(t *testing.T) {
+	appConfig := map[string]string{"LOG_LEVEL": "info", "UNUSED": "1", "site.conf": "listen 8080\n"}
+	dbCreds := map[string]string{"password": "pw-1", "user": "app"}
+	for _, c := range []struct {
+		name   string
+		kind   string // ConfigMap (in the render) or Secret (external)
+		config string
+		data   map[string]string
+		want   int
+	}{
+		{"in-stream-ConfigMap/same", "ConfigMap", "app-config", appConfig, 0},
+		{"external-Secret/same", "Secret", "db-creds", dbCreds, 0},
+		{"external-Secret/other-content", "Secret", "db-creds", map[string]string{"password": "pw-2", "user": "app"}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := setup(t, "Deployment")
+			ctx := context.Background()
+			mark := s.ctrl.obs.mark()
+			var err error
+			if c.kind == "Secret" {
+				err = s.cs.CoreV1().Secrets(s.ns).Delete(ctx, c.config, metav1.DeleteOptions{})
+			} else {
+				err = s.cs.CoreV1().ConfigMaps(s.ns).Delete(ctx, c.config, metav1.DeleteOptions{})
+			}
+			require.NoError(t, err)
+			_, next := s.ctrl.obs.waitFor(t, mark, "missing config", is("Deployment", "missing_config"))
+			var rv string
+			meta := metav1.ObjectMeta{Name: c.config, Namespace: s.ns}
+			if c.kind == "Secret" {
+				sec, err := s.cs.CoreV1().Secrets(s.ns).Create(ctx, &corev1.Secret{ObjectMeta: meta, StringData: c.data}, metav1.CreateOptions{})
+				require.NoError(t, err)
+				rv = sec.ResourceVersion
+			} else {
+				cm, err := s.cs.CoreV1().ConfigMaps(s.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: c.data}, metav1.CreateOptions{})
+				require.NoError(t, err)
+				rv = cm.ResourceVersion
+			}
+			s.inSyncAt(next, c.kind+"/"+c.config, rv)
+			assert.Equal(t, c.want, s.rollouts())
+			assert.Equal(t, c.want, s.controllerRollouts())
+		})
+	}
+}
+
+// The Deployment applied before the ConfigMap it reads (a GitOps tool
+// applying in its own order): held back while the ConfigMap is missing,
+// then in sync when it lands; no rollout.
+func TestWorkloadBeforeItsConfigMap(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := &scenario{env: e, kind: "Deployment"}
+	e.createSecret("db-creds", map[string]string{"password": "pw-1"})
+	s.rendered = render(t, e.stream(defaultApp("Deployment")))
+	s.ctrl = e.start(e.testOptions())
+	require.NoError(t, e.apply(docs(t, s.rendered, "Deployment"), "kubectl"))
+	_, next := s.ctrl.obs.waitFor(t, 0, "missing config", is("Deployment", "missing_config"))
+	require.NoError(t, e.apply(docs(t, s.rendered, "ConfigMap", "Secret"), "kubectl"))
+	o, _ := s.ctrl.obs.waitFor(t, next, "in sync", is("Deployment", "in_sync"))
+	assert.Equal(t, o.Input.RenderHash, o.Input.LiveIn)
+	assert.Equal(t, 0, s.rollouts())
+	assert.Equal(t, 0, s.controllerRollouts())
+}
+
+// An optional ConfigMap (envFrom optional: true) that does not exist yet:
+// the workload is not held back; its creation changes what new pods would
+// read, so it rolls once, and so does its deletion.
+func TestOptionalConfig(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	s := &scenario{env: e, kind: "Deployment"}
+	s.ctrl = e.start(e.testOptions())
+	require.NoError(t, e.apply(kubetest.Workload{Name: workloadName, Namespace: e.ns, Replicas: 1,
+		Annotations: map[string]string{"confighash.dev/enabled": "true"},
+		EnvFrom:     []string{"{configMapRef: {name: overrides, optional: true}}"}}.YAML(), "kubectl"))
+	s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
+	assert.Equal(t, 0, s.rollouts())
+
+	mark := s.ctrl.obs.mark()
+	_, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "overrides"},
+		Data: map[string]string{"LOG_LEVEL": "debug"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	s.expectRoll(mark)
+	assert.Equal(t, 1, s.rollouts(), "created")
+
+	mark = s.ctrl.obs.mark()
+	require.NoError(t, e.cs.CoreV1().ConfigMaps(e.ns).Delete(ctx, "overrides", metav1.DeleteOptions{}))
+	s.expectRoll(mark)
+	assert.Equal(t, 2, s.rollouts(), "deleted")
+	assert.Zero(t, s.ctrl.obs.count(0, is("Deployment", "missing_config")), "an optional config is never missing")
+}
+
+// Two namespaces holding the same app under the same names, one
+// controller watching both: an edit in one rolls that one only.
+func TestSameNamesInTwoNamespaces(t *testing.T) {
+	t.Parallel()
+	a, b := newEnv(t), newEnv(t)
+	opts := a.testOptions()
+	opts.Namespaces = []string{a.ns, b.ns}
+	r := a.start(opts)
+	for _, e := range []*env{a, b} {
+		e.createSecret("db-creds", map[string]string{"password": "pw-1"})
+		require.NoError(t, e.apply(render(t, e.stream(defaultApp("Deployment"))), "kubectl"))
+	}
+	inSync := func(ns string) func(controller.Outcome) bool {
+		return func(o controller.Outcome) bool { return o.Request.Namespace == ns && is("Deployment", "in_sync")(o) }
+	}
+	r.obs.waitFor(t, 0, "a in sync", inSync(a.ns))
+	r.obs.waitFor(t, 0, "b in sync", inSync(b.ns))
+	mark := r.obs.mark()
+	a.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte("pw-2") })
+	rolled, next := r.obs.waitFor(t, mark, "a rolled", func(o controller.Outcome) bool { return o.Result == "rolled" })
+	assert.Equal(t, a.ns, rolled.Request.Namespace)
+	r.obs.waitFor(t, next, "a in sync", inSync(a.ns))
+	assert.Equal(t, 1, a.revisions("Deployment", workloadName)-1)
+	assert.Equal(t, 0, b.revisions("Deployment", workloadName)-1)
+	assert.Zero(t, r.obs.count(mark, func(o controller.Outcome) bool { return o.Request.Namespace == b.ns }), "b was not even reconciled")
+}
+
+// Wave's opt-in and Reloader's per-kind opt-in on workloads that carry no
+// render-time hash, as docs/migrating.md maps them: nothing rolls at
+// cut-over; Wave's covers every consumed config, Reloader's
+// secret.reloader.stakater.com/auto only the Secrets.
+func TestWaveAndReloaderPerKind(t *testing.T) {
+	for _, c := range []struct {
+		annotation string
+		// rollsOn is whether an edit of the ConfigMap, then of the Secret,
+		// rolls.
+		rollsOn [2]bool
+	}{
+		{controller.WaveAnnotation, [2]bool{true, true}},
+		{controller.ReloaderSecAutoAnnotation, [2]bool{false, true}},
+		{controller.ReloaderCMAutoAnnotation, [2]bool{true, false}},
+	} {
+		t.Run(c.annotation, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			ctx := context.Background()
+			_, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app"},
+				Data: map[string]string{"A": "1"}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			e.createSecret("creds", map[string]string{"password": "pw-1"})
+			s := &scenario{env: e, kind: "Deployment"}
+			s.ctrl = e.start(e.testOptions())
+			require.NoError(t, e.apply(kubetest.Workload{Name: workloadName, Namespace: e.ns, Replicas: 1,
+				Annotations: map[string]string{c.annotation: "true"},
+				EnvFrom:     []string{"{configMapRef: {name: app}}", "{secretRef: {name: creds}}"}}.YAML(), "helm"))
+			s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
+			require.Equal(t, 0, s.rollouts(), "cut-over")
+			want := 0
+			for i, edit := range []func() string{
+				func() string {
+					return e.editConfigMap("app", func(cm *corev1.ConfigMap) { cm.Data["A"] = "2" })
+				},
+				func() string {
+					return e.editSecret("creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte("pw-2") })
+				},
+			} {
+				mark := s.ctrl.obs.mark()
+				rv := edit()
+				if c.rollsOn[i] {
+					s.expectRoll(mark)
+					want++
+				} else {
+					// Not watched: no reconcile at all; give it a window.
+					time.Sleep(testWindow + 500*time.Millisecond)
+					assert.Zero(t, s.ctrl.obs.count(mark, func(o controller.Outcome) bool { return o.Result == "rolled" }), "rv %s", rv)
+				}
+				assert.Equal(t, want, s.rollouts(), "after edit %d", i)
+			}
 		})
 	}
 }
