@@ -44,7 +44,9 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 // NewManager builds a controller-runtime manager with the confighash
-// controller set up, from completed or raw options. It logs to
+// controller set up, from completed or raw options. It first asks the API
+// server whether its credentials may list and watch what it caches, and
+// fails with what is missing if not. It logs to
 // opts.Logger (unset: controller-runtime's logger). With LeaderElect and no
 // LeaderElectionNamespace the Lease goes to the pod's namespace, which
 // controller-runtime finds only in a pod.
@@ -56,6 +58,9 @@ func NewManager(opts Options) (manager.Manager, *Reconciler, error) {
 	opts.stores = newStores()
 	cfg, err := RESTConfig(opts)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkAccess(context.Background(), cfg, opts.Namespaces); err != nil {
 		return nil, nil, err
 	}
 	scheme, err := newScheme()

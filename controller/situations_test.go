@@ -10,13 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/confighash/confighash/controller"
 	"github.com/confighash/confighash/internal/testing/kubetest"
+	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
 // Ordinary cluster situations beyond the DESIGN.md table, against the real
@@ -364,4 +368,79 @@ func TestWaveAndReloaderPerKind(t *testing.T) {
 			}
 		})
 	}
+}
+
+// limitedTo grants a user the controller's Role (config/namespaced) in the
+// env's namespace only and returns a client configuration acting as it.
+func (e *env) limitedTo(user string) *rest.Config {
+	e.t.Helper()
+	role, err := os.ReadFile(filepath.Join(testtools.RepoRoot(e.t), "config", "namespaced", "role.yaml"))
+	require.NoError(e.t, err)
+	require.NoError(e.t, e.apply(regexp.MustCompile(`(?m)^  namespace: apps$`).ReplaceAllString(string(role), "  namespace: "+e.ns)+fmt.Sprintf(`---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: confighash-controller, namespace: %s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: confighash-controller}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: %s}]
+`, e.ns, user), "kubectl"))
+	cfg := rest.CopyConfig(e.cfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	return cfg
+}
+
+// RBAC limited to one namespace (a team's Role, no ClusterRole): with
+// --namespaces naming it the controller starts and rolls; without, it
+// stops at once with an error that says what it cannot read and what to
+// do, instead of waiting for caches that can never fill.
+func TestRBACLimitedToOneNamespace(t *testing.T) {
+	t.Run("namespaces=it", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		opts := e.testOptions()
+		opts.RESTConfig = e.limitedTo("team-" + e.ns)
+		e.createSecret("db-creds", map[string]string{"password": "pw-1"})
+		s := &scenario{env: e, kind: "Deployment", rendered: render(t, e.stream(defaultApp("Deployment")))}
+		s.ctrl = e.start(opts)
+		require.NoError(t, e.apply(s.rendered, "kubectl"))
+		s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
+		mark := s.ctrl.obs.mark()
+		e.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "debug" })
+		s.expectRoll(mark)
+		assert.Equal(t, 1, s.rollouts())
+	})
+	t.Run("namespaces=all", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		opts := e.testOptions()
+		opts.Namespaces = nil
+		opts.RESTConfig = e.limitedTo("team-" + e.ns)
+		opts.Registry = prometheus.NewRegistry()
+		opts.Logger = logr.Discard()
+		done := make(chan error, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() { done <- controller.Run(ctx, opts) }()
+		select {
+		case err := <-done:
+			require.Error(t, err)
+			msg := err.Error()
+			assert.Contains(t, msg, "list")
+			assert.Contains(t, msg, "all namespaces")
+			assert.Contains(t, msg, "--namespaces")
+			t.Log(msg)
+		case <-time.After(30 * time.Second):
+			t.Fatal("the controller neither failed nor explained itself in 30s")
+		}
+	})
+	t.Run("namespaces=it-and-another", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		opts := e.testOptions()
+		opts.Namespaces = []string{e.ns, "kube-system"}
+		opts.RESTConfig = e.limitedTo("team-" + e.ns)
+		_, _, err := controller.NewManager(opts)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "list, watch secrets in namespace kube-system")
+		assert.NotContains(t, err.Error(), "namespace "+e.ns)
+	})
 }

@@ -1,0 +1,99 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	authzv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// accessCheckTimeout bounds the start-up check of the controller's
+// permissions; a check that cannot be made in time is skipped.
+const accessCheckTimeout = 30 * time.Second
+
+// watched are the resources the controller's caches list and watch
+// (Argo Rollouts are watched only when served, and found by discovery).
+func watched() []authzv1.ResourceAttributes {
+	return []authzv1.ResourceAttributes{
+		{Resource: "configmaps"},
+		{Resource: "secrets"},
+		{Group: "apps", Resource: "deployments"},
+		{Group: "apps", Resource: "statefulsets"},
+		{Group: "apps", Resource: "daemonsets"},
+		{Group: "batch", Resource: "cronjobs"},
+	}
+}
+
+// errNoAccess is the error of a controller whose credentials cannot list
+// or watch what it caches.
+var errNoAccess = errors.New("the controller cannot read what it watches")
+
+// checkAccess asks the API server (SelfSubjectAccessReview, which every
+// authenticated user may make) whether the controller may list and watch
+// each resource its caches hold, in every namespace of opts (all when
+// none). Without that the caches never fill and the controller would wait
+// for them, saying nothing a user can act on; this says what is missing
+// and what to do. A review that cannot be made (an older API server, a
+// policy that forbids reviews) skips the check: the caches then report.
+func checkAccess(ctx context.Context, cfg *rest.Config, namespaces []string) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil //nolint:nilerr // no check possible; the manager reports a bad configuration
+	}
+	ctx, cancel := context.WithTimeout(ctx, accessCheckTimeout)
+	defer cancel()
+	scopes := namespaces
+	if len(scopes) == 0 {
+		scopes = []string{""}
+	}
+	var denied []string
+	for _, ns := range scopes {
+		for _, res := range watched() {
+			var verbs []string
+			for _, verb := range []string{"list", "watch"} {
+				attrs := res
+				attrs.Namespace, attrs.Verb = ns, verb
+				review, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
+					&authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}, metav1.CreateOptions{})
+				if err != nil {
+					return nil //nolint:nilerr // no check possible: the caches report what they cannot read
+				}
+				if !review.Status.Allowed {
+					verbs = append(verbs, verb)
+				}
+			}
+			if len(verbs) > 0 {
+				denied = append(denied, fmt.Sprintf("%s %s in %s", strings.Join(verbs, ", "), qualified(res), scopeName(ns)))
+			}
+		}
+	}
+	if len(denied) == 0 {
+		return nil
+	}
+	hint := "grant the ClusterRole of config/ (config/clusterrole.yaml), or watch only the namespaces it may read: --namespaces=a,b (Options.Namespaces) with the Role of config/namespaced in each"
+	if len(namespaces) > 0 {
+		hint = "grant the Role of config/namespaced (config/namespaced/role.yaml) in each namespace of --namespaces, or drop the namespaces it may not read"
+	}
+	return fmt.Errorf("%w: not allowed to %s; %s", errNoAccess, strings.Join(denied, "; "), hint)
+}
+
+// qualified names a resource with its API group, as RBAC rules do.
+func qualified(res authzv1.ResourceAttributes) string {
+	if res.Group == "" {
+		return res.Resource
+	}
+	return res.Resource + "." + res.Group
+}
+
+func scopeName(ns string) string {
+	if ns == "" {
+		return "all namespaces"
+	}
+	return "namespace " + ns
+}
