@@ -236,6 +236,7 @@ func TestConfigDeletedAndRecreated(t *testing.T) {
 			s.inSyncAt(next, c.kind+"/"+c.config, rv)
 			assert.Equal(t, c.want, s.rollouts())
 			assert.Equal(t, c.want, s.controllerRollouts())
+			assert.NotContains(t, s.ctrl.logs.String(), "pw-", "no Secret value in the logs (at level debug)")
 		})
 	}
 }
@@ -443,4 +444,59 @@ func TestRBACLimitedToOneNamespace(t *testing.T) {
 		assert.Contains(t, err.Error(), "list, watch secrets in namespace kube-system")
 		assert.NotContains(t, err.Error(), "namespace "+e.ns)
 	})
+}
+
+// A kustomize overlay as users write one (testdata/kustomize/prefix:
+// namePrefix, confighash as a transformer, no namespace in the manifests)
+// built with the real kustomize running this checkout's bin/confighash,
+// and applied into a namespace: no rollout at the first apply, one for a
+// change in git, one for an out-of-band edit of the renamed ConfigMap.
+func TestKustomizeOverlayApplied(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	src := filepath.Join(testtools.RepoRoot(t), "testdata", "kustomize", "prefix")
+	dir := t.TempDir()
+	entries, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, f := range entries {
+		b, err := os.ReadFile(filepath.Join(src, f.Name()))
+		require.NoError(t, err)
+		b = regexp.MustCompile(`path: \S*bin/confighash`).ReplaceAll(b, []byte("path: "+filepath.Join(buildBinaries(t), "confighash")))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f.Name()), b, 0o644))
+	}
+	build := func() string {
+		t.Helper()
+		res := testtools.Run(t, dir, nil, nil, testtools.Tool(t, "kustomize"), "build", "--enable-alpha-plugins", "--enable-exec", ".")
+		require.Zero(t, res.ExitCode, res.Stderr)
+		require.Contains(t, res.Stdout, "confighash.dev/hash: ")
+		return res.Stdout
+	}
+	e.createSecret("vault-token", map[string]string{"token": "t-1"})
+	s := &scenario{env: e, kind: "Deployment"}
+	s.ctrl = e.start(e.testOptions())
+	require.NoError(t, e.apply(build(), "argocd-controller"))
+	inSync := func(o controller.Outcome) bool { return o.Request.Name == "prod-web" && o.Result == "in_sync" }
+	s.ctrl.obs.waitFor(t, 0, "in sync after the first apply", inSync)
+	rollouts := func() int { return e.revisions("Deployment", "prod-web") - 1 }
+	assert.Equal(t, 0, rollouts(), "first apply")
+
+	cm := filepath.Join(dir, "configmap.yaml")
+	b, err := os.ReadFile(cm)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cm, []byte(strings.Replace(string(b), "LOG_LEVEL: info", "LOG_LEVEL: debug", 1)), 0o644))
+	mark := s.ctrl.obs.mark()
+	rebuilt := build()
+	require.NoError(t, e.apply(rebuilt, "argocd-controller"))
+	newHash := regexp.MustCompile(`confighash.dev/hash: (\S+)`).FindStringSubmatch(rebuilt)[1]
+	s.ctrl.obs.waitFor(t, mark, "in sync with the new render", func(o controller.Outcome) bool {
+		return inSync(o) && o.Input.RawRenderHash == newHash
+	})
+	assert.Equal(t, 1, rollouts(), "a change in git")
+	assert.Equal(t, 0, s.controllerRollouts())
+
+	mark = s.ctrl.obs.mark()
+	e.editConfigMap("prod-cfg", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "warn" })
+	_, next := s.ctrl.obs.waitFor(t, mark, "rolled", func(o controller.Outcome) bool { return o.Request.Name == "prod-web" && o.Result == "rolled" })
+	s.ctrl.obs.waitFor(t, next, "in sync", inSync)
+	assert.Equal(t, 2, rollouts(), "an out-of-band edit")
 }
