@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"github.com/confighash/confighash/controller"
 	"github.com/confighash/confighash/internal/testing/kubetest"
@@ -95,6 +96,12 @@ func TestKubectlEditChangesWhatIsConsumed(t *testing.T) {
 			w.Env = nil
 			return w.YAML() + projected
 		}},
+		// An immutable ConfigMap replaced by one of a new name, holding
+		// what app holds now.
+		{"renamed", func(w *kubetest.Workload) string {
+			w.Env = []string{kubetest.EnvKey("app", "B"), kubetest.EnvKey("app-v2", "A")}
+			return w.YAML()
+		}},
 	} {
 		for _, rolledBefore := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/rolled-before=%t", c.name, rolledBefore), func(t *testing.T) {
@@ -103,6 +110,9 @@ func TestKubectlEditChangesWhatIsConsumed(t *testing.T) {
 				ctx := context.Background()
 				_, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app"},
 					Data: map[string]string{"A": "1", "B": "2"}}, metav1.CreateOptions{})
+				require.NoError(t, err)
+				_, err = e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-v2"},
+					Data: map[string]string{"A": "1b"}, Immutable: ptr.To(true)}, metav1.CreateOptions{})
 				require.NoError(t, err)
 				s := &scenario{env: e, kind: "Deployment"}
 				s.ctrl = e.start(e.testOptions())
