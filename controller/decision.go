@@ -127,11 +127,14 @@ type Decision struct {
 //
 //  1. A required config is missing: blocked (a rollout would start pods that
 //     cannot run).
-//  2. The controller rolled last and the render-time hash is the one it saw
-//     then: the pods reflect ControllerHash, so roll iff LiveAll differs.
+//  2. The controller rolled last, the render-time hash is the one it saw
+//     then and the pod spec consumes what it did then: the pods reflect
+//     ControllerHash, so roll iff LiveAll differs.
 //  3. Otherwise the pods reflect the render: roll iff the in-stream content
-//     differs from the render-time hash or an external config differs from its
-//     baseline. External configs without a baseline get one, without a roll.
+//     differs from the render-time hash (hashed in the workload's namespace,
+//     or in none for a render that named none) or an external config differs
+//     from its baseline. External configs without a comparable baseline (none,
+//     another key, another pod spec's uses) get one, without a roll.
 func Decide(in Input) Decision {
 	if len(in.Missing) > 0 {
 		missing := append([]string(nil), in.Missing...)
@@ -145,9 +148,10 @@ func Decide(in Input) Decision {
 		KeyID:          in.KeyID,
 		Uses:           in.Uses,
 	}
-	// A record in another mode (plain vs keyed), or made under another key,
-	// is unknown, never "changed": switching modes or rotating the key must
-	// not roll every workload.
+	// A record in another mode (plain vs keyed), made under another key or
+	// for another pod spec's uses, is unknown, never "changed": switching
+	// modes or rotating the key must not roll every workload, and a change
+	// of pod spec rolled the pods by itself.
 	controllerHash := sameMode(in.ControllerHash, in.LiveAll)
 	if in.ControllerKeyID != in.KeyID || !sameUses(in.ControllerUses, in.Uses) {
 		controllerHash = ""
