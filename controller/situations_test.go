@@ -510,3 +510,38 @@ func TestKustomizeOverlayApplied(t *testing.T) {
 	s.ctrl.obs.waitFor(t, next, "in sync", inSync)
 	assert.Equal(t, 2, rollouts(), "an out-of-band edit")
 }
+
+// The example chart rendered by the real Helm 3 with bin/confighash as its
+// post-renderer, the way README shows, but without
+// --post-renderer-args=--namespace (the chart names no namespace), and
+// applied into the release namespace: no rollout at the first apply, one
+// for a new value.
+func TestHelmChartWithoutNamespaceArgument(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	helm := testtools.NewHelm(t, 3)
+	chart := filepath.Join(testtools.RepoRoot(t), "examples", "helm")
+	bin := filepath.Join(buildBinaries(t), "confighash")
+	template := func(args ...string) string {
+		t.Helper()
+		out := helm.MustRun(t, append([]string{"template", "web", chart, "-n", e.ns, "--post-renderer", bin}, args...)...)
+		require.Contains(t, out, "confighash.dev/hash: ")
+		require.NotContains(t, out, "namespace:")
+		return out
+	}
+	s := &scenario{env: e, kind: "Deployment"}
+	s.ctrl = e.start(e.testOptions())
+	require.NoError(t, e.apply(template(), "helm"))
+	inSync := func(o controller.Outcome) bool { return o.Request.Name == "web-greeter" && o.Result == "in_sync" }
+	first, _ := s.ctrl.obs.waitFor(t, 0, "in sync", inSync)
+	rollouts := func() int { return e.revisions("Deployment", "web-greeter") - 1 }
+	assert.Equal(t, 0, rollouts(), "first apply")
+
+	mark := s.ctrl.obs.mark()
+	require.NoError(t, e.apply(template("--set", "greeting=Hi"), "helm"))
+	s.ctrl.obs.waitFor(t, mark, "in sync with the upgrade", func(o controller.Outcome) bool {
+		return inSync(o) && o.Input.RawRenderHash != first.Input.RawRenderHash
+	})
+	assert.Equal(t, 1, rollouts(), "the upgrade")
+	assert.Equal(t, 0, s.controllerRollouts())
+}
