@@ -138,3 +138,43 @@ func TestRollMessage(t *testing.T) {
 	assert.Equal(t, "ConfigMap shop/app-config created; rolling",
 		rollMessage([]Change{{Kind: hashing.KindConfigMap, Namespace: "shop", Name: "app-config", Op: OpCreated}}, uses, d, "shop"))
 }
+
+// TestUsesPrint: the fingerprint tells apart what changes the hashes the
+// controller records (which configs, whole or which keys), and nothing
+// else (the order the pod spec lists them in, optional).
+func TestUsesPrint(t *testing.T) {
+	base := []hashing.Use{
+		{Kind: hashing.KindConfigMap, Name: "app", Keys: []string{"A"}},
+		{Kind: hashing.KindSecret, Name: "db", All: true},
+	}
+	with := func(f func(u []hashing.Use) []hashing.Use) []hashing.Use {
+		u := []hashing.Use{base[0], base[1]}
+		u[0].Keys = append([]string(nil), base[0].Keys...)
+		return f(u)
+	}
+	for _, c := range []struct {
+		name string
+		uses []hashing.Use
+		same bool
+	}{
+		{"reordered", with(func(u []hashing.Use) []hashing.Use { return []hashing.Use{u[1], u[0]} }), true},
+		{"optional", with(func(u []hashing.Use) []hashing.Use { u[1].Optional = true; return u }), true},
+		{"repeated key", with(func(u []hashing.Use) []hashing.Use { u[0].Keys = []string{"A", "A"}; return u }), true},
+		{"another key", with(func(u []hashing.Use) []hashing.Use { u[0].Keys = []string{"A", "B"}; return u }), false},
+		{"whole instead of a key", with(func(u []hashing.Use) []hashing.Use { u[0].All, u[0].Keys = true, nil; return u }), false},
+		{"renamed", with(func(u []hashing.Use) []hashing.Use { u[0].Name = "app-v2"; return u }), false},
+		{"other kind", with(func(u []hashing.Use) []hashing.Use { u[1].Kind = hashing.KindConfigMap; return u }), false},
+		{"one fewer", base[:1], false},
+		{"none", nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := UsesPrint(c.uses)
+			assert.Len(t, got, 16)
+			if c.same {
+				assert.Equal(t, UsesPrint(base), got)
+			} else {
+				assert.NotEqual(t, UsesPrint(base), got)
+			}
+		})
+	}
+}
