@@ -17,31 +17,43 @@ import (
 // permissions; a check that cannot be made in time is skipped.
 const accessCheckTimeout = 30 * time.Second
 
-// watched are the resources the controller's caches list and watch
-// (Argo Rollouts are watched only when served, and found by discovery).
-func watched() []authzv1.ResourceAttributes {
-	return []authzv1.ResourceAttributes{
-		{Resource: "configmaps"},
-		{Resource: "secrets"},
-		{Group: "apps", Resource: "deployments"},
-		{Group: "apps", Resource: "statefulsets"},
-		{Group: "apps", Resource: "daemonsets"},
-		{Group: "batch", Resource: "cronjobs"},
+// needed are the resources the controller's caches list and watch, and
+// the verbs it uses on each: the workloads are patched too, unless in a dry
+// run (Argo Rollouts are watched only when served, and found by discovery).
+func needed(dryRun bool) []need {
+	workload := []string{"list", "watch", "patch"}
+	if dryRun {
+		workload = workload[:2]
+	}
+	config := []string{"list", "watch"}
+	return []need{
+		{authzv1.ResourceAttributes{Resource: "configmaps"}, config},
+		{authzv1.ResourceAttributes{Resource: "secrets"}, config},
+		{authzv1.ResourceAttributes{Group: "apps", Resource: "deployments"}, workload},
+		{authzv1.ResourceAttributes{Group: "apps", Resource: "statefulsets"}, workload},
+		{authzv1.ResourceAttributes{Group: "apps", Resource: "daemonsets"}, workload},
+		{authzv1.ResourceAttributes{Group: "batch", Resource: "cronjobs"}, workload},
 	}
 }
 
+// need is a resource and the verbs the controller uses on it.
+type need struct {
+	resource authzv1.ResourceAttributes
+	verbs    []string
+}
+
 // errNoAccess is the error of a controller whose credentials cannot list
-// or watch what it caches.
-var errNoAccess = errors.New("the controller cannot read what it watches")
+// or watch what it caches, or patch the workloads.
+var errNoAccess = errors.New("the controller's credentials lack permissions it needs")
 
 // checkAccess asks the API server (SelfSubjectAccessReview, which every
 // authenticated user may make) whether the controller may list and watch
-// each resource its caches hold, in every namespace of opts (all when
-// none). Without that the caches never fill and the controller would wait
+// each resource its caches hold, and patch the workloads unless dryRun, in
+// every namespace of namespaces (all when none). Without that the caches never fill and the controller would wait
 // for them, saying nothing a user can act on; this says what is missing
 // and what to do. A review that cannot be made (an older API server, a
 // policy that forbids reviews) skips the check: the caches then report.
-func checkAccess(ctx context.Context, cfg *rest.Config, namespaces []string) error {
+func checkAccess(ctx context.Context, cfg *rest.Config, namespaces []string, dryRun bool) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil //nolint:nilerr // no check possible; the manager reports a bad configuration
@@ -54,10 +66,10 @@ func checkAccess(ctx context.Context, cfg *rest.Config, namespaces []string) err
 	}
 	var denied []string
 	for _, ns := range scopes {
-		for _, res := range watched() {
+		for _, n := range needed(dryRun) {
 			var verbs []string
-			for _, verb := range []string{"list", "watch"} {
-				attrs := res
+			for _, verb := range n.verbs {
+				attrs := n.resource
 				attrs.Namespace, attrs.Verb = ns, verb
 				review, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
 					&authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}, metav1.CreateOptions{})
@@ -69,7 +81,7 @@ func checkAccess(ctx context.Context, cfg *rest.Config, namespaces []string) err
 				}
 			}
 			if len(verbs) > 0 {
-				denied = append(denied, fmt.Sprintf("%s %s in %s", strings.Join(verbs, ", "), qualified(res), scopeName(ns)))
+				denied = append(denied, fmt.Sprintf("%s %s in %s", strings.Join(verbs, ", "), qualified(n.resource), scopeName(ns)))
 			}
 		}
 	}

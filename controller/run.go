@@ -45,8 +45,9 @@ func Run(ctx context.Context, opts Options) error {
 
 // NewManager builds a controller-runtime manager with the confighash
 // controller set up, from completed or raw options. It first asks the API
-// server whether its credentials may list and watch what it caches, and
-// fails with what is missing if not. It logs to
+// server whether its credentials may list and watch what it caches (and
+// patch the workloads, unless in a dry run), and fails with what is
+// missing if not. It logs to
 // opts.Logger (unset: controller-runtime's logger). With LeaderElect and no
 // LeaderElectionNamespace the Lease goes to the pod's namespace, which
 // controller-runtime finds only in a pod.
@@ -60,7 +61,7 @@ func NewManager(opts Options) (manager.Manager, *Reconciler, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkAccess(context.Background(), cfg, opts.Namespaces); err != nil {
+	if err := checkAccess(context.Background(), cfg, opts.Namespaces, opts.DryRun); err != nil {
 		return nil, nil, err
 	}
 	scheme, err := newScheme()

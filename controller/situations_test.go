@@ -385,9 +385,15 @@ func TestWaveAndReloaderPerKind(t *testing.T) {
 // env's namespace only and returns a client configuration acting as it.
 func (e *env) limitedTo(user string) *rest.Config {
 	e.t.Helper()
+	return e.limitedToRole(user, func(role string) string { return role })
+}
+
+// limitedToRole is limitedTo with the Role edited by edit.
+func (e *env) limitedToRole(user string, edit func(role string) string) *rest.Config {
+	e.t.Helper()
 	role, err := os.ReadFile(filepath.Join(testtools.RepoRoot(e.t), "config", "namespaced", "role.yaml"))
 	require.NoError(e.t, err)
-	require.NoError(e.t, e.apply(regexp.MustCompile(`(?m)^  namespace: apps$`).ReplaceAllString(string(role), "  namespace: "+e.ns)+fmt.Sprintf(`---
+	require.NoError(e.t, e.apply(regexp.MustCompile(`(?m)^  namespace: apps$`).ReplaceAllString(edit(string(role)), "  namespace: "+e.ns)+fmt.Sprintf(`---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata: {name: confighash-controller, namespace: %s}
@@ -453,6 +459,21 @@ func TestRBACLimitedToOneNamespace(t *testing.T) {
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "list, watch secrets in namespace kube-system")
 		assert.NotContains(t, err.Error(), "namespace "+e.ns)
+	})
+	t.Run("read-only", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		opts := e.testOptions()
+		opts.RESTConfig = e.limitedToRole("viewer-"+e.ns, func(role string) string {
+			return strings.ReplaceAll(role, "verbs: [list, watch, patch]", "verbs: [list, watch]")
+		})
+		_, _, err := controller.NewManager(opts)
+		require.Error(t, err, "rolling needs patch")
+		assert.Contains(t, err.Error(), "patch deployments.apps in namespace "+e.ns)
+		assert.NotContains(t, err.Error(), "list")
+		opts.DryRun = true
+		_, _, err = controller.NewManager(opts)
+		assert.NoError(t, err, "a dry run patches nothing")
 	})
 }
 
