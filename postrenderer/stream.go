@@ -127,14 +127,23 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 		keyID:    opts.Annotation(inject.KeyIDName),
 		external: opts.Annotation(inject.ExternalName),
 	}
+	// A List document holds several workloads: they are edited together.
+	var order []int
+	byDoc := map[int][]inject.Workload{}
 	for _, w := range report.Workloads {
-		i := chunkOf[w.Index]
 		if err := editable(normOf[w.Index], w); err != nil {
 			return output{}, nil, fmt.Errorf("%s: %w", w.Object, err)
 		}
-		text, err := rewrite(chunks[i].text, w, opts, names)
+		if _, seen := byDoc[w.Index]; !seen {
+			order = append(order, w.Index)
+		}
+		byDoc[w.Index] = append(byDoc[w.Index], w)
+	}
+	for _, d := range order {
+		i := chunkOf[d]
+		text, err := rewrite(chunks[i].text, byDoc[d], opts, names)
 		if err != nil {
-			return output{}, nil, fmt.Errorf("%s: %w", w.Object, err)
+			return output{}, nil, err
 		}
 		if !bytes.Equal(text, chunks[i].text) {
 			out.edits[i] = text
@@ -150,8 +159,9 @@ const previousIDs = "internal.config.kubernetes.io/previous"
 // annotationNames are the annotation keys rewrite writes, built once.
 type annotationNames struct{ hash, keyID, external string }
 
-// rewrite edits one workload document in place, or re-encodes it when its
-// layout cannot be edited in place.
+// rewrite edits one document's workloads (one, or the items of a List) in
+// place, or re-encodes the document when its layout cannot be edited in
+// place.
 //
 // The editor handles block and flow (JSON) mappings, empty or null metadata
 // and annotations, comments and CRLF line ends. What is left to reencode is
@@ -159,49 +169,66 @@ type annotationNames struct{ hash, keyID, external string }
 // whose value is a block scalar, spans lines or carries a tag or anchor; a
 // metadata or annotations node with an anchor (or an alias to one, which
 // other objects share); a null written as nothing inside a flow mapping; a
-// block mapping none of whose keys starts its line.
-func rewrite(text []byte, w inject.Workload, opts inject.Options, n annotationNames) ([]byte, error) {
-	if w.OptedOut || w.Template == nil {
+// block mapping none of whose keys starts its line. An error names the
+// workload.
+func rewrite(text []byte, ws []inject.Workload, opts inject.Options, n annotationNames) ([]byte, error) {
+	var e *editor
+	inPlace := true
+	for _, w := range ws {
+		if w.OptedOut || w.Template == nil {
+			continue
+		}
+		// The parser's line numbers count a lone carriage return as a line
+		// break, the editor's byte offsets do not: such a document is
+		// written anew.
+		if hasLoneCR(text) {
+			inPlace = false
+			break
+		}
+		if e == nil {
+			e = newEditor(text, ws[0].Node.YNode())
+		}
+		if !e.annotate(w.Template.YNode(), kv{n.hash, w.Hash}, kv{n.keyID, w.KeyID(opts)}) ||
+			!e.annotate(w.Node.YNode(), kv{n.external, w.ExternalValue()}) {
+			inPlace = false
+			break
+		}
+	}
+	switch {
+	case e == nil && inPlace:
 		return text, nil
-	}
-	// The parser's line numbers count a lone carriage return as a line
-	// break, the editor's byte offsets do not: such a document is written
-	// anew.
-	if hasLoneCR(text) {
-		return reencode(text, w, opts)
-	}
-	e := newEditor(text, w.Node.YNode())
-	if e.annotate(w.Template.YNode(), kv{n.hash, w.Hash}, kv{n.keyID, w.KeyID(opts)}) &&
-		e.annotate(w.Node.YNode(), kv{n.external, w.ExternalValue()}) {
+	case inPlace:
 		return e.apply(), nil
 	}
-	return reencode(text, w, opts)
+	return reencode(text, ws, opts)
 }
 
-// reencode applies the annotations on the parsed node and writes the
+// reencode applies the annotations on the parsed nodes and writes the
 // document anew, keeping its separator line.
-func reencode(text []byte, w inject.Workload, opts inject.Options) ([]byte, error) {
+func reencode(text []byte, ws []inject.Workload, opts inject.Options) ([]byte, error) {
 	// A document parsed in a batch may have a comment attached elsewhere
 	// than on its own (see parseBatch); writing it anew needs its own parse.
-	node, err := parse(text)
+	root, err := parse(text)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", ws[0].Object, err)
 	}
-	if w, err = w.Rebind(node, opts); err != nil {
-		return nil, err
-	}
-	if err := inject.Apply(w, opts); err != nil {
-		return nil, err
+	for _, w := range ws {
+		if w, err = w.Rebind(root, opts); err != nil {
+			return nil, err
+		}
+		if err := inject.Apply(w, opts); err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Object, err)
+		}
 	}
 	var b bytes.Buffer
 	if bytes.HasPrefix(text, []byte("---")) {
 		b.WriteString("---\n")
 	}
-	if err := (kio.ByteWriter{Writer: &b}).Write([]*yaml.RNode{w.Node}); err != nil {
-		return nil, err
+	if err := (kio.ByteWriter{Writer: &b}).Write([]*yaml.RNode{root}); err != nil {
+		return nil, fmt.Errorf("%s: %w", ws[0].Object, err)
 	}
-	if err := sameContent(w.Node, b.Bytes()); err != nil {
-		return nil, err
+	if err := sameContent(root, b.Bytes()); err != nil {
+		return nil, fmt.Errorf("%s: %w", ws[0].Object, err)
 	}
 	return b.Bytes(), nil
 }

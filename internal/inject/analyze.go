@@ -21,6 +21,11 @@ type Workload struct {
 	// Node is the workload document, Template its pod template.
 	Node     *yaml.RNode `json:"-"`
 	Template *yaml.RNode `json:"-"`
+	// InList is true for a workload that is an item of a v1 List document
+	// (kubectl and Helm create each item), Item its position in the items;
+	// Node is then the item.
+	InList bool
+	Item   int
 	// OptedOut is true when the workload carries enabled: "false".
 	OptedOut bool
 	// InStream are the uses whose object is in the stream; External the rest.
@@ -106,20 +111,56 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 		}
 	}
 	r := &Report{Documents: len(docs), Configs: configs.count()}
+	add := func(node *yaml.RNode, o Object, item int) error {
+		w, ok, err := analyzeWorkload(node, o, configs, opts)
+		if err != nil {
+			return err
+		}
+		if ok {
+			w.InList, w.Item = item >= 0, max(item, 0)
+			r.Workloads = append(r.Workloads, w)
+			r.Findings = append(r.Findings, workloadFindings(w)...)
+		}
+		return nil
+	}
 	for i, d := range docs {
 		if d.Node == nil {
 			continue
 		}
-		w, ok, err := analyzeWorkload(d.Node, objects[i], configs, opts)
-		if err != nil {
-			return nil, err
+		if !objects[i].isList() {
+			if err := add(d.Node, objects[i], -1); err != nil {
+				return nil, err
+			}
+			continue
 		}
-		if ok {
-			r.Workloads = append(r.Workloads, w)
-			r.Findings = append(r.Findings, workloadFindings(w)...)
+		for j, item := range listItems(d.Node) {
+			sub := Doc{Node: yaml.NewRNode(item), Index: d.Index, Path: d.Path}
+			o, err := identify(sub, opts)
+			if err != nil {
+				return nil, fmt.Errorf("%s: items[%d]: %w", objects[i], j, err)
+			}
+			if err := add(sub.Node, o, j); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return r, nil
+}
+
+// isList reports whether the object is a v1 List, ConfigMapList or
+// SecretList, whose items kubectl and Helm create one by one.
+func (o Object) isList() bool {
+	return o.APIVersion == "v1" && (o.Kind == "List" || o.Kind == "ConfigMapList" || o.Kind == "SecretList")
+}
+
+// listItems returns the items of a List document; none when they are not a
+// sequence.
+func listItems(node *yaml.RNode) []*yaml.Node {
+	items := yamlnode.Child(node.YNode(), "items")
+	if items == nil || items.Kind != yaml.SequenceNode {
+		return nil
+	}
+	return items.Content
 }
 
 func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Options) (Workload, bool, error) {
@@ -188,14 +229,10 @@ func (c *configIndex) addDoc(d Doc, o Object, opts Options) error {
 	if o.isConfig() {
 		return c.add(d.Node, o)
 	}
-	if o.APIVersion != "v1" || (o.Kind != "List" && o.Kind != "ConfigMapList" && o.Kind != "SecretList") {
+	if !o.isList() {
 		return nil
 	}
-	items := yamlnode.Child(d.Node.YNode(), "items")
-	if items == nil || items.Kind != yaml.SequenceNode {
-		return nil
-	}
-	for i, item := range items.Content {
+	for i, item := range listItems(d.Node) {
 		sub := Doc{Node: yaml.NewRNode(item), Index: d.Index, Path: d.Path}
 		io, err := identify(sub, opts)
 		if err != nil {
@@ -313,8 +350,16 @@ func workloadFindings(w Workload) []Finding {
 
 // Rebind returns the workload with its nodes taken from another parse of
 // the same document (one whose comments are exactly where the document has
-// them, for writing it anew).
+// them, for writing it anew). For an item of a List, node is the List
+// document.
 func (w Workload) Rebind(node *yaml.RNode, opts Options) (Workload, error) {
+	if w.InList {
+		items := listItems(node)
+		if w.Item >= len(items) {
+			return w, fmt.Errorf("%s: items[%d] is not in the document", w.Object, w.Item)
+		}
+		node = yaml.NewRNode(items[w.Item])
+	}
 	w.Node = node
 	if w.Template == nil {
 		return w, nil

@@ -1,0 +1,266 @@
+package postrenderer_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/postrenderer"
+)
+
+// listItems are the objects the List tests wrap in kind: List documents: a
+// ConfigMap and a Secret, and workloads that consume them, laid out as users
+// write them (no template metadata, metadata: {}, existing annotations, a
+// stale hash, a CronJob's nested template, a use of a config outside the
+// stream).
+var listItems = []string{
+	`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+data:
+  mode: fast
+  level: "3"`,
+	`apiVersion: v1
+kind: Secret
+metadata:
+  name: token
+stringData:
+  token: s3cr3t`,
+	`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: api
+spec:
+  selector:
+    matchLabels: {app: api}
+  template:
+    spec:
+      containers:
+      - name: api
+        image: api:1
+        envFrom:
+        - configMapRef:
+            name: settings`,
+	`apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: db
+  annotations:
+    team: data
+spec:
+  serviceName: db
+  selector:
+    matchLabels: {app: db}
+  template:
+    metadata: {}
+    spec:
+      containers:
+      - name: db
+        image: db:1
+        env:
+        - name: TOKEN
+          valueFrom:
+            secretKeyRef:
+              name: token
+              key: token
+        - name: LEVEL
+          valueFrom:
+            configMapKeyRef:
+              name: elsewhere
+              key: level`,
+	`apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: sweep
+spec:
+  schedule: "0 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        metadata:
+          labels: {app: sweep}
+          annotations:
+            confighash.dev/hash: v1-sha256:0000
+        spec:
+          restartPolicy: Never
+          containers:
+          - name: sweep
+            image: sweep:1
+            volumeMounts:
+            - name: settings
+              mountPath: /etc/sweep
+          volumes:
+          - name: settings
+            configMap:
+              name: settings
+              items:
+              - key: mode
+                path: mode`,
+}
+
+// asList writes objects as one v1 List document, each object an item
+// indented under items.
+func asList(objs []string) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: List\nitems:\n")
+	for _, o := range objs {
+		for i, line := range strings.Split(o, "\n") {
+			if i == 0 {
+				b.WriteString("- " + line + "\n")
+			} else {
+				b.WriteString("  " + line + "\n")
+			}
+		}
+	}
+	return b.String()
+}
+
+// flatObjects parses a stream into its objects keyed by Kind/name,
+// with the items of List documents taken out of their List, as kubectl and
+// Helm apply them.
+func flatObjects(t *testing.T, stream string) map[string]*yaml.RNode {
+	t.Helper()
+	nodes, err := kio.FromBytes([]byte(stream))
+	if err != nil {
+		t.Fatalf("parsing the output: %v\n%s", err, stream)
+	}
+	objs := map[string]*yaml.RNode{}
+	for _, n := range nodes {
+		items := []*yaml.RNode{n}
+		if n.GetKind() == "List" {
+			l, err := n.Pipe(yaml.Lookup("items"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if items, err = l.Elements(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, o := range items {
+			objs[o.GetKind()+"/"+o.GetName()] = o
+		}
+	}
+	return objs
+}
+
+// workloadAnnotations returns, for each workload, its pod template's hash and
+// its external list: what confighash writes.
+func workloadAnnotations(objs map[string]*yaml.RNode) map[string]string {
+	out := map[string]string{}
+	for id, n := range objs {
+		if n.GetKind() == "ConfigMap" || n.GetKind() == "Secret" {
+			continue
+		}
+		tpl, _ := n.Pipe(yaml.Lookup("spec", "template"))
+		if tpl == nil {
+			tpl, _ = n.Pipe(yaml.Lookup("spec", "jobTemplate", "spec", "template"))
+		}
+		var hash string
+		if tpl != nil {
+			hash = tpl.GetAnnotations()[hashKey]
+		}
+		out[id] = fmt.Sprintf("hash=%q external=%q", hash, n.GetAnnotations()["confighash.dev/external"])
+	}
+	return out
+}
+
+// TestListItems: a workload inside a v1 List document (kubectl and Helm
+// create each item) gets the hash and the external list it gets as a
+// document of its own, in stream mode, in KRM mode and through the real
+// Helm 3 and Helm 4.
+func TestListItems(t *testing.T) {
+	flat := strings.Join(listItems, "\n---\n") + "\n"
+	cases := []struct {
+		name   string
+		stream string
+	}{
+		{"everything in one List", asList(listItems)},
+		{"configs outside, workloads in a List", strings.Join(listItems[:2], "\n---\n") + "\n---\n" + asList(listItems[2:])},
+		{"configs in a List, workloads outside", asList(listItems[:2]) + "---\n" + strings.Join(listItems[2:], "\n---\n") + "\n"},
+		{"one workload per List", asList(listItems[:2]) + "---\n" + asList(listItems[2:3]) + "---\n" + asList(listItems[3:4]) + "---\n" + asList(listItems[4:])},
+		{"a List in flow style", "apiVersion: v1\nkind: List\nitems: [" + jsonItems(t, listItems) + "]\n"},
+	}
+	opts := inject.Options{DefaultNamespace: namespace}
+	want, _, err := postrenderer.Process([]byte(flat), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAnn := workloadAnnotations(flatObjects(t, string(want)))
+	for _, id := range []string{"Deployment/api", "StatefulSet/db", "CronJob/sweep"} {
+		if !strings.Contains(wantAnn[id], "v1-sha256:") || strings.Contains(wantAnn[id], "v1-sha256:0000") {
+			t.Fatalf("the flat stream's %s is not hashed: %s", id, wantAnn[id])
+		}
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := postrenderer.Process([]byte(tc.stream), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertSameAnnotations(t, "stream mode", workloadAnnotations(flatObjects(t, string(out))), wantAnn)
+			differential(t, []byte(tc.stream), opts)
+		})
+	}
+}
+
+// jsonItems writes objects as JSON, comma-separated.
+func jsonItems(t *testing.T, objs []string) string {
+	t.Helper()
+	var parts []string
+	for _, o := range objs {
+		n, err := yaml.Parse(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := n.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, string(j))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// TestListItemsHelm renders a chart whose template emits a List with the
+// real Helm 3 and Helm 4 and confighash as the post-renderer: each workload
+// item carries what it carries when the chart emits the items as documents.
+func TestListItemsHelm(t *testing.T) {
+	for _, version := range []int{3, 4} {
+		t.Run(fmt.Sprintf("helm%d", version), func(t *testing.T) {
+			h := newHelm(t, version)
+			flat := copyChart(t, exampleChart(t))
+			writeFile(t, filepath.Join(flat, "templates", "items.yaml"), strings.Join(listItems, "\n---\n")+"\n")
+			list := copyChart(t, exampleChart(t))
+			writeFile(t, filepath.Join(list, "templates", "items.yaml"), asList(listItems))
+
+			want := workloadAnnotations(flatObjects(t, h.template(t, flat, true)))
+			got := workloadAnnotations(flatObjects(t, h.template(t, list, true)))
+			if !strings.Contains(want["Deployment/api"], "v1-sha256:") {
+				t.Fatalf("the flat chart's Deployment is not hashed: %v", want)
+			}
+			assertSameAnnotations(t, fmt.Sprintf("helm%d", version), got, want)
+		})
+	}
+}
+
+// assertSameAnnotations fails unless every workload carries the annotations
+// it should.
+func assertSameAnnotations(t *testing.T, path string, got, want map[string]string) {
+	t.Helper()
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%s: %s: %s, want %s", path, id, got[id], w)
+		}
+	}
+	for id := range got {
+		if _, ok := want[id]; !ok {
+			t.Errorf("%s: unexpected workload %s", path, id)
+		}
+	}
+}
