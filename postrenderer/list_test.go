@@ -17,7 +17,7 @@ import (
 // ConfigMap and a Secret, and workloads that consume them, laid out as users
 // write them (no template metadata, metadata: {}, existing annotations, a
 // stale hash, a CronJob's nested template, a use of a config outside the
-// stream).
+// stream, an opt-out).
 var listItems = []string{
 	`apiVersion: v1
 kind: ConfigMap
@@ -102,19 +102,39 @@ spec:
               items:
               - key: mode
                 path: mode`,
+	`apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: agent
+  annotations:
+    confighash.dev/enabled: "false"
+spec:
+  selector:
+    matchLabels: {app: agent}
+  template:
+    spec:
+      containers:
+      - name: agent
+        image: agent:1
+        envFrom:
+        - configMapRef:
+            name: settings`,
 }
 
-// asList writes objects as one v1 List document, each object an item
-// indented under items.
-func asList(objs []string) string {
+// asList writes objects as one v1 List document, each object an item of
+// items, whose dashes start the line.
+func asList(objs []string) string { return asListIndented(objs, "") }
+
+// asListIndented is asList with each line of the items indented.
+func asListIndented(objs []string, indent string) string {
 	var b strings.Builder
 	b.WriteString("apiVersion: v1\nkind: List\nitems:\n")
 	for _, o := range objs {
 		for i, line := range strings.Split(o, "\n") {
 			if i == 0 {
-				b.WriteString("- " + line + "\n")
+				b.WriteString(indent + "- " + line + "\n")
 			} else {
-				b.WriteString("  " + line + "\n")
+				b.WriteString(indent + "  " + line + "\n")
 			}
 		}
 	}
@@ -183,14 +203,29 @@ func TestListItems(t *testing.T) {
 		{"everything in one List", asList(listItems)},
 		{"configs outside, workloads in a List", strings.Join(listItems[:2], "\n---\n") + "\n---\n" + asList(listItems[2:])},
 		{"configs in a List, workloads outside", asList(listItems[:2]) + "---\n" + strings.Join(listItems[2:], "\n---\n") + "\n"},
-		{"one workload per List", asList(listItems[:2]) + "---\n" + asList(listItems[2:3]) + "---\n" + asList(listItems[3:4]) + "---\n" + asList(listItems[4:])},
+		{"one workload per List", asList(listItems[:2]) + "---\n" + asList(listItems[2:3]) + "---\n" + asList(listItems[3:4]) + "---\n" + asList(listItems[4:5]) + "---\n" + asList(listItems[5:])},
 		{"a List in flow style", "apiVersion: v1\nkind: List\nitems: [" + jsonItems(t, listItems) + "]\n"},
+		{"items indented under items", asListIndented(listItems, "    ")},
+		{"CRLF line ends", strings.ReplaceAll(asList(listItems), "\n", "\r\n")},
+		// YAML reads a lone carriage return as a line break; the editor
+		// does not, so the document is written anew, every item at once.
+		{"carriage returns alone", strings.ReplaceAll(asList(listItems), "\n", "\r")},
+		// A stale hash written as a block scalar cannot be edited in place:
+		// the List is written anew with every workload's annotations.
+		{"a stale hash in a block scalar", strings.Replace(asList(listItems), "confighash.dev/hash: v1-sha256:0000",
+			"confighash.dev/hash: |-\n                v1-sha256:0000", 1)},
+		{"a List with a comment and a Helm 4 file annotation", "# Source: c/templates/list.yaml\n" + strings.Replace(asList(listItems),
+			"kind: List\n", "kind: List\nmetadata:\n  annotations:\n    postrenderer.helm.sh/postrender-filename: 'c/templates/list.yaml'\n", 1)},
 	}
 	opts := inject.Options{DefaultNamespace: namespace}
 	want, _, err := postrenderer.Process([]byte(flat), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The same objects as documents of their own: stream mode and the KRM
+	// function agree on them (kustomize and kpt hand a List's items to a
+	// function one by one).
+	differential(t, []byte(flat), opts)
 	wantAnn := workloadAnnotations(flatObjects(t, string(want)))
 	for _, id := range []string{"Deployment/api", "StatefulSet/db", "CronJob/sweep"} {
 		if !strings.Contains(wantAnn[id], "v1-sha256:") || strings.Contains(wantAnn[id], "v1-sha256:0000") {
