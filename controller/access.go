@@ -53,10 +53,11 @@ var errNoAccess = errors.New("the controller's credentials lack permissions it n
 // for them, saying nothing a user can act on; this says what is missing
 // and what to do. A review that cannot be made (an older API server, a
 // policy that forbids reviews) skips the check: the caches then report.
-func checkAccess(ctx context.Context, cfg *rest.Config, namespaces []string, dryRun bool) error {
+// reviews is how many reviews were asked (requests that write nothing).
+func checkAccess(ctx context.Context, cfg *rest.Config, namespaces []string, dryRun bool) (reviews int, err error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil //nolint:nilerr // no check possible; the manager reports a bad configuration
+		return 0, nil //nolint:nilerr // no check possible; the manager reports a bad configuration
 	}
 	ctx, cancel := context.WithTimeout(ctx, accessCheckTimeout)
 	defer cancel()
@@ -73,8 +74,9 @@ func checkAccess(ctx context.Context, cfg *rest.Config, namespaces []string, dry
 				attrs.Namespace, attrs.Verb = ns, verb
 				review, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
 					&authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}, metav1.CreateOptions{})
+				reviews++
 				if err != nil {
-					return nil //nolint:nilerr // no check possible: the caches report what they cannot read
+					return reviews, nil //nolint:nilerr // no check possible: the caches report what they cannot read
 				}
 				if !review.Status.Allowed {
 					verbs = append(verbs, verb)
@@ -86,13 +88,13 @@ func checkAccess(ctx context.Context, cfg *rest.Config, namespaces []string, dry
 		}
 	}
 	if len(denied) == 0 {
-		return nil
+		return reviews, nil
 	}
 	hint := "grant the ClusterRole of config/ (config/clusterrole.yaml), or watch only the namespaces it may read: --namespaces=a,b (Options.Namespaces) with the Role of config/namespaced in each"
 	if len(namespaces) > 0 {
 		hint = "grant the Role of config/namespaced (config/namespaced/role.yaml) in each namespace of --namespaces, or drop the namespaces it may not read"
 	}
-	return fmt.Errorf("%w: not allowed to %s; %s", errNoAccess, strings.Join(denied, "; "), hint)
+	return reviews, fmt.Errorf("%w: not allowed to %s; %s", errNoAccess, strings.Join(denied, "; "), hint)
 }
 
 // qualified names a resource with its API group, as RBAC rules do.

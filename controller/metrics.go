@@ -16,6 +16,10 @@ type metrics struct {
 	baselines    *prometheus.CounterVec
 	missing      prometheus.Gauge
 	duration     *prometheus.HistogramVec
+	// accessReviews counts the start-up permission check's requests:
+	// POSTs that write nothing, told apart from writes in the client's
+	// request counts.
+	accessReviews prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -49,6 +53,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time to reconcile one workload.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"kind"}),
+		accessReviews: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "confighash_access_reviews_total",
+			Help: "SelfSubjectAccessReviews asked at start-up to check the controller's permissions (POST requests that write nothing).",
+		}),
 	}
 	var errs []error
 	m.rollouts = registerAs(reg, m.rollouts, &errs)
@@ -58,6 +66,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.baselines = registerAs(reg, m.baselines, &errs)
 	m.missing = registerAs(reg, m.missing, &errs)
 	m.duration = registerAs(reg, m.duration, &errs)
+	m.accessReviews = registerAs(reg, m.accessReviews, &errs)
 	return m, errors.Join(errs...)
 }
 

@@ -112,6 +112,9 @@ type Options struct {
 	// stores reads the workloads the cache holds in their cached form; set
 	// by NewManager, which builds the cache that fills it.
 	stores *stores
+	// accessReviews is how many SelfSubjectAccessReviews NewManager's
+	// permission check made, for the metric.
+	accessReviews int
 }
 
 // DefaultOptions returns the options with every default filled in.

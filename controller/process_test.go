@@ -91,6 +91,7 @@ func TestS6ProcessRestart(t *testing.T) {
 	s.waitMetric(first, "in sync", atLeast(1), "confighash_reconciles_total", `result="in_sync"`)
 	assertMetricsUncompressed(t, first.metrics)
 	assert.InDelta(t, gcPercent(), first.metric("go_gc_gogc_percent"), 0)
+	assert.Positive(t, first.metric("confighash_access_reviews_total"), "the start-up permission check ran, and its requests are counted apart from writes")
 	first.signal(syscall.SIGTERM)
 
 	s.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "warn" })

@@ -61,7 +61,7 @@ func NewManager(opts Options) (manager.Manager, *Reconciler, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkAccess(context.Background(), cfg, opts.Namespaces, opts.DryRun); err != nil {
+	if opts.accessReviews, err = checkAccess(context.Background(), cfg, opts.Namespaces, opts.DryRun); err != nil {
 		return nil, nil, err
 	}
 	scheme, err := newScheme()
@@ -202,6 +202,7 @@ func Setup(mgr manager.Manager, opts Options) (*Reconciler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
+	m.accessReviews.Add(float64(opts.accessReviews))
 	kinds := builtinKinds()
 	if k, err := rolloutKind(mgr, opts); err != nil {
 		return nil, err
