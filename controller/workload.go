@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -233,15 +232,5 @@ func splitNames(s, ns string) map[string]bool {
 			out[item] = true
 		}
 	}
-	return out
-}
-
-// refs returns the Kind/name of each use, sorted: the index values.
-func refs(uses []hashing.Use) []string {
-	out := make([]string, len(uses))
-	for i, u := range uses {
-		out[i] = u.Ref()
-	}
-	sort.Strings(out)
 	return out
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -177,4 +178,14 @@ func TestUsesPrint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// refs returns the Kind/name of each use, sorted.
+func refs(uses []hashing.Use) []string {
+	out := make([]string, len(uses))
+	for i, u := range uses {
+		out[i] = u.Ref()
+	}
+	sort.Strings(out)
+	return out
 }
