@@ -362,3 +362,27 @@ func FuzzDecide(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseBaseline: the external-baseline annotation can be damaged by hand
+// or by another tool. Whatever it holds, ParseBaseline either refuses it
+// (nil hashes, so a fresh baseline is recorded) or reads hashes that
+// FormatBaseline writes back to a value read the same way.
+func FuzzParseBaseline(f *testing.F) {
+	for _, s := range []string{
+		"", "Secret/a=" + h("1"), "key-id=0123,ConfigMap/a=" + k("1") + ",Secret/b=" + k("2"),
+		"uses=abcd,Secret/a=" + h("1"), "key-id=01,uses=ab,Secret/a=x", "uses=ab,key-id=01,Secret/a=x",
+		"Secret/a", "=x", "Secret/a=", "a=b", ",", "Secret/a=x,,Secret/b=y", "Secret/a=x=y",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		hashes, keyID, uses := controller.ParseBaseline(s)
+		if hashes == nil {
+			return
+		}
+		again, keyID2, uses2 := controller.ParseBaseline(controller.FormatBaseline(hashes, keyID, uses))
+		if !reflect.DeepEqual(hashes, again) || keyID != keyID2 || uses != uses2 {
+			t.Fatalf("ParseBaseline(%q) = %v %q %q; written back and read again: %v %q %q", s, hashes, keyID, uses, again, keyID2, uses2)
+		}
+	})
+}
