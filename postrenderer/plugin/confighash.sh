@@ -76,6 +76,13 @@ trap 'exit 1' HUP INT TERM
 status=$?
 if [ "$status" -eq 0 ]; then
 	cat -- "$tmp/err" >&2
+	# Helm 4 refuses a plugin's output that is only white space ("produced
+	# empty output"), even for a chart that renders no object: a comment
+	# stands for an empty stream, and Helm reads no document in it.
+	if [ -n "${HELM_PLUGIN_DIR:-}" ] && ! grep -q '[^[:space:]]' "$tmp/out"; then
+		echo "# confighash: the chart rendered no objects"
+		exit
+	fi
 	cat -- "$tmp/out"
 	exit
 fi
