@@ -2,6 +2,9 @@ package inject
 
 import (
 	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/confighash/confighash/internal/annotations"
 )
@@ -41,6 +44,13 @@ func (o Options) Validate() error {
 	if o.Prefix != "" {
 		if err := annotations.CheckPrefix(o.Prefix); err != nil {
 			return fmt.Errorf("prefix %w", err)
+		}
+	}
+	// The hash covers the namespace: one no object can have (a typo, a
+	// stray space in --post-renderer-args) would hash for nothing.
+	if o.DefaultNamespace != "" {
+		if errs := validation.IsDNS1123Label(o.DefaultNamespace); len(errs) > 0 {
+			return fmt.Errorf("namespace %q is not a namespace name: %s", o.DefaultNamespace, strings.Join(errs, "; "))
 		}
 	}
 	for i, w := range o.Workloads {
