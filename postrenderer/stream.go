@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -79,8 +80,16 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 	var buf scanBuffers
 	var toParse [][]byte // documents the config scanner did not read
 	var parsedDoc []int
+	texts := make([][]byte, len(chunks)) // what is read of each chunk
+	marks := map[int]int{}               // by chunk: where a byte order mark was taken out
 	for i, c := range chunks {
-		if !hasContent(c.text) {
+		text := c.text
+		if p := openingMark(text); p >= 0 {
+			text = slices.Concat(text[:p], text[p+len(byteOrderMark):])
+			marks[i] = p
+		}
+		texts[i] = text
+		if !hasContent(text) {
 			continue
 		}
 		index := len(chunkOf)
@@ -88,20 +97,20 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 		// A document of a kind that cannot matter (a CRD, RBAC, a Service)
 		// is copied unread when a line scan finds its kind; see readHeader
 		// for what sends it to the parser instead.
-		if h, ok := readHeader(c.text); ok && !opts.Relevant(h.apiVersion, h.kind) {
+		if h, ok := readHeader(text); ok && !opts.Relevant(h.apiVersion, h.kind) {
 			continue
 		}
-		d := inject.Doc{Index: index, Path: sourceComment(c.text)}
+		d := inject.Doc{Index: index, Path: sourceComment(text)}
 		// The config scanner reads a name, not kustomize's record of earlier
 		// names: a renamed config is parsed, so references by its old name
 		// resolve as they do in KRM mode.
-		if isConfigKind(c.text) && !bytes.Contains(c.text, []byte(previousIDs)) {
-			if content, ok := scanConfig(c.text, &buf); ok {
+		if isConfigKind(text) && !bytes.Contains(text, []byte(previousIDs)) {
+			if content, ok := scanConfig(text, &buf); ok {
 				d.Config = &content
 			}
 		}
 		if d.Config == nil {
-			toParse = append(toParse, c.text)
+			toParse = append(toParse, text)
 			parsedDoc = append(parsedDoc, len(docs))
 		}
 		docs = append(docs, d)
@@ -141,15 +150,43 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 	}
 	for _, d := range order {
 		i := chunkOf[d]
-		text, err := rewrite(chunks[i].text, byDoc[d], opts, names)
+		text, err := rewrite(texts[i], byDoc[d], opts, names)
 		if err != nil {
 			return output{}, nil, err
 		}
-		if !bytes.Equal(text, chunks[i].text) {
+		if !bytes.Equal(text, texts[i]) {
+			if p, ok := marks[i]; ok && len(text) >= p && bytes.Equal(text[:p], texts[i][:p]) {
+				text = slices.Concat(text[:p], []byte(byteOrderMark), text[p:])
+			}
 			out.edits[i] = text
 		}
 	}
 	return out, report, nil
+}
+
+// byteOrderMark is U+FEFF in UTF-8.
+const byteOrderMark = "\ufeff"
+
+// openingMark returns where a byte order mark opens a chunk's document: at
+// its start, or at the start of the line after its "---" line; -1 if none
+// does. Files saved with a mark and joined into one stream carry one there.
+// kubectl, Helm and kyaml read each document on its own, where such a mark
+// is not content; yaml.v3 reads one after the "---" line as part of the
+// first key. The mark is taken out of what is read and put back into what is
+// written.
+func openingMark(text []byte) int {
+	p := 0
+	if isMarker(text, "---") {
+		i := bytes.IndexByte(text, '\n')
+		if i < 0 {
+			return -1
+		}
+		p = i + 1
+	}
+	if bytes.HasPrefix(text[p:], []byte(byteOrderMark)) {
+		return p
+	}
+	return -1
 }
 
 // previousIDs starts the annotations in which kustomize records an object's
