@@ -48,6 +48,41 @@ func isMarker(line []byte, m string) bool {
 // comments and blank lines.
 func hasContent(chunk []byte) bool { return firstContent(chunk) != nil }
 
+// isNullDocument reports whether a chunk's document is only a YAML null
+// (null, Null, NULL or ~, with comments around it). kubectl, Helm and kyaml
+// skip such a document as they skip an empty one: a template that renders
+// {{ toYaml .Values.notSet }} gives one.
+func isNullDocument(text []byte) bool {
+	var value []byte
+	for len(text) > 0 {
+		line := text
+		if i := bytes.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
+		} else {
+			text = nil
+		}
+		if isMarker(line, "---") {
+			line = line[3:]
+		}
+		t := bytes.TrimSpace(line)
+		if len(t) == 0 || t[0] == '#' {
+			continue
+		}
+		if value != nil {
+			return false // a second line of content
+		}
+		if i := bytes.Index(t, []byte(" #")); i >= 0 {
+			t = bytes.TrimSpace(t[:i])
+		}
+		value = t
+	}
+	switch string(value) {
+	case "null", "Null", "NULL", "~":
+		return true
+	}
+	return false
+}
+
 // firstContent returns the first line of text that holds anything but a
 // document marker, a comment or blanks, without a marker at its start
 // ("--- {a: b}" starts a document on the marker line); nil if there is none.

@@ -89,7 +89,7 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 			marks[i] = p
 		}
 		texts[i] = text
-		if !hasContent(text) {
+		if !hasContent(text) || isNullDocument(text) {
 			continue
 		}
 		index := len(chunkOf)
