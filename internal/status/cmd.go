@@ -103,9 +103,9 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) er
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	report, err := Collect(ctx, cs, opts)
-	if err != nil {
-		return err
+	report, collectErr := Collect(ctx, cs, opts)
+	if collectErr != nil && !errors.Is(collectErr, ErrUnreadable) {
+		return collectErr
 	}
 	var b bytes.Buffer
 	if *asJSON {
@@ -118,6 +118,8 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) er
 	if err != nil {
 		return err
 	}
-	_, err = stdout.Write(b.Bytes())
-	return err
+	if _, err := stdout.Write(b.Bytes()); err != nil {
+		return err
+	}
+	return collectErr
 }

@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -39,7 +40,15 @@ const (
 	ConfigStale = "stale"
 	// ConfigBlocked: a required config is missing; the controller waits.
 	ConfigBlocked = "blocked"
+	// ConfigUnknown: a consumed config could not be read with the user's
+	// credentials (RBAC), so nothing can be said about the config.
+	ConfigUnknown = "unknown"
 )
+
+// ErrUnreadable is the error Collect returns, next to a full report, when
+// the API server forbade reading some objects the report is made of (a
+// consumed config, the Events, the pods): the user's RBAC.
+var ErrUnreadable = errors.New("not allowed to read everything the status is made of")
 
 // Report is the status of the managed workloads.
 type Report struct {
@@ -64,10 +73,18 @@ type Workload struct {
 	Reason  string   `json:"reason"`
 	Changed []string `json:"changed,omitempty"`
 	Missing []string `json:"missing,omitempty"`
+	// Unreadable names the consumed configs (Kind/name) the user's
+	// credentials may not read; Config is then unknown.
+	Unreadable []string `json:"unreadable,omitempty"`
 	// Rollout is the progress of the workload's own controller.
 	Rollout Rollout `json:"rollout"`
 	// LastConfigChanged is the newest ConfigChanged Event on the workload.
 	LastConfigChanged *Event `json:"lastConfigChanged,omitempty"`
+	// EventsUnreadable is true when the user may not list Events.
+	EventsUnreadable bool `json:"eventsUnreadable,omitempty"`
+
+	// denied are the errors of the configs in Unreadable.
+	denied []error
 }
 
 // ID names the workload as Kind namespace/name.
@@ -82,8 +99,10 @@ type Config struct {
 	Optional bool     `json:"optional,omitempty"`
 	// External is true when the render-time hash does not cover it.
 	External bool `json:"external"`
-	// Found is false when the object does not exist.
+	// Found is false when the object does not exist (or is unreadable).
 	Found bool `json:"found"`
+	// Unreadable is true when the user's credentials may not read it.
+	Unreadable bool `json:"unreadable,omitempty"`
 }
 
 // Rollout is the progress of a workload's rollout.
@@ -101,6 +120,9 @@ type Rollout struct {
 	Pods        int `json:"pods"`
 	StalePods   int `json:"stalePods"`
 	PendingPods int `json:"pendingPods"`
+	// PodsUnreadable is true when the user may not list the pods (or
+	// ReplicaSets): the counts are then zero, not known.
+	PodsUnreadable bool `json:"podsUnreadable,omitempty"`
 	// Message says what is happening in words.
 	Message string `json:"message"`
 }
@@ -112,7 +134,10 @@ type Event struct {
 }
 
 // Collect reads the managed workloads of the namespace (or all) and their
-// state.
+// state. When a consumed config cannot be read because the API server
+// forbids it, its workloads are reported with their config unknown and
+// Collect returns the whole report with an error wrapping ErrUnreadable
+// that names what could not be read; any other error ends the collection.
 func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report, error) {
 	ns := opts.Namespace
 	if opts.AllNamespaces {
@@ -123,9 +148,10 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 		c.keyID = hashing.KeyID(opts.Key)
 	}
 	var out Report
+	var listDenied []error
 	deps, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return out, fmt.Errorf("listing Deployments: %w", err)
+	if err = c.listed(&listDenied, "Deployments", err); err != nil {
+		return out, err
 	}
 	for i := range deps.Items {
 		d := &deps.Items[i]
@@ -134,8 +160,8 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 		}
 	}
 	sets, err := cs.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return out, fmt.Errorf("listing StatefulSets: %w", err)
+	if err = c.listed(&listDenied, "StatefulSets", err); err != nil {
+		return out, err
 	}
 	for i := range sets.Items {
 		s := &sets.Items[i]
@@ -144,8 +170,8 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 		}
 	}
 	daemons, err := cs.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return out, fmt.Errorf("listing DaemonSets: %w", err)
+	if err = c.listed(&listDenied, "DaemonSets", err); err != nil {
+		return out, err
 	}
 	for i := range daemons.Items {
 		d := &daemons.Items[i]
@@ -154,8 +180,8 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 		}
 	}
 	jobs, err := cs.BatchV1().CronJobs(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return out, fmt.Errorf("listing CronJobs: %w", err)
+	if err = c.listed(&listDenied, "CronJobs", err); err != nil {
+		return out, err
 	}
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
@@ -177,7 +203,31 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 		}
 		return a.Name < b.Name
 	})
+	if len(listDenied) == 4 {
+		return out, errors.Join(listDenied...)
+	}
+	denied := listDenied
+	for _, w := range out.Workloads {
+		denied = append(denied, w.denied...)
+	}
+	if len(denied) > 0 {
+		return out, fmt.Errorf("%w (what depends on it is reported as unknown): %w", ErrUnreadable, errors.Join(denied...))
+	}
 	return out, nil
+}
+
+// listed returns the error of listing a kind of workload, or records it
+// in denied and returns nil when the API server forbade it: the kinds the
+// user may list are still reported.
+func (collector) listed(denied *[]error, kind string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsForbidden(err):
+		*denied = append(*denied, fmt.Errorf("listing %s: %w", kind, err))
+		return nil
+	}
+	return fmt.Errorf("listing %s: %w", kind, err)
 }
 
 type collector struct {
@@ -194,7 +244,11 @@ func (c collector) add(ctx context.Context, out *Report, kind string, meta metav
 	if err != nil || !ok {
 		return err
 	}
-	if w.Rollout, err = rollout(); err != nil {
+	w.Rollout, err = rollout()
+	switch {
+	case apierrors.IsForbidden(err):
+		w.denied = append(w.denied, fmt.Errorf("%s: %w", w.ID(), err))
+	case err != nil:
 		return err
 	}
 	out.Workloads = append(out.Workloads, w)
@@ -218,17 +272,25 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 	in.Baseline, in.BaselineKeyID, in.BaselineUses = controller.ParseBaseline(v.Baseline)
 	contents := map[string]hashing.Content{}
 	for _, u := range v.Uses {
+		cfg := Config{Kind: string(u.Kind), Name: u.Name, Keys: u.Keys, Whole: u.All, Optional: u.Optional, External: v.External[u.Ref()]}
 		content, found, err := c.content(ctx, meta.Namespace, u.Kind, u.Name)
-		if err != nil {
+		switch {
+		case apierrors.IsForbidden(err):
+			cfg.Unreadable = true
+			w.Configs = append(w.Configs, cfg)
+			w.Unreadable = append(w.Unreadable, u.Ref())
+			w.denied = append(w.denied, fmt.Errorf("%s: %w", w.ID(), err))
+			continue
+		case err != nil:
 			return w, false, fmt.Errorf("%s: %w", w.ID(), err)
 		}
+		cfg.Found = found
 		if found {
 			contents[u.Ref()] = content
 		} else if !u.Optional {
 			in.Missing = append(in.Missing, u.Ref())
 		}
-		w.Configs = append(w.Configs, Config{Kind: string(u.Kind), Name: u.Name, Keys: u.Keys, Whole: u.All,
-			Optional: u.Optional, External: v.External[u.Ref()], Found: found})
+		w.Configs = append(w.Configs, cfg)
 	}
 	lookup := func(kind hashing.Kind, name string) (hashing.Content, bool) {
 		content, ok := contents[string(kind)+"/"+name]
@@ -249,19 +311,28 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 		in.LiveInUnnamespaced = hashing.Compute("", inStream, lookup, hopts)
 	}
 	in.LiveAll = hashing.Compute(meta.Namespace, v.Uses, lookup, hopts)
-	w.LiveHash = in.LiveAll
 	d := controller.Decide(in)
 	w.Reason, w.Changed, w.Missing = string(d.Reason), d.Changed, d.Missing
-	switch d.Action {
-	case controller.ActionRoll:
+	switch {
+	case len(w.Unreadable) > 0:
+		// A hash of what could be read would be a wrong answer.
+		w.Config, w.Reason, w.Changed, w.Missing = ConfigUnknown, "", nil, nil
+	case d.Action == controller.ActionRoll:
+		w.LiveHash = in.LiveAll
 		w.Config = ConfigStale
-	case controller.ActionBlocked:
+	case d.Action == controller.ActionBlocked:
+		w.LiveHash = in.LiveAll
 		w.Config = ConfigBlocked
 	default:
+		w.LiveHash = in.LiveAll
 		w.Config = ConfigCurrent
 	}
 	ev, err := c.lastEvent(ctx, kind, meta)
-	if err != nil {
+	switch {
+	case apierrors.IsForbidden(err):
+		w.EventsUnreadable = true
+		w.denied = append(w.denied, fmt.Errorf("%s: %w", w.ID(), err))
+	case err != nil:
 		return w, false, fmt.Errorf("%s: %w", w.ID(), err)
 	}
 	w.LastConfigChanged = ev
@@ -339,7 +410,8 @@ func (c collector) deploymentRollout(ctx context.Context, d *appsv1.Deployment) 
 	}
 	sets, err := c.cs.AppsV1().ReplicaSets(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
-		return r, fmt.Errorf("listing ReplicaSets: %w", err)
+		return r.podsUnreadable(d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == r.Replicas &&
+			d.Status.Replicas == r.Replicas && d.Status.AvailableReplicas == r.Replicas), fmt.Errorf("listing ReplicaSets: %w", err)
 	}
 	current := ""
 	owned := map[string]bool{}
@@ -357,7 +429,8 @@ func (c collector) deploymentRollout(ctx context.Context, d *appsv1.Deployment) 
 	}
 	pods, err := c.cs.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
-		return r, fmt.Errorf("listing Pods: %w", err)
+		return r.podsUnreadable(d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == r.Replicas &&
+			d.Status.Replicas == r.Replicas && d.Status.AvailableReplicas == r.Replicas), fmt.Errorf("listing Pods: %w", err)
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -383,7 +456,8 @@ func (c collector) statefulSetRollout(ctx context.Context, s *appsv1.StatefulSet
 	}
 	pods, err := c.cs.CoreV1().Pods(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
-		return r, fmt.Errorf("listing Pods: %w", err)
+		return r.podsUnreadable(s.Status.ObservedGeneration >= s.Generation && s.Status.UpdatedReplicas == r.Replicas &&
+			s.Status.AvailableReplicas == r.Replicas), fmt.Errorf("listing Pods: %w", err)
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -404,6 +478,14 @@ func daemonSetRollout(d *appsv1.DaemonSet) Rollout {
 		Updated: st.UpdatedNumberScheduled, Available: st.NumberAvailable, Pods: int(st.CurrentNumberScheduled)}
 	r.StalePods = max(0, int(st.CurrentNumberScheduled-st.UpdatedNumberScheduled))
 	r.finish(st.ObservedGeneration >= d.Generation && st.UpdatedNumberScheduled == st.DesiredNumberScheduled && st.NumberAvailable == st.DesiredNumberScheduled)
+	return r
+}
+
+// podsUnreadable finishes a rollout whose pods could not be listed: its
+// progress is the workload's status alone.
+func (r Rollout) podsUnreadable(done bool) Rollout {
+	r.PodsUnreadable = true
+	r.finish(done)
 	return r
 }
 
@@ -433,6 +515,9 @@ func (r *Rollout) finish(done bool) {
 	}
 	if r.StalePods > 0 {
 		r.Message += fmt.Sprintf("; %d %s an older template", r.StalePods, plural(r.StalePods, "pod runs", "pods run"))
+	}
+	if r.PodsUnreadable {
+		r.Message += "; pods not counted (not allowed to list them)"
 	}
 	if r.PendingPods > 0 {
 		r.Message += fmt.Sprintf("; %d %s Pending (not scheduled or not started: no node has run %s)", r.PendingPods,

@@ -15,26 +15,41 @@ func WriteTable(w io.Writer, r Report, now time.Time) error {
 		_, err := fmt.Fprintln(w, "no workload managed by confighash here")
 		return err
 	}
-	stale, rolling := 0, 0
+	stale, rolling, unknown := 0, 0, 0
 	for _, wl := range r.Workloads {
-		if wl.Config != ConfigCurrent {
+		switch wl.Config {
+		case ConfigCurrent:
+		case ConfigUnknown:
+			unknown++
+		default:
 			stale++
 		}
 		if !wl.Rollout.Done {
 			rolling++
 		}
 	}
-	fmt.Fprintf(w, "%d %s: %d not current for the live configs, %d rolling out\n\n",
-		len(r.Workloads), plural(len(r.Workloads), "workload", "workloads"), stale, rolling)
+	fmt.Fprintf(w, "%d %s: %d not current for the live configs, %d rolling out", len(r.Workloads),
+		plural(len(r.Workloads), "workload", "workloads"), stale, rolling)
+	if unknown > 0 {
+		fmt.Fprintf(w, ", %d unknown (a consumed config you may not read)", unknown)
+	}
+	fmt.Fprint(w, "\n\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "WORKLOAD\tCONFIG\tRENDER HASH\tCONTROLLER HASH\tROLLOUT\tSTALE PODS\tLAST CONFIGCHANGED")
 	for _, wl := range r.Workloads {
 		event := "-"
+		if wl.EventsUnreadable {
+			event = "? (not allowed to list Events)"
+		}
 		if e := wl.LastConfigChanged; e != nil {
 			event = ago(now.Sub(e.Time)) + " ago: " + e.Message
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", wl.ID(), configColumn(wl), short(wl.RenderHash), short(wl.ControllerHash),
-			rolloutColumn(wl.Rollout), wl.Rollout.StalePods, wl.Rollout.Pods, event)
+		pods := fmt.Sprintf("%d/%d", wl.Rollout.StalePods, wl.Rollout.Pods)
+		if wl.Rollout.PodsUnreadable {
+			pods = "?"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", wl.ID(), configColumn(wl), short(wl.RenderHash), short(wl.ControllerHash),
+			rolloutColumn(wl.Rollout), pods, event)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -52,7 +67,10 @@ func WriteTable(w io.Writer, r Report, now time.Time) error {
 			if c.External {
 				s += ", external"
 			}
-			if !c.Found {
+			switch {
+			case c.Unreadable:
+				s += ", UNREADABLE: forbidden"
+			case !c.Found:
 				s += ", MISSING"
 			}
 			cfgs = append(cfgs, s+")")
@@ -72,6 +90,8 @@ func configColumn(w Workload) string {
 		return s + ")"
 	case ConfigBlocked:
 		return "BLOCKED (missing " + strings.Join(w.Missing, ",") + ")"
+	case ConfigUnknown:
+		return "UNKNOWN (cannot read " + strings.Join(w.Unreadable, ",") + ")"
 	}
 	return "current"
 }
