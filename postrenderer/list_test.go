@@ -142,7 +142,7 @@ func asListIndented(objs []string, indent string) string {
 }
 
 // flatObjects parses a stream into its objects keyed by Kind/name,
-// with the items of List documents taken out of their List, as kubectl and
+// with the items of List documents (any kind ending in List) taken out, as kubectl and
 // Helm apply them.
 func flatObjects(t *testing.T, stream string) map[string]*yaml.RNode {
 	t.Helper()
@@ -153,7 +153,7 @@ func flatObjects(t *testing.T, stream string) map[string]*yaml.RNode {
 	objs := map[string]*yaml.RNode{}
 	for _, n := range nodes {
 		items := []*yaml.RNode{n}
-		if n.GetKind() == "List" {
+		if strings.HasSuffix(n.GetKind(), "List") {
 			l, err := n.Pipe(yaml.Lookup("items"))
 			if err != nil {
 				t.Fatal(err)
@@ -206,6 +206,13 @@ func TestListItems(t *testing.T) {
 		{"one workload per List", asList(listItems[:2]) + "---\n" + asList(listItems[2:3]) + "---\n" + asList(listItems[3:4]) + "---\n" + asList(listItems[4:5]) + "---\n" + asList(listItems[5:])},
 		{"a List in flow style", "apiVersion: v1\nkind: List\nitems: [" + jsonItems(t, listItems) + "]\n"},
 		{"items indented under items", asListIndented(listItems, "    ")},
+		// kubectl, Helm and kustomize take the items out of any kind
+		// whose name ends in List.
+		{"a typed list of another group", strings.Join(listItems[:2], "\n---\n") + "\n---\n" +
+			strings.Replace(asList(listItems[2:3]), "apiVersion: v1\nkind: List\n", "apiVersion: apps/v1\nkind: DeploymentList\n", 1) +
+			"---\n" + strings.Join(listItems[3:], "\n---\n") + "\n"},
+		{"a ConfigMapList", strings.Replace(asList(listItems[:1]), "kind: List\n", "kind: ConfigMapList\n", 1) + "---\n" +
+			strings.Replace(asList(listItems[1:2]), "kind: List\n", "kind: SecretList\n", 1) + "---\n" + asList(listItems[2:])},
 		{"CRLF line ends", strings.ReplaceAll(asList(listItems), "\n", "\r\n")},
 		// YAML reads a lone carriage return as a line break; the editor
 		// does not, so the document is written anew, every item at once.

@@ -147,11 +147,10 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 	return r, nil
 }
 
-// isList reports whether the object is a v1 List, ConfigMapList or
-// SecretList, whose items kubectl and Helm create one by one.
-func (o Object) isList() bool {
-	return o.APIVersion == "v1" && (o.Kind == "List" || o.Kind == "ConfigMapList" || o.Kind == "SecretList")
-}
+// isList reports whether the object is a list (a v1 List, a ConfigMapList,
+// an apps/v1 DeploymentList): kubectl, Helm and kustomize create the items
+// of any kind whose name ends in List one by one.
+func (o Object) isList() bool { return strings.HasSuffix(o.Kind, "List") }
 
 // listItems returns the items of a List document; none when they are not a
 // sequence.
@@ -219,7 +218,7 @@ type configKey struct {
 }
 
 // addDoc indexes a ConfigMap or Secret document, or those among the items
-// of a v1 List, ConfigMapList or SecretList (kubectl applies the items).
+// of a list (isList).
 func (c *configIndex) addDoc(d Doc, o Object, opts Options) error {
 	if d.Config != nil {
 		content := *d.Config
