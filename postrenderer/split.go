@@ -53,34 +53,19 @@ func hasContent(chunk []byte) bool { return firstContent(chunk) != nil }
 // skip such a document as they skip an empty one: a template that renders
 // {{ toYaml .Values.notSet }} gives one.
 func isNullDocument(text []byte) bool {
-	var value []byte
-	for len(text) > 0 {
-		line := text
-		if i := bytes.IndexByte(text, '\n'); i >= 0 {
-			line, text = text[:i], text[i+1:]
-		} else {
-			text = nil
-		}
-		if isMarker(line, "---") {
-			line = line[3:]
-		}
-		t := bytes.TrimSpace(line)
-		if len(t) == 0 || t[0] == '#' {
-			continue
-		}
-		if value != nil {
-			return false // a second line of content
-		}
-		if i := bytes.Index(t, []byte(" #")); i >= 0 {
-			t = bytes.TrimSpace(t[:i])
-		}
-		value = t
+	line := firstContent(text)
+	v := bytes.TrimSpace(line)
+	if i := bytes.Index(v, []byte(" #")); i >= 0 {
+		v = bytes.TrimSpace(v[:i])
 	}
-	switch string(value) {
+	switch string(v) {
 	case "null", "Null", "NULL", "~":
-		return true
+	default:
+		return false // most documents: their first line is a key
 	}
-	return false
+	// line is a slice of text: nothing but comments may follow it.
+	end := cap(text) - cap(line) + len(line)
+	return firstContent(text[end:]) == nil
 }
 
 // firstContent returns the first line of text that holds anything but a

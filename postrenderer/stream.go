@@ -81,11 +81,14 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 	var toParse [][]byte // documents the config scanner did not read
 	var parsedDoc []int
 	texts := make([][]byte, len(chunks)) // what is read of each chunk
-	marks := map[int]int{}               // by chunk: where a byte order mark was taken out
+	var marks map[int]int                // by chunk: where a byte order mark was taken out
 	for i, c := range chunks {
 		text := c.text
 		if p := openingMark(text); p >= 0 {
 			text = slices.Concat(text[:p], text[p+len(byteOrderMark):])
+			if marks == nil {
+				marks = map[int]int{}
+			}
 			marks[i] = p
 		}
 		texts[i] = text
