@@ -193,6 +193,20 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 			return out, err
 		}
 	}
+	kinds := 4
+	rollouts, served, err := listArgoRollouts(ctx, cs, ns)
+	if served {
+		kinds++
+	}
+	if err = c.listed(&listDenied, "Rollouts.argoproj.io", err); err != nil {
+		return out, err
+	}
+	for i := range rollouts {
+		r := &rollouts[i]
+		if err := c.add(ctx, &out, controller.RolloutGVK.Kind, r.ObjectMeta, &r.Spec.Template, func() (Rollout, error) { return r.progress(), nil }); err != nil {
+			return out, err
+		}
+	}
 	sort.SliceStable(out.Workloads, func(i, j int) bool {
 		a, b := out.Workloads[i], out.Workloads[j]
 		if a.Namespace != b.Namespace {
@@ -203,7 +217,7 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 		}
 		return a.Name < b.Name
 	})
-	if len(listDenied) == 4 {
+	if len(listDenied) == kinds {
 		return out, errors.Join(listDenied...)
 	}
 	denied := listDenied

@@ -12,17 +12,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/status"
 	"github.com/confighash/confighash/internal/testing/controlplane"
 	"github.com/confighash/confighash/internal/testing/cptest"
 	"github.com/confighash/confighash/internal/testing/kubetest"
 	"github.com/confighash/confighash/internal/testing/testtools"
+	"github.com/confighash/confighash/postrenderer"
 )
 
 // TestStatusOfHelmRenders renders examples/helm with the real Helm 3 and the
@@ -178,4 +181,83 @@ func grant(t *testing.T, cs kubernetes.Interface, namespace, user string, rules 
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: user}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
+}
+
+// TestStatusOfArgoRollouts serves the Argo Rollouts CRD (schema-less, as
+// the controller's tests do): status reports a managed Rollout like the
+// other workloads the controller manages, current as applied and stale
+// once a key it reads is edited, with its progress from its status; in a
+// cluster that serves no Rollouts, status works as before.
+func TestStatusOfArgoRollouts(t *testing.T) {
+	cptest.Require(t)
+	cp := cptest.Private(t)
+	admin := cp.RESTConfig()
+	cs, err := kubernetes.NewForConfig(admin)
+	require.NoError(t, err)
+	dyn, err := dynamic.NewForConfig(admin)
+	require.NoError(t, err)
+	dc, err := discovery.NewDiscoveryClientForConfig(admin)
+	require.NoError(t, err)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	ctx := context.Background()
+	const namespace = "rollouts"
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	_, err = status.Collect(ctx, cs, status.Options{Namespace: namespace})
+	require.NoError(t, err, "no Rollout CRD served")
+
+	require.NoError(t, kubetest.Apply(ctx, dyn, mapper, bytes.NewReader([]byte(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: rollouts.argoproj.io
+spec:
+  group: argoproj.io
+  names: {kind: Rollout, listKind: RolloutList, plural: rollouts, singular: rollout}
+  scope: Namespaced
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`)), kubetest.ApplyOptions{FieldManager: "kubectl"}))
+	gvr := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
+	kubetest.EventuallyTrue(t, 30*time.Second, 200*time.Millisecond, "the Rollout CRD is served", func() bool {
+		_, err := dyn.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+		return err == nil
+	})
+	mapper.Reset()
+	stream := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {LOG_LEVEL: info, UNUSED: x}\n---\n" +
+		kubetest.Workload{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: "canary", Replicas: 2,
+			Spec: []string{"strategy: {canary: {}}"}, Env: []string{kubetest.EnvKey("app", "LOG_LEVEL")}}.YAML()
+	rendered, _, err := postrenderer.Process([]byte(stream), inject.Options{DefaultNamespace: namespace})
+	require.NoError(t, err)
+	require.NoError(t, kubetest.Apply(ctx, dyn, mapper, bytes.NewReader(rendered), kubetest.ApplyOptions{Namespace: namespace, FieldManager: "argocd"}))
+
+	report, err := status.Collect(ctx, cs, status.Options{Namespace: namespace})
+	require.NoError(t, err)
+	require.Len(t, report.Workloads, 1)
+	w := report.Workloads[0]
+	assert.Equal(t, "Rollout", w.Kind)
+	assert.Equal(t, "canary", w.Name)
+	assert.Equal(t, status.ConfigCurrent, w.Config)
+	assert.NotEmpty(t, w.RenderHash)
+	assert.Equal(t, []status.Config{{Kind: "ConfigMap", Name: "app", Keys: []string{"LOG_LEVEL"}, Found: true}}, w.Configs)
+	assert.False(t, w.Rollout.Done, "no Argo Rollouts controller: nothing observed")
+	assert.Equal(t, int32(2), w.Rollout.Replicas)
+
+	_, err = kubetest.Edit(ctx, cs.CoreV1().ConfigMaps(namespace), "app", "", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "debug" })
+	require.NoError(t, err)
+	report, err = status.Collect(ctx, cs, status.Options{Namespace: namespace})
+	require.NoError(t, err)
+	require.Len(t, report.Workloads, 1)
+	assert.Equal(t, status.ConfigStale, report.Workloads[0].Config)
+
+	all, err := status.Collect(ctx, cs, status.Options{AllNamespaces: true})
+	require.NoError(t, err)
+	require.Len(t, all.Workloads, 1, "-A lists it too")
 }
