@@ -460,3 +460,118 @@ func rollsAs(t *testing.T, cs kubernetes.Interface, cfg *rest.Config, chartDeplo
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestChartKeyReadable checks that the controller, which runs as a non-root
+// user, can read the HMAC key file the chart mounts from hmacKey's Secret.
+// The kubelet writes Secret volume files owned by root, with the volume's
+// mode; only with an fsGroup does it give them that group and add group
+// read, and only then is the container's process in that group. A key file
+// the controller cannot read stops it at start, in every pod.
+func TestChartKeyReadable(t *testing.T) {
+	helms(t, func(t *testing.T, h testtools.Helm) {
+		for _, tc := range []struct {
+			name   string
+			values []string
+		}{
+			{name: "defaults", values: nil},
+			{name: "another user", values: []string{"--set", "podSecurityContext.runAsUser=1000", "--set", "podSecurityContext.runAsGroup=1000"}},
+			{name: "another key name", values: []string{"--set", "hmacKey.key=key.txt"}},
+			{name: "fsGroup removed from the values", values: []string{"--set", "podSecurityContext.fsGroup=null"}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				_, d := templateOps(t, h, append([]string{"--set", "hmacKey.existingSecret=confighash-key"}, tc.values...)...)
+				spec := d.Spec.Template.Spec
+				require.Len(t, spec.Volumes, 1)
+				require.NotNil(t, spec.Volumes[0].Secret)
+				assert.True(t, secretFileReadable(spec.SecurityContext, spec.Containers[0].SecurityContext, spec.Volumes[0].Secret),
+					"pod %+v, container %+v, volume %+v", spec.SecurityContext, spec.Containers[0].SecurityContext, spec.Volumes[0].Secret)
+			})
+		}
+	})
+}
+
+// secretFileReadable says whether a process running with the pod's and
+// container's security context may read a file of the Secret volume, as the
+// kubelet writes it: owned by root:root with the item's or the volume's mode
+// (0644 by default); with an fsGroup, group fsGroup with group read added,
+// and fsGroup among the process's groups.
+func secretFileReadable(pod *corev1.PodSecurityContext, ctr *corev1.SecurityContext, vol *corev1.SecretVolumeSource) bool {
+	var uid, gid *int64
+	var groups []int64
+	var fsGroup *int64
+	if pod != nil {
+		uid, gid, groups, fsGroup = pod.RunAsUser, pod.RunAsGroup, pod.SupplementalGroups, pod.FSGroup
+	}
+	if ctr != nil && ctr.RunAsUser != nil {
+		uid = ctr.RunAsUser
+	}
+	if ctr != nil && ctr.RunAsGroup != nil {
+		gid = ctr.RunAsGroup
+	}
+	if uid == nil || *uid == 0 {
+		return true // root (the image's user is not known here: assume the worst elsewhere)
+	}
+	mode := int32(0o644)
+	if vol.DefaultMode != nil {
+		mode = *vol.DefaultMode
+	}
+	for _, item := range vol.Items {
+		if item.Mode != nil {
+			mode = *item.Mode
+		}
+	}
+	if mode&0o004 != 0 || fsGroup != nil {
+		return true
+	}
+	inRootGroup := gid != nil && *gid == 0
+	for _, g := range groups {
+		inRootGroup = inRootGroup || g == 0
+	}
+	return mode&0o040 != 0 && inRootGroup
+}
+
+// TestConfigHMACComponent builds config/ and config/namespaced/ with the
+// config/hmac component, as docs/install.md says, with the real kustomize,
+// and checks the controller gets a key file it can read at the path its
+// flag names, from the Secret the docs create.
+func TestConfigHMACComponent(t *testing.T) {
+	kustomize := testtools.Tool(t, "kustomize")
+	root := t.TempDir()
+	require.NoError(t, os.CopyFS(filepath.Join(root, "config"), os.DirFS(filepath.Join(testtools.RepoRoot(t), "config"))))
+	for _, variant := range []string{"config", "config/namespaced"} {
+		t.Run(variant, func(t *testing.T) {
+			dir := filepath.Join(root, "overlay-"+filepath.Base(variant))
+			require.NoError(t, os.MkdirAll(dir, 0o755))
+			kust := fmt.Sprintf("resources: [../%s]\ncomponents: [../config/hmac]\n", variant)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kust), 0o600))
+			res := testtools.Run(t, "", nil, nil, kustomize, "build", dir)
+			require.Equal(t, 0, res.ExitCode, res.Stderr)
+			objs := objects(t, res.Stdout)
+			u, ok := objs["Deployment/confighash-system/confighash-controller"]
+			require.True(t, ok, "objects: %v", kinds(objs))
+			d := typed[appsv1.Deployment](t, u)
+			spec := d.Spec.Template.Spec
+			// The flag, as the controller reads it (ParseFlags would read the
+			// file, which exists only in the pod).
+			var keyFile string
+			for _, a := range spec.Containers[0].Args {
+				if v, ok := strings.CutPrefix(a, "--hmac-key-file="); ok {
+					keyFile = v
+				}
+			}
+			require.NotEmpty(t, keyFile, "args: %v", spec.Containers[0].Args)
+			require.Len(t, spec.Volumes, 1)
+			vol := spec.Volumes[0].Secret
+			require.NotNil(t, vol)
+			assert.Equal(t, "confighash-hmac", vol.SecretName, "the Secret docs/install.md creates")
+			require.Len(t, vol.Items, 1)
+			assert.Equal(t, "hmac-key", vol.Items[0].Key, "the key docs/install.md creates")
+			require.Len(t, spec.Containers[0].VolumeMounts, 1)
+			m := spec.Containers[0].VolumeMounts[0]
+			assert.Equal(t, spec.Volumes[0].Name, m.Name)
+			assert.Equal(t, filepath.Join(m.MountPath, vol.Items[0].Path), keyFile)
+			assert.True(t, secretFileReadable(spec.SecurityContext, spec.Containers[0].SecurityContext, vol),
+				"pod %+v, volume %+v", spec.SecurityContext, vol)
+		})
+	}
+}
