@@ -85,7 +85,9 @@ func newArgo(t *testing.T, helmVersion string) argo {
 // generate copies app into a fresh checkout at sourcePath and runs the
 // plugin's generate command there, as the cmp-server does: the command with
 // its args, in the application directory, with the build environment.
-func (a argo) generate(t *testing.T, app, sourcePath, namespace string) (stdout, stderr string, err error) {
+// env adds to the build environment (ARGOCD_ENV_* from the Application's
+// spec.source.plugin.env).
+func (a argo) generate(t *testing.T, app, sourcePath, namespace string, env ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	checkout := t.TempDir()
 	dir := filepath.Join(checkout, sourcePath)
@@ -110,6 +112,7 @@ func (a argo) generate(t *testing.T, app, sourcePath, namespace string) (stdout,
 		"KUBE_VERSION=1.33.0",
 		"KUBE_API_VERSIONS=v1,apps/v1,batch/v1",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
@@ -251,6 +254,68 @@ func TestGenerateFails(t *testing.T) {
 			}
 			if !strings.Contains(stderr, tc.wants) {
 				t.Errorf("stderr does not mention %q:\n%s", tc.wants, stderr)
+			}
+		})
+	}
+}
+
+// TestGenerateHelmLikeArgoCD checks what Argo CD's built-in Helm does and a
+// user moving to the plugin expects: a chart whose dependencies are not
+// vendored (charts/ absent) has them built first, and value files named in
+// the Application (spec.source.plugin.env HELM_VALUES, which Argo CD passes
+// as ARGOCD_ENV_HELM_VALUES) are used, in order, with Helm 3 and Helm 4.
+func TestGenerateHelmLikeArgoCD(t *testing.T) {
+	greeter := filepath.Join(testtools.RepoRoot(t), "examples", "helm")
+	// An umbrella chart depending on examples/helm by a local path.
+	umbrella := filepath.Join(t.TempDir(), "umbrella")
+	if err := os.CopyFS(filepath.Join(umbrella, "deps", "greeter"), os.DirFS(greeter)); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"Chart.yaml": "apiVersion: v2\nname: umbrella\nversion: 0.1.0\ndependencies:\n" +
+			"- name: greeter\n  version: \">=0.0.0\"\n  repository: file://./deps/greeter\n",
+		"values.yaml":      "greeter:\n  greeting: from the umbrella\n",
+		"values-prod.yaml": "greeter:\n  env:\n    LOG_LEVEL: warn\n",
+		"values-eu.yaml":   "greeter:\n  env:\n    LOG_LEVEL: error\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(umbrella, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, helm := range []string{"3", "4"} {
+		t.Run("helm "+helm, func(t *testing.T) {
+			a := newArgo(t, helm)
+			plain, stderr, err := a.generate(t, umbrella, "apps/web", "shop")
+			if err != nil {
+				t.Fatalf("generate a chart with an unvendored dependency: %v\n%s", err, stderr)
+			}
+			h := podHashes(t, plain)["Deployment/web-greeter"]
+			if !strings.HasPrefix(h, "v1-") {
+				t.Fatalf("Deployment/web-greeter: hash %q; output:\n%s", h, plain)
+			}
+			if !strings.Contains(plain, "from the umbrella") {
+				t.Errorf("the umbrella's values.yaml was not used:\n%s", plain)
+			}
+			prod, stderr, err := a.generate(t, umbrella, "apps/web", "shop", "ARGOCD_ENV_HELM_VALUES=values-prod.yaml values-eu.yaml")
+			if err != nil {
+				t.Fatalf("generate with value files: %v\n%s", err, stderr)
+			}
+			if !strings.Contains(prod, "LOG_LEVEL: error") || strings.Contains(prod, "LOG_LEVEL: warn") {
+				t.Errorf("value files not used in order (values-eu.yaml last):\n%s", prod)
+			}
+			if podHashes(t, prod)["Deployment/web-greeter"] == h {
+				t.Errorf("the value files changed the ConfigMap but not the hash")
+			}
+			_, stderr, err = a.generate(t, umbrella, "apps/web", "shop", "ARGOCD_ENV_HELM_VALUES=values-missing.yaml")
+			if err == nil || !strings.Contains(stderr, "values-missing.yaml") {
+				t.Errorf("a missing value file: err %v, stderr %s", err, stderr)
+			}
+			for _, outside := range []string{"/etc/passwd", "../../secrets.yaml", "deps/../../x.yaml"} {
+				out, stderr, err := a.generate(t, umbrella, "apps/web", "shop", "ARGOCD_ENV_HELM_VALUES=values-prod.yaml "+outside)
+				if err == nil || !strings.Contains(stderr, "outside the application") || strings.TrimSpace(out) != "" {
+					t.Errorf("value file %s: err %v, stderr %s, output %q", outside, err, stderr, out)
+				}
 			}
 		})
 	}
