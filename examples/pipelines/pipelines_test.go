@@ -128,3 +128,58 @@ func TestPipeFailure(t *testing.T) {
 		})
 	}
 }
+
+// TestFluxPreRender runs the CI script of docs/flux.md ("Pre-render"), as a
+// user copies it, in a repository laid out as it assumes (a kustomization
+// at clusters/prod/apps, a chart at charts/web, values/prod.yaml), with
+// helm, kustomize and confighash on PATH: it must succeed, checks included,
+// and write hashed manifests for Flux.
+func TestFluxPreRender(t *testing.T) {
+	root := testtools.RepoRoot(t)
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "flux.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```sh\n")
+	script, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/flux.md has no sh block")
+	}
+	repo := t.TempDir()
+	for dst, src := range map[string]string{"clusters/prod/apps": "examples/argocd/app", "charts/web": "examples/helm"} {
+		if err := os.CopyFS(filepath.Join(repo, dst), os.DirFS(filepath.Join(root, src))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dir := range []string{"values", "rendered/prod"} {
+		if err := os.MkdirAll(filepath.Join(repo, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(repo, "values", "prod.yaml"), []byte("greeting: Hello from prod\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tools := t.TempDir() // `helm` is Helm 3 here
+	if err := os.Symlink(testtools.Tool(t, "helm3"), filepath.Join(tools, "helm")); err != nil {
+		t.Fatal(err)
+	}
+	res := pipe(t, repo, "PATH="+tools+":$PATH\n"+script)
+	if res.ExitCode != 0 {
+		t.Fatalf("the script of docs/flux.md fails: exit %d\n%s\nscript:\n%s", res.ExitCode, res.Stderr, script)
+	}
+	for _, f := range []string{"rendered/prod/apps.yaml", "rendered/prod/web.yaml"} {
+		b, err := os.ReadFile(filepath.Join(repo, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashes := podHashes(t, string(b))
+		if len(hashes) == 0 {
+			t.Errorf("%s: no pod template", f)
+		}
+		for id, h := range hashes {
+			if !strings.HasPrefix(h, "v1-") {
+				t.Errorf("%s: %s has no hash", f, id)
+			}
+		}
+	}
+}
