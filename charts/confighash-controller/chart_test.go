@@ -575,3 +575,31 @@ func TestConfigHMACComponent(t *testing.T) {
 		})
 	}
 }
+
+// TestChartNotes checks the notes printed after an install (Helm 4's
+// client-side dry run renders them without a cluster) name the annotation
+// prefix the controller uses, and in keyed mode the Secret it needs.
+func TestChartNotes(t *testing.T) {
+	h := testtools.NewHelm(t, 4)
+	for _, tc := range []struct {
+		name       string
+		values     []string
+		want, deny []string
+	}{
+		{name: "defaults", want: []string{"confighash.dev/hash", "watching every namespace"}, deny: []string{"Keyed mode", "--prefix"}},
+		{name: "another prefix, keyed", values: []string{"--set", "annotationPrefix=acme.io", "--set", "hmacKey.existingSecret=ch-key"},
+			want: []string{"acme.io/hash", "acme.io/enabled", "--prefix acme.io", "ops/ch-key", "--hmac-key-file"}, deny: []string{"confighash.dev/"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := h.MustRun(t, append([]string{"install", "--dry-run=client", "ch", chartDir(t), "-n", "ops"}, tc.values...)...)
+			_, notes, ok := strings.Cut(out, "NOTES:")
+			require.True(t, ok, out)
+			for _, w := range tc.want {
+				assert.Contains(t, notes, w)
+			}
+			for _, d := range tc.deny {
+				assert.NotContains(t, notes, d)
+			}
+		})
+	}
+}
