@@ -147,7 +147,7 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 	if len(opts.Key) > 0 {
 		c.keyID = hashing.KeyID(opts.Key)
 	}
-	var out Report
+	out := Report{Workloads: []Workload{}}
 	var listDenied []error
 	deps, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 	if err = c.listed(&listDenied, "Deployments", err); err != nil {

@@ -1,0 +1,27 @@
+package status
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// TestEmptyReport: a namespace with no managed workload reports an empty
+// list, in JSON too ("workloads": [], not null, for scripts that iterate),
+// and the table says so.
+func TestEmptyReport(t *testing.T) {
+	r, err := Collect(context.Background(), fake.NewClientset(), Options{Namespace: "shop"})
+	require.NoError(t, err)
+	b, err := json.Marshal(r)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"workloads": []}`, string(b))
+	var table bytes.Buffer
+	require.NoError(t, WriteTable(&table, r, time.Now()))
+	assert.Contains(t, table.String(), "no workload managed by confighash here")
+}
