@@ -26,8 +26,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/controller"
@@ -602,4 +606,52 @@ func TestChartNotes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConfigApplyAsDocumented applies config/namespaced/, config/ and
+// config/ with the config/hmac component, built by the real kustomize, to
+// the real API server the way docs/install.md says: every object must be
+// accepted. The namespaced variant's Role and RoleBinding go to the watched
+// namespace ("apps" as shipped), which it does not create: applied before
+// that namespace exists it fails naming it, as the docs warn.
+func TestConfigApplyAsDocumented(t *testing.T) {
+	kustomize := testtools.Tool(t, "kustomize")
+	cp := cptest.Shared(t)
+	admin := cp.RESTConfig()
+	cs := kubernetes.NewForConfigOrDie(admin)
+	dyn := dynamic.NewForConfigOrDie(admin)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(admin)))
+	ctx := t.Context()
+	root := t.TempDir()
+	require.NoError(t, os.CopyFS(filepath.Join(root, "config"), os.DirFS(filepath.Join(testtools.RepoRoot(t), "config"))))
+	overlay := filepath.Join(root, "keyed")
+	require.NoError(t, os.MkdirAll(overlay, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte("resources: [../config]\ncomponents: [../config/hmac]\n"), 0o600))
+	build := func(dir string) string {
+		t.Helper()
+		res := testtools.Run(t, "", nil, nil, kustomize, "build", dir)
+		require.Equal(t, 0, res.ExitCode, res.Stderr)
+		return res.Stdout
+	}
+	apply := func(stream string) error {
+		return kubetest.Apply(ctx, dyn, mapper, strings.NewReader(stream), kubetest.ApplyOptions{FieldManager: "kubectl"})
+	}
+
+	_, err := cs.CoreV1().Namespaces().Get(ctx, "apps", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "namespace apps exists already: %v", err)
+	namespaced := build(filepath.Join(root, "config", "namespaced"))
+	err = apply(namespaced)
+	require.Error(t, err, "config/namespaced/ applied with no namespace apps")
+	assert.Contains(t, err.Error(), `"apps" not found`)
+
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, apply(namespaced), "config/namespaced/ once apps exists")
+	require.NoError(t, apply(build(filepath.Join(root, "config"))), "config/")
+	require.NoError(t, apply(build(overlay)), "config/ with config/hmac")
+	d, err := cs.AppsV1().Deployments("confighash-system").Get(ctx, "confighash-controller", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, d.Spec.Template.Spec.SecurityContext)
+	assert.NotNil(t, d.Spec.Template.Spec.SecurityContext.FSGroup, "the API server kept the fsGroup")
+	assert.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--hmac-key-file=/etc/confighash/hmac/hmac-key")
 }
