@@ -163,8 +163,9 @@ func TestCompare(t *testing.T) {
 			fields: map[string][]string{"CronJob/report": {"containers[report].resources"}},
 		},
 		{
-			name: "a label and a confighash annotation change",
-			old:  base, new: edit(t, "labels: {app: web}", "labels: {app: web, tier: front}\n      annotations: {confighash.dev/hash: whatever}"),
+			name:   "a label and a confighash annotation's value change",
+			old:    edit(t, "labels: {app: web}", "labels: {app: web}\n      annotations: {confighash.dev/hash: before}"),
+			new:    edit(t, "labels: {app: web}", "labels: {app: web, tier: front}\n      annotations: {confighash.dev/hash: whatever}"),
 			rolls:  []string{"Deployment/web"},
 			fields: map[string][]string{"Deployment/web": {"metadata.labels[tier]"}},
 		},
@@ -295,4 +296,54 @@ func TestKeyedHashes(t *testing.T) {
 	assert.NotEqual(t, web.OldHash, web.NewHash)
 	plain := byID(compare(t, base, base, inject.Options{}))["Deployment/web"]
 	assert.NotEqual(t, plain.OldHash, web.OldHash, "keyed hash differs from the plain one")
+}
+
+// TestConfighashAddedOrRemoved: a render made with confighash compared with
+// one made without it (confighash added to, or taken out of, a pipeline).
+// Applying it adds or removes the hash annotation on the pod template of
+// each workload that consumes a config of the render, which restarts its
+// pods; a workload with nothing to hash, or two renders that both carry
+// the annotations, roll nothing for it.
+func TestConfighashAddedOrRemoved(t *testing.T) {
+	hashed, _, err := postrenderer.Process([]byte(base), inject.Options{})
+	require.NoError(t, err)
+	keyed, _, err := postrenderer.Process([]byte(base), inject.Options{Key: []byte("a key of the test")})
+	require.NoError(t, err)
+	hashAnn := "metadata.annotations[confighash.dev/hash]"
+	keyIDAnn := "metadata.annotations[confighash.dev/key-id]"
+	tests := []struct {
+		name     string
+		old, cur string
+		opts     inject.Options
+		want     map[string][]string // workload: template paths; absent: unchanged
+	}{
+		{"added", base, string(hashed), inject.Options{}, map[string][]string{"Deployment/web": {hashAnn}, "Deployment/api": {hashAnn}}},
+		{"removed", string(hashed), base, inject.Options{}, map[string][]string{"Deployment/web": {hashAnn}, "Deployment/api": {hashAnn}}},
+		{"both hashed", string(hashed), string(hashed), inject.Options{}, nil},
+		{"neither hashed", base, base, inject.Options{}, nil},
+		{"keyed added", base, string(keyed), inject.Options{Key: []byte("a key of the test")},
+			map[string][]string{"Deployment/web": {hashAnn, keyIDAnn}, "Deployment/api": {hashAnn, keyIDAnn}}},
+		{"plain to keyed", string(hashed), string(keyed), inject.Options{Key: []byte("a key of the test")},
+			map[string][]string{"Deployment/web": {keyIDAnn}, "Deployment/api": {keyIDAnn}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := byID(compare(t, tt.old, tt.cur, tt.opts))
+			for _, id := range []string{"Deployment/web", "Deployment/api", "CronJob/report"} {
+				w := got[id]
+				want, rolls := tt.want[id]
+				if !rolls {
+					assert.Equal(t, rolldiff.StatusUnchanged, w.Status, "%s: %v", id, w.Template)
+					continue
+				}
+				assert.Equal(t, rolldiff.StatusRolls, w.Status, id)
+				var paths []string
+				for _, f := range w.Template {
+					paths = append(paths, f.Path)
+				}
+				assert.ElementsMatch(t, want, paths, id)
+				assert.NotEmpty(t, w.Reasons, id)
+			}
+		})
+	}
 }

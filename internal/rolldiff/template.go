@@ -41,17 +41,20 @@ func templateOf(r *Render, w inject.Workload) map[string]any {
 	return m
 }
 
-// templateChanges lists the fields that differ between two pod templates,
-// ignoring annotations under confighash's prefix (annPrefix ends with a
-// slash). renames maps config names of the new template to the old names
-// they replace (kustomize hash suffixes): such a reference alone is not a
-// template change, the config diff tells it.
+// templateChanges lists the fields that differ between two pod templates.
+// An annotation under confighash's prefix (annPrefix ends with a slash)
+// counts only when it is in one template and not the other (confighash
+// added to or taken out of the pipeline, keyed mode turned on or off): a
+// new value of one is the config change the config diff tells. renames
+// maps config names of the new template to the old names they replace
+// (kustomize hash suffixes): such a reference alone is not a template
+// change, the config diff tells it.
 func templateChanges(old, cur map[string]any, annPrefix string, renames map[string]string) []FieldChange {
+	out := ownAddedOrRemoved(old, cur, annPrefix)
 	old, cur = withoutOwn(old, annPrefix), withoutOwn(cur, annPrefix)
 	if len(renames) > 0 {
 		cur, _ = rename(cur, renames).(map[string]any)
 	}
-	var out []FieldChange
 	for _, k := range changedKeys(old, cur) {
 		o, n := old[k], cur[k]
 		switch k {
@@ -158,6 +161,21 @@ func byName(v any) map[string]any {
 
 // withoutOwn returns the template without confighash's annotations (an
 // empty annotations map dropped too), so they never count as a change.
+// ownAddedOrRemoved lists the annotations under annPrefix that one pod
+// template has and the other has not.
+func ownAddedOrRemoved(old, cur map[string]any, annPrefix string) []FieldChange {
+	oldAnn, curAnn := asMap(asMap(old["metadata"])["annotations"]), asMap(asMap(cur["metadata"])["annotations"])
+	var out []FieldChange
+	for _, k := range unionKeys(oldAnn, curAnn) {
+		_, inOld := oldAnn[k]
+		_, inCur := curAnn[k]
+		if strings.HasPrefix(k, annPrefix) && inOld != inCur {
+			out = append(out, FieldChange{Path: "metadata.annotations[" + k + "]", Field: "annotations"})
+		}
+	}
+	return out
+}
+
 func withoutOwn(t map[string]any, annPrefix string) map[string]any {
 	meta := asMap(t["metadata"])
 	ann := asMap(meta["annotations"])
