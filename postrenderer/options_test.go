@@ -1,8 +1,12 @@
 package postrenderer_test
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/confighash/confighash/postrenderer"
 )
@@ -35,4 +39,31 @@ func TestNewChecksNamespace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWorkloadKindNearMiss: in stream mode too, a document of a configured
+// workload kind in another API group is read (not skipped unread), copied
+// as it is, and warned about with the group to write.
+func TestWorkloadKindNearMiss(t *testing.T) {
+	const stream = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg}
+data: {A: "1"}
+---
+apiVersion: example.com/v1
+kind: Runner
+metadata: {name: r}
+spec:
+  template:
+    spec:
+      containers: [{name: c, envFrom: [{configMapRef: {name: cfg}}]}]
+`
+	var warnings bytes.Buffer
+	pr, err := postrenderer.New(postrenderer.Options{Workloads: []postrenderer.Workload{{Kind: "Runner", Path: "spec/template"}}, Warnings: &warnings})
+	require.NoError(t, err)
+	out, err := pr.Run(bytes.NewBufferString(stream))
+	require.NoError(t, err)
+	assert.Equal(t, stream, out.String(), "nothing is hashed or changed")
+	assert.Contains(t, warnings.String(), "Runner r (document 1): not hashed")
+	assert.Contains(t, warnings.String(), "--workload Runner.example.com=spec/template")
 }

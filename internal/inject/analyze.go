@@ -120,6 +120,8 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 			w.InList, w.Item = item >= 0, max(item, 0)
 			r.Workloads = append(r.Workloads, w)
 			r.Findings = append(r.Findings, workloadFindings(w)...)
+		} else if f, near := opts.nearMiss(o); near {
+			r.Findings = append(r.Findings, f)
 		}
 		return nil
 	}

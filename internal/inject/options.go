@@ -66,6 +66,21 @@ func (o Options) Annotation(name string) string { return annotations.Key(o.Prefi
 
 // templatePath returns the pod template path for a group and kind, user
 // configuration first.
+// nearMiss is a warning for an object that no workload kind matches but
+// one of the configured kinds would with another API group: a kind given
+// without its group (Runner=spec/template) names the core group and
+// matches no custom resource, which would otherwise go unhashed unsaid.
+func (o Options) nearMiss(obj Object) (Finding, bool) {
+	for _, w := range o.Workloads {
+		if w.Kind == obj.Kind && w.Group != obj.group() {
+			return Finding{Object: obj, Severity: SeverityWarning, Message: fmt.Sprintf(
+				"not hashed: the workload kind %s is configured in the API group %q and this object is in %q; give the kind its group to hash it (--workload %s=%s)",
+				obj.Kind, w.Group, obj.group(), WorkloadKind{Group: obj.group(), Kind: obj.Kind}.name(), w.Path)}, true
+		}
+	}
+	return Finding{}, false
+}
+
 func (o Options) templatePath(group, kind string) ([]string, bool) {
 	for _, list := range [][]WorkloadKind{o.Workloads, builtinWorkloads} {
 		for _, w := range list {

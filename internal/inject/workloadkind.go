@@ -29,6 +29,15 @@ func (w WorkloadKind) validate() error {
 
 func (w WorkloadKind) fields() []string { return strings.Split(w.Path, "/") }
 
+// name is the kind as ParseWorkload reads it: Kind.group, or Kind for the
+// core group.
+func (w WorkloadKind) name() string {
+	if w.Group == "" {
+		return w.Kind
+	}
+	return w.Kind + "." + w.Group
+}
+
 // builtinWorkloads are the kinds confighash knows without configuration.
 var builtinWorkloads = []WorkloadKind{
 	{Group: "apps", Kind: "Deployment", Path: "spec/template"},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/kustomize/kyaml/kio"
 )
 
 func TestParseWorkload(t *testing.T) {
@@ -25,5 +26,58 @@ func TestParseWorkload(t *testing.T) {
 		}
 		require.NoError(t, err, tt.in)
 		assert.Equal(t, tt.want, got, tt.in)
+	}
+}
+
+// TestWorkloadKindNearMiss: a configured workload kind whose API group is
+// not the object's (Runner=… names the core group) hashes nothing; the
+// object gets a warning that names the group to write, never silence. An
+// object the kind matches gets its hash and no such warning.
+func TestWorkloadKindNearMiss(t *testing.T) {
+	const docs = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg}
+data: {A: "1"}
+---
+apiVersion: example.com/v1
+kind: Runner
+metadata: {name: r}
+spec:
+  template:
+    spec:
+      containers: [{name: c, envFrom: [{configMapRef: {name: cfg}}]}]
+`
+	tests := []struct {
+		workload string
+		hashed   bool
+		warning  string
+	}{
+		{"Runner=spec/template", false, `configured in the API group "" and this object is in "example.com"; give the kind its group to hash it (--workload Runner.example.com=spec/template)`},
+		{"Runner.other.io=spec/template", false, `configured in the API group "other.io"`},
+		{"Runner.example.com=spec/template", true, ""},
+		{"Walker.example.com=spec/template", false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.workload, func(t *testing.T) {
+			kind, err := ParseWorkload(tt.workload)
+			require.NoError(t, err)
+			nodes, err := kio.FromBytes([]byte(docs))
+			require.NoError(t, err)
+			opts := Options{Workloads: []WorkloadKind{kind}}
+			assert.Equal(t, kind.Kind == "Runner", opts.Relevant("example.com/v1", "Runner"), "a configured kind is read in every group")
+			r, err := Analyze(nodes, opts)
+			require.NoError(t, err)
+			assert.Equal(t, tt.hashed, len(r.Workloads) == 1, "hashed")
+			var warnings []string
+			for _, f := range r.Findings {
+				warnings = append(warnings, f.Message)
+			}
+			if tt.warning == "" {
+				assert.Empty(t, warnings)
+				return
+			}
+			require.Len(t, warnings, 1)
+			assert.Contains(t, warnings[0], tt.warning)
+		})
 	}
 }
