@@ -207,24 +207,7 @@ spec:
 func TestArgoRollout(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	require.NoError(t, e.apply(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: rollouts.argoproj.io
-spec:
-  group: argoproj.io
-  names: {kind: Rollout, listKind: RolloutList, plural: rollouts, singular: rollout}
-  scope: Namespaced
-  versions:
-  - name: v1alpha1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
-`, "kubectl"))
+	require.NoError(t, e.apply(kubetest.RolloutCRD, "kubectl"))
 	gvr := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
 	eventually(t, "the Rollout CRD to be served", func(ctx context.Context) (bool, error) {
 		_, err := e.dyn.Resource(gvr).Namespace(e.ns).List(ctx, metav1.ListOptions{})

@@ -31,3 +31,20 @@ func podSpecOf(t *testing.T, n *yaml.RNode) *corev1.PodSpec {
 	require.NoError(t, json.Unmarshal(raw, &spec))
 	return &spec
 }
+
+// assertByWorkload fails unless got and want hold the same workloads (by
+// Kind/namespace/name) with the same value (a hash, or the annotations
+// written): what names the result checked.
+func assertByWorkload(t *testing.T, what string, got, want map[string]string) {
+	t.Helper()
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%s: %s: %q, want %q", what, id, got[id], w)
+		}
+	}
+	for id := range got {
+		if _, ok := want[id]; !ok {
+			t.Errorf("%s: %s: %q, for a workload that should have none", what, id, got[id])
+		}
+	}
+}

@@ -245,7 +245,7 @@ func TestListItems(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			assertSameAnnotations(t, "stream mode", workloadAnnotations(flatObjects(t, string(out))), wantAnn)
+			assertByWorkload(t, "stream mode", workloadAnnotations(flatObjects(t, string(out))), wantAnn)
 			differential(t, []byte(tc.stream), opts)
 		})
 	}
@@ -286,23 +286,7 @@ func TestListItemsHelm(t *testing.T) {
 			if !strings.Contains(want["Deployment/api"], "v1-sha256:") {
 				t.Fatalf("the flat chart's Deployment is not hashed: %v", want)
 			}
-			assertSameAnnotations(t, fmt.Sprintf("helm%d", version), got, want)
+			assertByWorkload(t, fmt.Sprintf("helm%d", version), got, want)
 		})
-	}
-}
-
-// assertSameAnnotations fails unless every workload carries the annotations
-// it should.
-func assertSameAnnotations(t *testing.T, path string, got, want map[string]string) {
-	t.Helper()
-	for id, w := range want {
-		if got[id] != w {
-			t.Errorf("%s: %s: %s, want %s", path, id, got[id], w)
-		}
-	}
-	for id := range got {
-		if _, ok := want[id]; !ok {
-			t.Errorf("%s: unexpected workload %s", path, id)
-		}
 	}
 }

@@ -81,7 +81,7 @@ func TestNullDocumentHelm(t *testing.T) {
 			if len(without) == 0 {
 				t.Fatal("the example chart renders no hash")
 			}
-			assertHashes(t, h.String(), with, without)
+			assertByWorkload(t, h.String(), with, without)
 		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/confighash/confighash/internal/inject"
@@ -46,13 +47,7 @@ func TestStatusOfHelmRenders(t *testing.T) {
 	bin := binaries(t)
 	cp := cptest.Private(t)
 	admin := cp.RESTConfig()
-	cs, err := kubernetes.NewForConfig(admin)
-	require.NoError(t, err)
-	dyn, err := dynamic.NewForConfig(admin)
-	require.NoError(t, err)
-	dc, err := discovery.NewDiscoveryClientForConfig(admin)
-	require.NoError(t, err)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	cs, dyn, mapper := adminClients(t, admin)
 	ctx := context.Background()
 	helm := testtools.NewHelm(t, 3)
 	chart := filepath.Join(testtools.RepoRoot(t), "examples", "helm")
@@ -192,39 +187,16 @@ func TestStatusOfArgoRollouts(t *testing.T) {
 	cptest.Require(t)
 	cp := cptest.Private(t)
 	admin := cp.RESTConfig()
-	cs, err := kubernetes.NewForConfig(admin)
-	require.NoError(t, err)
-	dyn, err := dynamic.NewForConfig(admin)
-	require.NoError(t, err)
-	dc, err := discovery.NewDiscoveryClientForConfig(admin)
-	require.NoError(t, err)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	cs, dyn, mapper := adminClients(t, admin)
 	ctx := context.Background()
 	const namespace = "rollouts"
-	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
+	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	_, err = status.Collect(ctx, cs, status.Options{Namespace: namespace})
 	require.NoError(t, err, "no Rollout CRD served")
 
-	require.NoError(t, kubetest.Apply(ctx, dyn, mapper, bytes.NewReader([]byte(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: rollouts.argoproj.io
-spec:
-  group: argoproj.io
-  names: {kind: Rollout, listKind: RolloutList, plural: rollouts, singular: rollout}
-  scope: Namespaced
-  versions:
-  - name: v1alpha1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
-`)), kubetest.ApplyOptions{FieldManager: "kubectl"}))
+	require.NoError(t, kubetest.Apply(ctx, dyn, mapper, bytes.NewReader([]byte(kubetest.RolloutCRD)), kubetest.ApplyOptions{FieldManager: "kubectl"}))
 	gvr := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
 	kubetest.EventuallyTrue(t, 30*time.Second, 200*time.Millisecond, "the Rollout CRD is served", func() bool {
 		_, err := dyn.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
@@ -260,4 +232,17 @@ spec:
 	all, err := status.Collect(ctx, cs, status.Options{AllNamespaces: true})
 	require.NoError(t, err)
 	require.Len(t, all.Workloads, 1, "-A lists it too")
+}
+
+// adminClients returns the typed and dynamic clients of cfg and a REST
+// mapper that finds kinds by discovery (CRDs created later included).
+func adminClients(t *testing.T, cfg *rest.Config) (*kubernetes.Clientset, *dynamic.DynamicClient, *restmapper.DeferredDiscoveryRESTMapper) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	dyn, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	require.NoError(t, err)
+	return cs, dyn, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 }
