@@ -42,21 +42,32 @@ func TestNewChecksNamespace(t *testing.T) {
 }
 
 // TestWorkloadKindNearMiss: in stream mode too, a document of a configured
-// workload kind in another API group is read (not skipped unread), copied
-// as it is, and warned about with the group to write.
+// workload kind in another API group is read (no longer skipped unread),
+// copied byte for byte, comments included, and warned about with the group
+// to write.
 func TestWorkloadKindNearMiss(t *testing.T) {
-	const stream = `apiVersion: v1
+	const stream = `---
+# Source: runner/templates/config.yaml
+apiVersion: v1
 kind: ConfigMap
-metadata: {name: cfg}
-data: {A: "1"}
+metadata:
+  name: runner-config
+data:
+  MODE: fast
 ---
+# Source: runner/templates/runner.yaml
 apiVersion: example.com/v1
 kind: Runner
-metadata: {name: r}
+metadata:
+  name: build   # one per team
 spec:
   template:
     spec:
-      containers: [{name: c, envFrom: [{configMapRef: {name: cfg}}]}]
+      containers:
+        - name: agent
+          envFrom:
+            - configMapRef:
+                name: runner-config
 `
 	var warnings bytes.Buffer
 	pr, err := postrenderer.New(postrenderer.Options{Workloads: []postrenderer.Workload{{Kind: "Runner", Path: "spec/template"}}, Warnings: &warnings})
@@ -64,6 +75,6 @@ spec:
 	out, err := pr.Run(bytes.NewBufferString(stream))
 	require.NoError(t, err)
 	assert.Equal(t, stream, out.String(), "nothing is hashed or changed")
-	assert.Contains(t, warnings.String(), "Runner r (document 1): not hashed")
+	assert.Contains(t, warnings.String(), "Runner build (document 1, runner/templates/runner.yaml): not hashed")
 	assert.Contains(t, warnings.String(), "--workload Runner.example.com=spec/template")
 }
