@@ -71,7 +71,8 @@ func (h helm) template(t *testing.T, chart string, post bool, args ...string) st
 }
 
 // objects parses a YAML stream or a ResourceList into its objects, keyed by
-// Kind/namespace/name.
+// Kind/namespace/name, with the items of list documents (any kind ending in
+// List) taken out, as kubectl and Helm apply them.
 func objects(t *testing.T, stream string) map[string]*yaml.RNode {
 	t.Helper()
 	nodes, err := kio.FromBytes([]byte(stream))
@@ -80,7 +81,19 @@ func objects(t *testing.T, stream string) map[string]*yaml.RNode {
 	}
 	objs := map[string]*yaml.RNode{}
 	for _, n := range nodes {
-		objs[n.GetKind()+"/"+n.GetNamespace()+"/"+n.GetName()] = n
+		items := []*yaml.RNode{n}
+		if strings.HasSuffix(n.GetKind(), "List") {
+			list, err := n.Pipe(yaml.Lookup("items"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if items, err = list.Elements(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, o := range items {
+			objs[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
+		}
 	}
 	return objs
 }

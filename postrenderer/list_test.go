@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
@@ -141,34 +140,6 @@ func asListIndented(objs []string, indent string) string {
 	return b.String()
 }
 
-// flatObjects parses a stream into its objects keyed by Kind/name,
-// with the items of List documents (any kind ending in List) taken out, as kubectl and
-// Helm apply them.
-func flatObjects(t *testing.T, stream string) map[string]*yaml.RNode {
-	t.Helper()
-	nodes, err := kio.FromBytes([]byte(stream))
-	if err != nil {
-		t.Fatalf("parsing the output: %v\n%s", err, stream)
-	}
-	objs := map[string]*yaml.RNode{}
-	for _, n := range nodes {
-		items := []*yaml.RNode{n}
-		if strings.HasSuffix(n.GetKind(), "List") {
-			l, err := n.Pipe(yaml.Lookup("items"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if items, err = l.Elements(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, o := range items {
-			objs[o.GetKind()+"/"+o.GetName()] = o
-		}
-	}
-	return objs
-}
-
 // workloadAnnotations returns, for each workload, its pod template's hash and
 // its external list: what confighash writes.
 func workloadAnnotations(objs map[string]*yaml.RNode) map[string]string {
@@ -233,8 +204,8 @@ func TestListItems(t *testing.T) {
 	// function agree on them (kustomize and kpt hand a List's items to a
 	// function one by one).
 	differential(t, []byte(flat), opts)
-	wantAnn := workloadAnnotations(flatObjects(t, string(want)))
-	for _, id := range []string{"Deployment/api", "StatefulSet/db", "CronJob/sweep"} {
+	wantAnn := workloadAnnotations(objects(t, string(want)))
+	for _, id := range []string{"Deployment//api", "StatefulSet//db", "CronJob//sweep"} {
 		if !strings.Contains(wantAnn[id], "v1-sha256:") || strings.Contains(wantAnn[id], "v1-sha256:0000") {
 			t.Fatalf("the flat stream's %s is not hashed: %s", id, wantAnn[id])
 		}
@@ -245,7 +216,7 @@ func TestListItems(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			assertByWorkload(t, "stream mode", workloadAnnotations(flatObjects(t, string(out))), wantAnn)
+			assertByWorkload(t, "stream mode", workloadAnnotations(objects(t, string(out))), wantAnn)
 			differential(t, []byte(tc.stream), opts)
 		})
 	}
@@ -281,9 +252,9 @@ func TestListItemsHelm(t *testing.T) {
 			list := copyChart(t, exampleChart(t))
 			writeFile(t, filepath.Join(list, "templates", "items.yaml"), asList(listItems))
 
-			want := workloadAnnotations(flatObjects(t, h.template(t, flat, true)))
-			got := workloadAnnotations(flatObjects(t, h.template(t, list, true)))
-			if !strings.Contains(want["Deployment/api"], "v1-sha256:") {
+			want := workloadAnnotations(objects(t, h.template(t, flat, true)))
+			got := workloadAnnotations(objects(t, h.template(t, list, true)))
+			if !strings.Contains(want["Deployment//api"], "v1-sha256:") {
 				t.Fatalf("the flat chart's Deployment is not hashed: %v", want)
 			}
 			assertByWorkload(t, fmt.Sprintf("helm%d", version), got, want)
