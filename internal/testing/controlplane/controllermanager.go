@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -31,8 +32,10 @@ const saSigningKey = "sa-signer.key"
 type controllerManager struct {
 	path        string
 	args        []string
-	extra       []string // Options.ControllerManagerArgs, last so they win
-	port        int
+	extra       []string            // Options.ControllerManagerArgs, last so they win
+	fixedPort   int                 // Options.ControllerManagerPort; 0: a free port at each start
+	port        int                 // the port of the current or last run
+	pickPort    func() (int, error) // a test's; nil: freePort
 	out         io.Writer
 	stopTimeout time.Duration
 
@@ -43,29 +46,19 @@ type controllerManager struct {
 // newControllerManager defines the process; configure completes its
 // arguments once the apiserver's credentials exist.
 func newControllerManager(path string, log *os.File, opts Options) (*controllerManager, error) {
-	port := opts.ControllerManagerPort
-	if port == 0 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("controlplane: pick a port for %s: %w", ControllerManagerBinary, err)
-		}
-		port = l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
-	}
 	var out io.Writer = log
 	if opts.LogWriter != nil {
 		out = io.MultiWriter(log, opts.LogWriter)
 	}
 	args := []string{
 		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(port),
 		"--leader-elect=false",
 		"--controllers=" + strings.Join(opts.Controllers, ","),
 		"--kube-api-qps=100",
 		"--kube-api-burst=200",
 		"--profiling=false",
 	}
-	return &controllerManager{path: path, args: args, extra: opts.ControllerManagerArgs, port: port, out: out, stopTimeout: opts.StopTimeout}, nil
+	return &controllerManager{path: path, args: args, extra: opts.ControllerManagerArgs, fixedPort: opts.ControllerManagerPort, out: out, stopTimeout: opts.StopTimeout}, nil
 }
 
 // configure writes the kubeconfig of user and the apiserver's serving CA
@@ -95,15 +88,57 @@ func (m *controllerManager) configure(user *rest.Config, certDir, dir string) er
 	return nil
 }
 
+// portAttempts is how many free ports start tries: a port found free can
+// be taken by another process (a parallel test's) before the controller
+// manager binds it.
+const portAttempts = 3
+
 // start launches the process and waits until /healthz answers 200, the
-// process exits or ctx ends.
+// process exits or ctx ends. Without a fixed port it picks a free one just
+// before the launch, and another one if that was taken meanwhile.
 func (m *controllerManager) start(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		err := m.startOnce(ctx)
+		if !errors.Is(err, errPortTaken) || m.fixedPort != 0 || attempt == portAttempts {
+			return err
+		}
+	}
+}
+
+// freePort returns a port no process listens on now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	return port, l.Close()
+}
+
+// errPortTaken is a start whose process could not bind its port.
+var errPortTaken = errors.New("its port was taken")
+
+func (m *controllerManager) startOnce(ctx context.Context) error {
 	if m.cancel != nil {
 		return errors.New("already running")
 	}
+	m.port = m.fixedPort
+	if m.port == 0 {
+		pick := m.pickPort
+		if pick == nil {
+			pick = freePort
+		}
+		port, err := pick()
+		if err != nil {
+			return fmt.Errorf("pick a port: %w", err)
+		}
+		m.port = port
+	}
+	var output bytes.Buffer
 	runCtx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(runCtx, m.path, append(slices.Clone(m.args), m.extra...)...) //nolint:gosec // the binary of Options.BinDir
-	cmd.Stdout, cmd.Stderr = m.out, m.out
+	args := append(slices.Clone(m.args), "--secure-port="+strconv.Itoa(m.port))
+	cmd := exec.CommandContext(runCtx, m.path, append(args, m.extra...)...) //nolint:gosec // the binary of Options.BinDir
+	cmd.Stdout, cmd.Stderr = m.out, io.MultiWriter(m.out, &output)          // read once the process has exited
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = m.stopTimeout
 	if err := cmd.Start(); err != nil {
@@ -131,6 +166,11 @@ func (m *controllerManager) start(ctx context.Context) error {
 		}
 		select {
 		case <-done:
+			m.cancel, m.done = nil, nil
+			cancel()
+			if strings.Contains(output.String(), "address already in use") {
+				return fmt.Errorf("%w: %d", errPortTaken, m.port)
+			}
 			return errors.New("process exited before becoming healthy")
 		case <-ctx.Done():
 			return fmt.Errorf("not healthy: %w (last probe: %w)", ctx.Err(), err)
