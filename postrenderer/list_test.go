@@ -10,6 +10,8 @@ import (
 
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/postrenderer"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // listItems are the objects the List tests wrap in kind: List documents: a
@@ -258,6 +260,34 @@ func TestListItemsHelm(t *testing.T) {
 				t.Fatalf("the flat chart's Deployment is not hashed: %v", want)
 			}
 			assertByWorkload(t, fmt.Sprintf("helm%d", version), got, want)
+		})
+	}
+}
+
+// TestListNamedKindsThatHoldNoObjects: a custom resource whose kind ends in
+// List (a BlockList, an AllowList) may have a top-level items field of
+// values that are not objects. confighash does not read such a kind: the
+// document is copied as it is, as before lists of every group were read,
+// and the render does not fail. A v1 List is held to its schema.
+func TestListNamedKindsThatHoldNoObjects(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		wantErr   bool
+	}{
+		{"scalar items", "apiVersion: example.com/v1\nkind: BlockList\nmetadata: {name: x}\nitems: [10.0.0.1, 10.0.0.2]\n", false},
+		{"nested lists", "apiVersion: example.com/v1\nkind: AllowList\nmetadata: {name: x}\nitems:\n- [a, b]\n- c\n", false},
+		{"mixed", "apiVersion: example.com/v1\nkind: RuleList\nmetadata: {name: x}\nitems:\n- 1\n- {kind: Rule, metadata: {name: r}}\n", false},
+		{"v1 List of values", "apiVersion: v1\nkind: List\nitems: [a]\n", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _, err := postrenderer.Process([]byte(tt.doc), inject.Options{})
+			if tt.wantErr {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.doc, string(out))
 		})
 	}
 }

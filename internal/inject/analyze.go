@@ -136,6 +136,9 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 			continue
 		}
 		for j, item := range listItems(d.Node) {
+			if !objects[i].readItem(item) {
+				continue
+			}
 			sub := Doc{Node: yaml.NewRNode(item), Index: d.Index, Path: d.Path}
 			o, err := identify(sub, opts)
 			if err != nil {
@@ -153,6 +156,14 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 // an apps/v1 DeploymentList): kubectl, Helm and kustomize create the items
 // of any kind whose name ends in List one by one.
 func (o Object) isList() bool { return strings.HasSuffix(o.Kind, "List") }
+
+// readItem reports whether an item of the list o is read as an object. A
+// v1 List's items must be objects (an item that is not one is an error, as
+// kubectl makes it); a custom resource whose kind ends in List may hold
+// other values under items, which are not confighash's to read.
+func (o Object) readItem(item *yaml.Node) bool {
+	return o.APIVersion == "v1" || item.Kind == yaml.MappingNode
+}
 
 // listItems returns the items of a List document; none when they are not a
 // sequence.
@@ -234,6 +245,9 @@ func (c *configIndex) addDoc(d Doc, o Object, opts Options) error {
 		return nil
 	}
 	for i, item := range listItems(d.Node) {
+		if !o.readItem(item) {
+			continue
+		}
 		sub := Doc{Node: yaml.NewRNode(item), Index: d.Index, Path: d.Path}
 		io, err := identify(sub, opts)
 		if err != nil {
