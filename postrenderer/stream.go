@@ -218,14 +218,14 @@ func rewrite(text []byte, ws []inject.Workload, opts inject.Options, n annotatio
 		if w.OptedOut || w.Template == nil {
 			continue
 		}
-		// The parser's line numbers count a lone carriage return as a line
-		// break, the editor's byte offsets do not: such a document is
-		// written anew.
-		if hasLoneCR(text) {
-			inPlace = false
-			break
-		}
 		if e == nil {
+			// The parser's line numbers count a lone carriage return as a
+			// line break, the editor's byte offsets do not: such a
+			// document is written anew. One scan serves every workload.
+			if hasLoneCR(text) {
+				inPlace = false
+				break
+			}
 			e = newEditor(text, ws[0].Node.YNode())
 		}
 		if !e.annotate(w.Template.YNode(), kv{n.hash, w.Hash}, kv{n.keyID, w.KeyID(opts)}) ||
