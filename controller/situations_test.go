@@ -371,7 +371,9 @@ func TestWaveAndReloaderPerKind(t *testing.T) {
 					s.expectRoll(mark)
 					want++
 				} else {
-					// Not watched: no reconcile at all; give it a window.
+					// Not watched: no reconcile at all. An absence has no
+					// event to poll for: wait out the coalescing window a
+					// roll would follow, with a margin, then count.
 					time.Sleep(testWindow + 500*time.Millisecond)
 					assert.Zero(t, s.ctrl.obs.count(mark, func(o controller.Outcome) bool { return o.Result == "rolled" }), "rv %s", rv)
 				}
