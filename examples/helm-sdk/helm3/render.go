@@ -5,12 +5,12 @@ package helm3
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/postrender"
 
+	"github.com/confighash/confighash/examples/helm-sdk/manifests"
 	"github.com/confighash/confighash/postrenderer"
 )
 
@@ -41,11 +41,9 @@ func Render(w io.Writer, chartPath, name, namespace string, pr postrender.PostRe
 		return fmt.Errorf("rendering the chart %s: %w", chartPath, err)
 	}
 
-	var out strings.Builder
-	fmt.Fprintln(&out, strings.TrimSpace(rel.Manifest))
+	hooks := make([]manifests.Hook, 0, len(rel.Hooks))
 	for _, h := range rel.Hooks {
-		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
+		hooks = append(hooks, manifests.Hook{Path: h.Path, Manifest: h.Manifest})
 	}
-	_, err = io.WriteString(w, out.String())
-	return err
+	return manifests.Write(w, rel.Manifest, hooks)
 }

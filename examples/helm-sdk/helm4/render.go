@@ -5,13 +5,13 @@ package helm4
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/loader"
 	"helm.sh/helm/v4/pkg/postrenderer"
 	release "helm.sh/helm/v4/pkg/release/v1"
 
+	"github.com/confighash/confighash/examples/helm-sdk/manifests"
 	confighash "github.com/confighash/confighash/postrenderer"
 )
 
@@ -48,11 +48,9 @@ func Render(w io.Writer, chartPath, name, namespace string, pr postrenderer.Post
 		return fmt.Errorf("rendering the chart %s: a release of type %T", chartPath, result)
 	}
 
-	var out strings.Builder
-	fmt.Fprintln(&out, strings.TrimSpace(rel.Manifest))
+	hooks := make([]manifests.Hook, 0, len(rel.Hooks))
 	for _, h := range rel.Hooks {
-		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
+		hooks = append(hooks, manifests.Hook{Path: h.Path, Manifest: h.Manifest})
 	}
-	_, err = io.WriteString(w, out.String())
-	return err
+	return manifests.Write(w, rel.Manifest, hooks)
 }
