@@ -167,40 +167,78 @@ func (r *specReader) reference(n *yaml.Node, what, nameKey string, has int) refe
 	return ref
 }
 
+// refFields names the two fields of an object in a pod spec that reference
+// a ConfigMap and a Secret, and what their reference objects hold.
+type refFields struct {
+	configMap, secret string // the two field names
+	secretName        string // the key that names the Secret in its reference object
+	what              string // how errors name a reference object; "" names it by its field
+	has               int    // withKey, withItems or neither
+}
+
+var (
+	volumeRefs     = refFields{configMap: "configMap", secret: "secret", secretName: "secretName", has: withItems}
+	projectionRefs = refFields{configMap: "configMap", secret: "secret", secretName: "name", has: withItems}
+	keyRefs        = refFields{configMap: "configMapKeyRef", secret: "secretKeyRef", secretName: "name", what: "keyRef", has: withKey}
+	envFromRefs    = refFields{configMap: "configMapRef", secret: "secretRef", secretName: "name", what: "ref"}
+)
+
+// refs reads mapping n, where an entry set to null stands for an absent one:
+// it hands the reference object under f.configMap to configMap, the one
+// under f.secret to secret, and any other entry to other (when not nil).
+func (r *specReader) refs(n *yaml.Node, what string, f refFields, configMap, secret func(reference), other func(k string, v *yaml.Node)) {
+	r.presentFields(n, what, func(k string, v *yaml.Node) {
+		name := f.what
+		if name == "" {
+			name = k
+		}
+		switch {
+		case k == f.configMap:
+			configMap(r.reference(v, name, "name", f.has))
+		case k == f.secret:
+			secret(r.reference(v, name, f.secretName, f.has))
+		case other != nil:
+			other(k, v)
+		}
+	})
+}
+
+func (ref reference) local() corev1.LocalObjectReference {
+	return corev1.LocalObjectReference{Name: ref.name}
+}
+
 func (r *specReader) volume(n *yaml.Node) corev1.Volume {
 	var vol corev1.Volume
-	r.presentFields(n, "volumes[]", func(k string, v *yaml.Node) {
-		switch k {
-		case "configMap":
-			ref := r.reference(v, k, "name", withItems)
-			vol.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: ref.name}, Items: ref.items, Optional: ref.optional}
-		case "secret":
-			ref := r.reference(v, k, "secretName", withItems)
+	r.refs(n, "volumes[]", volumeRefs,
+		func(ref reference) {
+			vol.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: ref.local(), Items: ref.items, Optional: ref.optional}
+		},
+		func(ref reference) {
 			vol.Secret = &corev1.SecretVolumeSource{SecretName: ref.name, Items: ref.items, Optional: ref.optional}
-		case "projected":
+		},
+		func(k string, v *yaml.Node) {
+			if k != "projected" {
+				return
+			}
 			vol.Projected = &corev1.ProjectedVolumeSource{}
 			r.fields(v, k, func(pk string, pv *yaml.Node) {
 				if pk == "sources" {
 					r.list(pv, pk, func(item *yaml.Node) { vol.Projected.Sources = append(vol.Projected.Sources, r.projection(item)) })
 				}
 			})
-		}
-	})
+		})
 	return vol
 }
 
 func (r *specReader) projection(n *yaml.Node) corev1.VolumeProjection {
 	var p corev1.VolumeProjection
-	r.presentFields(n, "sources[]", func(k string, v *yaml.Node) {
-		switch k {
-		case "configMap":
-			ref := r.reference(v, k, "name", withItems)
-			p.ConfigMap = &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: ref.name}, Items: ref.items, Optional: ref.optional}
-		case "secret":
-			ref := r.reference(v, k, "name", withItems)
-			p.Secret = &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: ref.name}, Items: ref.items, Optional: ref.optional}
-		}
-	})
+	r.refs(n, "sources[]", projectionRefs,
+		func(ref reference) {
+			p.ConfigMap = &corev1.ConfigMapProjection{LocalObjectReference: ref.local(), Items: ref.items, Optional: ref.optional}
+		},
+		func(ref reference) {
+			p.Secret = &corev1.SecretProjection{LocalObjectReference: ref.local(), Items: ref.items, Optional: ref.optional}
+		}, nil)
 	return p
 }
 
@@ -229,17 +267,15 @@ func (r *specReader) envVar(n *yaml.Node) corev1.EnvVar {
 			if isNull(resolve(v)) {
 				return
 			}
-			e.ValueFrom = &corev1.EnvVarSource{}
-			r.presentFields(v, k, func(sk string, sv *yaml.Node) {
-				switch sk {
-				case "configMapKeyRef":
-					ref := r.reference(sv, "keyRef", "name", withKey)
-					e.ValueFrom.ConfigMapKeyRef = &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: ref.name}, Key: ref.key, Optional: ref.optional}
-				case "secretKeyRef":
-					ref := r.reference(sv, "keyRef", "name", withKey)
-					e.ValueFrom.SecretKeyRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: ref.name}, Key: ref.key, Optional: ref.optional}
-				}
-			})
+			src := &corev1.EnvVarSource{}
+			e.ValueFrom = src
+			r.refs(v, k, keyRefs,
+				func(ref reference) {
+					src.ConfigMapKeyRef = &corev1.ConfigMapKeySelector{LocalObjectReference: ref.local(), Key: ref.key, Optional: ref.optional}
+				},
+				func(ref reference) {
+					src.SecretKeyRef = &corev1.SecretKeySelector{LocalObjectReference: ref.local(), Key: ref.key, Optional: ref.optional}
+				}, nil)
 		}
 	})
 	return e
@@ -247,15 +283,13 @@ func (r *specReader) envVar(n *yaml.Node) corev1.EnvVar {
 
 func (r *specReader) envFrom(n *yaml.Node) corev1.EnvFromSource {
 	var e corev1.EnvFromSource
-	r.presentFields(n, "envFrom[]", func(k string, v *yaml.Node) {
-		switch k {
-		case "configMapRef":
-			ref := r.reference(v, "ref", "name", 0)
-			e.ConfigMapRef = &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: ref.name}, Optional: ref.optional}
-		case "secretRef":
-			ref := r.reference(v, "ref", "name", 0)
-			e.SecretRef = &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: ref.name}, Optional: ref.optional}
-		}
-	})
+	r.refs(n, "envFrom[]", envFromRefs,
+		func(ref reference) {
+			e.ConfigMapRef = &corev1.ConfigMapEnvSource{LocalObjectReference: ref.local(), Optional: ref.optional}
+		},
+		func(ref reference) {
+			e.SecretRef = &corev1.SecretEnvSource{LocalObjectReference: ref.local(), Optional: ref.optional}
+		},
+		nil)
 	return e
 }
