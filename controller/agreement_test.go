@@ -69,6 +69,10 @@ type agreementRow struct {
 	// controller records then encodes the absence, which only the cluster
 	// side ever encodes (HASHING.md, section 4): no stream gives it.
 	absentOptional bool
+	// overrides creates that ConfigMap in the namespace before the first
+	// apply, as someone outside the render would: an external config
+	// consumed whole, present.
+	overrides bool
 }
 
 func TestRenderAndControllerAgree(t *testing.T) {
@@ -82,12 +86,12 @@ func TestRenderAndControllerAgree(t *testing.T) {
 		{secret("shop-creds"), "spare", "changed"},
 	}
 	rows := []agreementRow{{
-		name:           "kustomize/function above an overlay with namePrefix",
-		render:         kustomizeRender("overlays/team"),
-		absentOptional: true,
-		workloads:      web("team-web"),
-		unconsumed:     []agreementEdit{{appConfig("team-app-config"), "UNUSED", "2"}, {secret("team-api-token"), "spare", "changed"}},
-		consumed:       agreementEdit{appConfig("team-app-config"), "LOG_LEVEL", "debug"},
+		name:       "kustomize/function above an overlay with namePrefix",
+		render:     kustomizeRender("overlays/team"),
+		overrides:  true,
+		workloads:  web("team-web"),
+		unconsumed: []agreementEdit{{appConfig("team-app-config"), "UNUSED", "2"}, {secret("team-api-token"), "spare", "changed"}},
+		consumed:   agreementEdit{appConfig("team-app-config"), "LOG_LEVEL", "debug"},
 	}, {
 		name:           "kustomize/function in the base that renames, overlay above renames nothing",
 		render:         kustomizeRender("overlays/function-in-base"),
@@ -110,12 +114,12 @@ func TestRenderAndControllerAgree(t *testing.T) {
 		unconsumed:     []agreementEdit{{appConfig("app-config"), "UNUSED", "2"}},
 		consumed:       agreementEdit{appConfig("flags"), "NEW_UI", "off"},
 	}, {
-		name:           "kustomize/nameSuffix and namespace",
-		render:         kustomizeRender("overlays/suffix"),
-		absentOptional: true,
-		workloads:      web("web-v2"),
-		unconsumed:     []agreementEdit{{appConfig("app-config-v2"), "UNUSED", "2"}, {secret("api-token-v2"), "spare", "changed"}},
-		consumed:       agreementEdit{secret("api-token-v2"), "token", "tok-2"},
+		name:       "kustomize/nameSuffix and namespace",
+		render:     kustomizeRender("overlays/suffix"),
+		overrides:  true,
+		workloads:  web("web-v2"),
+		unconsumed: []agreementEdit{{appConfig("app-config-v2"), "UNUSED", "2"}, {secret("api-token-v2"), "spare", "changed"}},
+		consumed:   agreementEdit{secret("api-token-v2"), "token", "tok-2"},
 	}, {
 		name:       "helm3/post-renderer",
 		render:     helmRender(3),
@@ -165,6 +169,13 @@ type agreementRun struct {
 func checkAgreement(t *testing.T, row agreementRow) {
 	e := newEnv(t)
 	e.createSecret("db-creds", map[string]string{"password": "pw-1", "user": "app"})
+	if row.overrides {
+		_, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(context.Background(), &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "overrides", Namespace: e.ns},
+			Data:       map[string]string{"FEATURE_X": "on"},
+		}, metav1.CreateOptions{FieldManager: "platform-team"})
+		require.NoError(t, err)
+	}
 	r := &agreementRun{t: t, e: e, row: row, rendered: row.render(t, e.ns)}
 	r.renderHashes = hashesByWorkload(t, r.rendered)
 	for _, w := range row.workloads {
@@ -248,12 +259,16 @@ func (r *agreementRun) assertRollouts(n int, when string) {
 // compares with render-time hashes (of the configs in the render) must
 // equal it, and so must the next render's where the row has one. The hash
 // it records on the pod template covers every consumed config, the
-// external Secret too: bin/confighash computes it with db-creds in the
-// stream as well.
+// external configs too: bin/confighash computes it with db-creds (and
+// overrides, where the row created it) in the stream as well.
 func (r *agreementRun) compareHashes(edited agreementConfig, rolled map[agreementWorkload]controller.Outcome, next map[string]string) {
 	t, e := r.t, r.e
 	inRender := hashesByWorkload(t, render(t, e.withLive(t, r.rendered, edited), "--namespace", e.ns))
-	all := hashesByWorkload(t, render(t, e.withLive(t, r.rendered, edited, agreementConfig{"Secret", "db-creds"}), "--namespace", e.ns))
+	configs := []agreementConfig{edited, {"Secret", "db-creds"}}
+	if r.row.overrides {
+		configs = append(configs, agreementConfig{"ConfigMap", "overrides"})
+	}
+	all := hashesByWorkload(t, render(t, e.withLive(t, r.rendered, configs...), "--namespace", e.ns))
 	for _, w := range r.row.workloads {
 		assert.NotEqual(t, r.renderHashes[w.String()], inRender[w.String()], "the edit changed nothing %s consumes", w)
 		assert.Equal(t, inRender[w.String()], rolled[w].Input.LiveIn, "live hash of the in-render configs of %s against bin/confighash", w)
