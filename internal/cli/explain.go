@@ -15,6 +15,7 @@ import (
 	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/annotations"
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/output"
 	"github.com/confighash/confighash/postrenderer"
 )
 
@@ -34,13 +35,13 @@ func analyze(o options, input []byte) (*inject.Report, error) {
 
 // explained is one workload in `explain --json` output.
 type explained struct {
-	Workload string     `json:"workload"`
-	Document int        `json:"document"`
-	Path     string     `json:"path,omitempty"`
-	Hash     string     `json:"hash,omitempty"`
-	Current  string     `json:"current,omitempty"`
-	OptedOut bool       `json:"optedOut,omitempty"`
-	Consumes []consumed `json:"consumes"`
+	Workload string            `json:"workload"`
+	Document int               `json:"document"`
+	Path     string            `json:"path,omitempty"`
+	Hash     string            `json:"hash,omitempty"`
+	Current  string            `json:"current,omitempty"`
+	OptedOut bool              `json:"optedOut,omitempty"`
+	Consumes []output.Consumed `json:"consumes"`
 	// NotString lists the confighash annotations present whose value YAML
 	// does not read as a string (an unquoted 9178192511668845 is a
 	// number): kubectl and Helm refuse the object.
@@ -52,21 +53,12 @@ type notString struct {
 	Text       string `json:"text"`
 }
 
-type consumed struct {
-	Kind     string   `json:"kind"`
-	Name     string   `json:"name"`
-	Keys     []string `json:"keys,omitempty"`
-	Whole    bool     `json:"whole"`
-	Optional bool     `json:"optional,omitempty"`
-	External bool     `json:"external"`
-}
-
 func explainAll(o options, r *inject.Report) []explained {
 	out := make([]explained, 0, len(r.Workloads))
 	for _, w := range r.Workloads {
 		e := explained{
-			Workload: w.Kind + " " + hashing.ObjectName(w.Namespace, w.Name),
-			Document: w.Index, Path: w.Path, Hash: w.Hash, OptedOut: w.OptedOut, Consumes: []consumed{},
+			Workload: output.WorkloadID(w.Kind, w.Namespace, w.Name),
+			Document: w.Index, Path: w.Path, Hash: w.Hash, OptedOut: w.OptedOut, Consumes: []output.Consumed{},
 		}
 		// Annotations are read as YAML reads them, not as raw text.
 		type holder struct {
@@ -95,7 +87,7 @@ func explainAll(o options, r *inject.Report) []explained {
 			external bool
 		}{{w.InStream, false}, {w.External, true}} {
 			for _, u := range group.uses {
-				e.Consumes = append(e.Consumes, consumed{Kind: string(u.Kind), Name: u.Name, Keys: u.Keys, Whole: u.All, Optional: u.Optional, External: group.external})
+				e.Consumes = append(e.Consumes, output.ConsumedOf(u, group.external))
 			}
 		}
 		out = append(out, e)
@@ -161,14 +153,14 @@ func staleness(e explained) string {
 	return "  (the input has a stale " + e.Current + ")"
 }
 
-func what(c consumed) string {
+func what(c output.Consumed) string {
 	if c.Whole {
 		return "all keys"
 	}
 	return "keys " + strings.Join(c.Keys, ",")
 }
 
-func where(c consumed) string {
+func where(c output.Consumed) string {
 	s := "in stream"
 	if c.External {
 		s = "EXTERNAL"

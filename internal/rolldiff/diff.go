@@ -8,6 +8,7 @@ import (
 
 	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/output"
 )
 
 // Status of a workload in a diff.
@@ -70,7 +71,7 @@ type Workload struct {
 }
 
 // ID names the workload as Kind namespace/name.
-func (w Workload) ID() string { return w.Kind + " " + hashing.ObjectName(w.Namespace, w.Name) }
+func (w Workload) ID() string { return output.WorkloadID(w.Kind, w.Namespace, w.Name) }
 
 // Config change kinds.
 const (

@@ -17,6 +17,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/output"
 	"github.com/confighash/confighash/internal/status"
 	"github.com/confighash/confighash/internal/testing/cptest"
 	"github.com/confighash/confighash/internal/testing/kubetest"
@@ -87,7 +88,7 @@ func TestStatusOnCluster(t *testing.T) {
 		assert.Nil(t, w.LastConfigChanged, name)
 	}
 	web := first["web"]
-	assert.Equal(t, []status.Config{{Kind: "ConfigMap", Name: "app", Keys: []string{"LOG_LEVEL"}, Found: true}}, web.Configs)
+	assert.Equal(t, []status.Config{{Consumed: output.Consumed{Kind: "ConfigMap", Name: "app", Keys: []string{"LOG_LEVEL"}}, Found: true}}, web.Configs)
 	assert.False(t, web.Rollout.Done, "no kubelet: no pod becomes available")
 	assert.Equal(t, 2, web.Rollout.PendingPods)
 	assert.Zero(t, web.Rollout.StalePods)

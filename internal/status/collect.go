@@ -18,6 +18,7 @@ import (
 
 	"github.com/confighash/confighash/controller"
 	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/output"
 )
 
 // Options select the workloads and how hashes are computed.
@@ -88,17 +89,11 @@ type Workload struct {
 }
 
 // ID names the workload as Kind namespace/name.
-func (w Workload) ID() string { return w.Kind + " " + hashing.ObjectName(w.Namespace, w.Name) }
+func (w Workload) ID() string { return output.WorkloadID(w.Kind, w.Namespace, w.Name) }
 
-// Config is one consumed ConfigMap or Secret.
+// Config is one consumed ConfigMap or Secret, as the live objects are.
 type Config struct {
-	Kind     string   `json:"kind"`
-	Name     string   `json:"name"`
-	Keys     []string `json:"keys,omitempty"`
-	Whole    bool     `json:"whole"`
-	Optional bool     `json:"optional,omitempty"`
-	// External is true when the render-time hash does not cover it.
-	External bool `json:"external"`
+	output.Consumed
 	// Found is false when the object does not exist (or is unreadable).
 	Found bool `json:"found"`
 	// Unreadable is true when the user's credentials may not read it.
@@ -286,7 +281,7 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 	in.Baseline, in.BaselineKeyID, in.BaselineUses = controller.ParseBaseline(v.Baseline)
 	contents := map[string]hashing.Content{}
 	for _, u := range v.Uses {
-		cfg := Config{Kind: string(u.Kind), Name: u.Name, Keys: u.Keys, Whole: u.All, Optional: u.Optional, External: v.External[u.Ref()]}
+		cfg := Config{Consumed: output.ConsumedOf(u, v.External[u.Ref()])}
 		content, found, err := c.content(ctx, meta.Namespace, u.Kind, u.Name)
 		switch {
 		case apierrors.IsForbidden(err):

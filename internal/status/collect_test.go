@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/confighash/confighash/internal/output"
 )
 
 // TestEmptyReport: a namespace with no managed workload reports an empty
@@ -24,4 +26,14 @@ func TestEmptyReport(t *testing.T) {
 	var table bytes.Buffer
 	require.NoError(t, WriteTable(&table, r, time.Now()))
 	assert.Contains(t, table.String(), "no workload managed by confighash here")
+}
+
+// TestConfigJSON: a consumed config is one flat JSON object, the fields of
+// output.Consumed (as explain --json prints them) beside what the live
+// objects say.
+func TestConfigJSON(t *testing.T) {
+	c := Config{Consumed: output.Consumed{Kind: "ConfigMap", Name: "app", Keys: []string{"LOG_LEVEL"}}, Found: true}
+	b, err := json.Marshal(c)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"kind":"ConfigMap","name":"app","keys":["LOG_LEVEL"],"whole":false,"external":false,"found":true}`, string(b))
 }

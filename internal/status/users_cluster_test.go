@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/output"
 	"github.com/confighash/confighash/internal/status"
 	"github.com/confighash/confighash/internal/testing/controlplane"
 	"github.com/confighash/confighash/internal/testing/cptest"
@@ -218,7 +219,7 @@ func TestStatusOfArgoRollouts(t *testing.T) {
 	assert.Equal(t, "canary", w.Name)
 	assert.Equal(t, status.ConfigCurrent, w.Config)
 	assert.NotEmpty(t, w.RenderHash)
-	assert.Equal(t, []status.Config{{Kind: "ConfigMap", Name: "app", Keys: []string{"LOG_LEVEL"}, Found: true}}, w.Configs)
+	assert.Equal(t, []status.Config{{Consumed: output.Consumed{Kind: "ConfigMap", Name: "app", Keys: []string{"LOG_LEVEL"}}, Found: true}}, w.Configs)
 	assert.False(t, w.Rollout.Done, "no Argo Rollouts controller: nothing observed")
 	assert.Equal(t, int32(2), w.Rollout.Replicas)
 

@@ -1,0 +1,31 @@
+// Package output holds what confighash's reports print alike: the name of
+// a workload in text and JSON, and the JSON record of a ConfigMap or Secret
+// a workload consumes, which `confighash explain --json` and `kubectl
+// confighash status -o json` both write.
+package output
+
+import "github.com/confighash/confighash/hashing"
+
+// WorkloadID names a workload as "Kind namespace/name" (or "Kind name"
+// without a namespace).
+func WorkloadID(kind, namespace, name string) string {
+	return kind + " " + hashing.ObjectName(namespace, name)
+}
+
+// Consumed is one ConfigMap or Secret a workload consumes: which keys, or
+// all of them, and whether the render-time hash covers it.
+type Consumed struct {
+	Kind     string   `json:"kind"`
+	Name     string   `json:"name"`
+	Keys     []string `json:"keys,omitempty"`
+	Whole    bool     `json:"whole"`
+	Optional bool     `json:"optional,omitempty"`
+	// External is true when the render-time hash does not cover it.
+	External bool `json:"external"`
+}
+
+// ConsumedOf is the record of use u; external says the render-time hash
+// does not cover the object.
+func ConsumedOf(u hashing.Use, external bool) Consumed {
+	return Consumed{Kind: string(u.Kind), Name: u.Name, Keys: u.Keys, Whole: u.All, Optional: u.Optional, External: external}
+}
