@@ -312,41 +312,17 @@ func kustomizeRender(overlay string) func(t *testing.T, ns string, args ...strin
 // for NAMESPACE.
 func copyAgreementFixtures(t *testing.T, dir, ns string) {
 	t.Helper()
-	fn := fmt.Sprintf(`apiVersion: confighash.dev/v1alpha1
-kind: ConfigHash
-metadata:
-  name: confighash
-  annotations:
-    config.kubernetes.io/function: |
-      exec:
-        path: %s
-`, filepath.Join(buildBinaries(t), "confighash"))
-	src := filepath.Join("testdata", "agreement")
-	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
+	fn := testtools.ExecFunctionConfig(filepath.Join(buildBinaries(t), "confighash"))
+	err := testtools.CopyTree(filepath.Join("testdata", "agreement"), dir, func(rel, to string, b []byte) ([]byte, error) {
+		if filepath.Base(rel) != "kustomization.yaml" {
+			return b, nil
 		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		to := filepath.Join(dir, rel)
-		if d.IsDir() {
-			return os.MkdirAll(to, 0o755)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if d.Name() == "kustomization.yaml" {
-			b = []byte(strings.ReplaceAll(string(b), "NAMESPACE", ns))
-			if strings.Contains(string(b), "- confighash.yaml") {
-				if err := os.WriteFile(filepath.Join(filepath.Dir(to), "confighash.yaml"), []byte(fn), 0o644); err != nil {
-					return err
-				}
+		if strings.Contains(string(b), "- confighash.yaml") {
+			if err := os.WriteFile(filepath.Join(filepath.Dir(to), "confighash.yaml"), []byte(fn), 0o644); err != nil {
+				return nil, err
 			}
 		}
-		return os.WriteFile(to, b, 0o644)
+		return []byte(strings.ReplaceAll(string(b), "NAMESPACE", ns)), nil
 	})
 	require.NoError(t, err)
 }

@@ -489,14 +489,10 @@ func TestKustomizeOverlayApplied(t *testing.T) {
 	e := newEnv(t)
 	src := filepath.Join(testtools.RepoRoot(t), "testdata", "kustomize", "prefix")
 	dir := t.TempDir()
-	entries, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, f := range entries {
-		b, err := os.ReadFile(filepath.Join(src, f.Name()))
-		require.NoError(t, err)
-		b = regexp.MustCompile(`path: \S*bin/confighash`).ReplaceAll(b, []byte("path: "+filepath.Join(buildBinaries(t), "confighash")))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, f.Name()), b, 0o644))
-	}
+	bin := filepath.Join(buildBinaries(t), "confighash")
+	require.NoError(t, testtools.CopyTree(src, dir, func(_, _ string, b []byte) ([]byte, error) {
+		return regexp.MustCompile(`path: \S*bin/confighash`).ReplaceAll(b, []byte("path: "+bin)), nil
+	}))
 	build := func() string {
 		t.Helper()
 		res := testtools.Run(t, dir, nil, nil, testtools.Tool(t, "kustomize"), "build", "--enable-alpha-plugins", "--enable-exec", ".")

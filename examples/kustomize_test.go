@@ -29,23 +29,8 @@ func copyTree(t *testing.T, src string) string {
 	t.Helper()
 	dst := t.TempDir()
 	bin := testtools.Tool(t, "confighash")
-	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		b = execPath.ReplaceAll(b, []byte("path: "+bin))
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	err := testtools.CopyTree(src, dst, func(_, _ string, b []byte) ([]byte, error) {
+		return execPath.ReplaceAll(b, []byte("path: "+bin)), nil
 	})
 	require.NoError(t, err)
 	return dst

@@ -101,15 +101,7 @@ func corpusKustomization(t *testing.T, file string) kustomization {
 	return kustomization{
 		"kustomization.yaml": "resources:\n- input.yaml\ntransformers:\n- confighash.yaml\n",
 		"input.yaml":         string(data),
-		"confighash.yaml": `apiVersion: confighash.dev/v1alpha1
-kind: ConfigHash
-metadata:
-  name: confighash
-  annotations:
-    config.kubernetes.io/function: |
-      exec:
-        path: confighash
-`,
+		"confighash.yaml":    testtools.ExecFunctionConfig("confighash"),
 	}
 }
 
