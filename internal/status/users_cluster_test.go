@@ -95,14 +95,7 @@ func TestStatusOfHelmRenders(t *testing.T) {
 	// A developer who may read everything in helm-ns but Secrets.
 	const user = "dev"
 	grantAllButSecrets(t, cs, "helm-ns", user)
-	devCfg, err := cp.AddUser(user, nil)
-	require.NoError(t, err)
-	dev, err := kubernetes.NewForConfig(devCfg)
-	require.NoError(t, err)
-	kubetest.EventuallyTrue(t, 30*time.Second, 200*time.Millisecond, "the dev's Role takes effect", func() bool {
-		_, err := dev.AppsV1().Deployments("helm-ns").List(ctx, metav1.ListOptions{})
-		return err == nil
-	})
+	dev, devCfg := userClient(ctx, t, cp, "helm-ns", user)
 	report, err := status.Collect(ctx, dev, status.Options{Namespace: "helm-ns"})
 	require.Error(t, err, "a config that cannot be read is an error")
 	require.Len(t, report.Workloads, 1, "yet the workload is reported: %v", err)
@@ -127,14 +120,7 @@ func TestStatusOfHelmRenders(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list"}},
 	})
-	viewerCfg, err := cp.AddUser(viewer, nil)
-	require.NoError(t, err)
-	vc, err := kubernetes.NewForConfig(viewerCfg)
-	require.NoError(t, err)
-	kubetest.EventuallyTrue(t, 30*time.Second, 200*time.Millisecond, "the viewer's Role takes effect", func() bool {
-		_, err := vc.AppsV1().Deployments("helm-ns").List(ctx, metav1.ListOptions{})
-		return err == nil
-	})
+	vc, _ := userClient(ctx, t, cp, "helm-ns", viewer)
 	report, err = status.Collect(ctx, vc, status.Options{Namespace: "helm-ns"})
 	require.ErrorIs(t, err, status.ErrUnreadable)
 	require.Len(t, report.Workloads, 1, "the Deployment is reported: %v", err)
@@ -151,6 +137,22 @@ func TestStatusOfHelmRenders(t *testing.T) {
 	require.Error(t, err)
 	require.NotErrorIs(t, err, status.ErrUnreadable)
 	assert.Empty(t, report.Workloads)
+}
+
+// userClient adds user to the control plane and returns its client and
+// REST config once its Role lets it list the Deployments of namespace (RBAC
+// reaches the API server's authorizer a moment after it is written).
+func userClient(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, namespace, user string) (kubernetes.Interface, *rest.Config) {
+	t.Helper()
+	cfg, err := cp.AddUser(user, nil)
+	require.NoError(t, err)
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	kubetest.EventuallyTrue(t, 30*time.Second, 200*time.Millisecond, "the Role of "+user+" takes effect", func() bool {
+		_, err := cs.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{})
+		return err == nil
+	})
+	return cs, cfg
 }
 
 // grantAllButSecrets gives user read access to every resource status reads
