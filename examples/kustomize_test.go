@@ -153,6 +153,8 @@ func TestKustomizeRenames(t *testing.T) {
 			external: map[string]string{"Deployment//a-web": "", "Deployment//lonely": "ConfigMap/cfg"}},
 		{name: "CRD workload with nameReference configuration", tree: "crd-workload", build: ".",
 			external: map[string]string{"CloneSet//prod-shop": ""}},
+		{name: "generator patched into a Secret: the ConfigMap reference renamed, external", tree: "kind-change", build: ".",
+			external: map[string]string{"Deployment//prod-web": "ConfigMap/prod-certs-cc456d6fd2"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -198,18 +198,18 @@ type configRef struct {
 	name string
 }
 
-// resolve returns the content a reference will name in the cluster, by its
-// final name, or false when the render does not hold it.
-func (r *resolver) resolve(kind hashing.Kind, name string) (hashing.Content, bool) {
+// resolve returns the name kustomize will write in a reference (its
+// final name, hash suffix included) and the content it names in the
+// cluster, or false when the render does not hold it.
+func (r *resolver) resolve(kind hashing.Kind, name string) (string, hashing.Content, bool) {
 	referral, ambiguous := r.configs.referral(r.context, r.namespace, kind, name)
 	if referral != nil {
-		// kustomize rewrites the reference to the referral's current name,
+		// kustomize rewrites the reference to the referral's final name,
 		// whatever its kind is now; the pod then reads kind by that name.
-		current := referral.key.name
-		if content, ok := r.configs.byName[configKey{referral.key.namespace, kind, current}]; ok {
-			return content, true
+		name = r.configs.byName[referral.key].Name
+		if content, ok := r.configs.byName[configKey{referral.key.namespace, kind, name}]; ok {
+			return name, content, true
 		}
-		name = current
 	}
 	if len(ambiguous) > 0 {
 		names := make([]string, len(ambiguous))
@@ -219,35 +219,44 @@ func (r *resolver) resolve(kind hashing.Kind, name string) (hashing.Content, boo
 		r.findings = append(r.findings, fmt.Sprintf("the reference to %s %s matches %s, all once named %s: kustomize will refuse it (found multiple possible referrals)",
 			kind, name, strings.Join(names, " and "), name))
 	}
-	return r.configs.lookup(r.namespace)(kind, name)
+	content, ok := r.configs.lookup(r.namespace)(kind, name)
+	if ok {
+		name = content.Name
+	}
+	return name, content, ok
 }
 
 // resolveUses maps the uses of a pod spec to the objects kustomize will
-// make them name. In-stream uses carry the final name (kustomize's hash
-// suffix included); two references that end up naming one object merge as
-// hashing.Discover merges them. External uses keep the name written.
+// make them name. Every use carries the name the reference will hold
+// (kustomize's hash suffix included), external ones too; two references
+// that end up naming one object merge as hashing.Discover merges them.
 func (r *resolver) resolveUses(uses []hashing.Use) (inStream, external []hashing.Use) {
 	r.found = map[configRef]hashing.Content{}
-	index := map[configRef]int{}
+	inIndex, outIndex := map[configRef]int{}, map[configRef]int{}
 	for _, u := range uses {
-		c, ok := r.resolve(u.Kind, u.Name)
-		if !ok {
-			external = append(external, u)
-			continue
+		name, c, ok := r.resolve(u.Kind, u.Name)
+		u.Name = name
+		ref := configRef{u.Kind, name}
+		if ok {
+			r.found[ref] = c
+			inStream = addUse(inStream, inIndex, ref, u)
+		} else {
+			external = addUse(external, outIndex, ref, u)
 		}
-		u.Name = c.Name
-		ref := configRef{u.Kind, c.Name}
-		r.found[ref] = c
-		i, seen := index[ref]
-		if !seen {
-			index[ref] = len(inStream)
-			inStream = append(inStream, u)
-			continue
-		}
-		inStream[i] = mergeUse(inStream[i], u)
 	}
 	hashing.SortUses(inStream)
 	return inStream, external
+}
+
+// addUse appends u to uses, or merges it into the use of the same object.
+func addUse(uses []hashing.Use, index map[configRef]int, ref configRef, u hashing.Use) []hashing.Use {
+	i, seen := index[ref]
+	if !seen {
+		index[ref] = len(uses)
+		return append(uses, u)
+	}
+	uses[i] = mergeUse(uses[i], u)
+	return uses
 }
 
 // lookup serves hashing.Compute the contents resolveUses found.
