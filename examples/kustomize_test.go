@@ -153,6 +153,8 @@ func TestKustomizeRenames(t *testing.T) {
 			external: map[string]string{"Deployment//a-web": "", "Deployment//lonely": "ConfigMap/cfg"}},
 		{name: "CRD workload with nameReference configuration", tree: "crd-workload", build: ".",
 			external: map[string]string{"CloneSet//prod-shop": ""}},
+		{name: "three levels, generators merged and replaced", tree: "generator-overlays", build: "prod",
+			external: map[string]string{"Deployment/prod/team-web-prod": ""}},
 		{name: "generator patched into a Secret: the ConfigMap reference renamed, external", tree: "kind-change", build: ".",
 			external: map[string]string{"Deployment//prod-web": "ConfigMap/prod-certs-cc456d6fd2"}},
 	}
@@ -171,8 +173,43 @@ func TestKustomizeRenames(t *testing.T) {
 			}
 			verify := testtools.Run(t, dir, nil, []byte(out), testtools.Tool(t, "confighash"), "verify")
 			assert.Zero(t, verify.ExitCode, "confighash verify on the final render\n%s", verify.Stderr)
+			// Without --enable-exec kustomize skips the function: the same
+			// build, objects and order, but for what confighash writes.
+			plain := testtools.Run(t, filepath.Join(dir, tc.build), nil, nil, testtools.Tool(t, "kustomize"), "build", "--enable-alpha-plugins", ".")
+			require.Zero(t, plain.ExitCode, plain.Stderr)
+			assert.Equal(t, withoutConfighash(t, plain.Stdout), withoutConfighash(t, out), "only confighash's annotations added")
 		})
 	}
+}
+
+// withoutConfighash removes confighash's annotations (on objects and their
+// pod templates, and the template metadata written only to hold them) from
+// a render, in one serialisation for both sides of a comparison.
+func withoutConfighash(t *testing.T, out string) string {
+	t.Helper()
+	nodes, err := kio.FromBytes([]byte(out))
+	require.NoError(t, err)
+	strip := func(n *kyaml.RNode) {
+		for k := range n.GetAnnotations() {
+			if strings.HasPrefix(k, "confighash.dev/") {
+				require.NoError(t, n.PipeE(kyaml.ClearAnnotation(k)))
+			}
+		}
+		require.NoError(t, kyaml.ClearEmptyAnnotations(n))
+	}
+	for _, n := range nodes {
+		strip(n)
+		if path, ok := podTemplatePaths[n.GetKind()]; ok {
+			tpl, err := n.Pipe(kyaml.Lookup(path...))
+			require.NoError(t, err)
+			if tpl != nil {
+				strip(tpl)
+			}
+		}
+	}
+	s, err := kio.StringAll(nodes)
+	require.NoError(t, err)
+	return s
 }
 
 func sortedKeys[V any](m map[string]V) []string {
