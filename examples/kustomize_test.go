@@ -271,20 +271,41 @@ func TestExtraWorkloadKinds(t *testing.T) {
 	})
 }
 
-// TestKustomizeRenameAfterFunction: a function cannot know renames made
-// after it runs (an overlay adding namePrefix on top of a base that holds
-// confighash, or a component holding confighash under a kustomization that
-// renames). The hash then names the base's names; `confighash verify` on
-// the final render is the guard that says so. Put confighash in the
-// outermost kustomization that renames.
+// TestKustomizeRenameAfterFunction: a function cannot know what kustomize
+// renames after it runs: an overlay adding namePrefix on top of a base that
+// holds confighash (or a component holding confighash under a kustomization
+// that renames), or references in a kind kustomize fixes only with a
+// nameReference configuration (a CRD, an Argo Rollout) when there is none.
+// The hash then names objects the final render does not reference;
+// `confighash verify` on the final render is the guard that says so.
 func TestKustomizeRenameAfterFunction(t *testing.T) {
-	dir := copyTree(t, filepath.Join("..", "testdata", "kustomize", "base-transformer"))
-	edit(t, filepath.Join(dir, "overlay", "kustomization.yaml"), "resources:\n", "namePrefix: late-\nresources:\n")
-	out := kustomizeBuild(t, filepath.Join(dir, "overlay"))
-	r := independentHashes(t, out)["Deployment//late-team-api"]
-	require.NotEmpty(t, r.hash)
-	assert.NotEqual(t, r.want, r.hash, "the base's function hashed the names before the overlay's prefix")
-	verify := testtools.Run(t, dir, nil, []byte(out), testtools.Tool(t, "confighash"), "verify")
-	assert.Equal(t, 1, verify.ExitCode)
-	assert.Contains(t, verify.Stderr, "Deployment late-team-api")
+	cases := []struct {
+		name, tree, build string
+		// file, old and new edit the copied fixture.
+		file, old, new string
+		workload       string   // Kind/namespace/name in the render
+		verifyArgs     []string // how verify finds the workload
+		stale          string   // what verify names
+	}{
+		{name: "namePrefix above the base's function", tree: "base-transformer", build: "overlay",
+			file: "overlay/kustomization.yaml", old: "resources:\n", new: "namePrefix: late-\nresources:\n",
+			workload: "Deployment//late-team-api", stale: "Deployment late-team-api"},
+		{name: "CRD without a nameReference configuration", tree: "crd-workload", build: ".",
+			file: "kustomization.yaml", old: "configurations:\n- nameref.yaml\n", new: "",
+			workload: "CloneSet//prod-shop", stale: "CloneSet prod-shop",
+			verifyArgs: []string{"--workload", "CloneSet.apps.kruise.io=spec/template"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyTree(t, filepath.Join("..", "testdata", "kustomize", tc.tree))
+			edit(t, filepath.Join(dir, tc.file), tc.old, tc.new)
+			out := kustomizeBuild(t, filepath.Join(dir, tc.build))
+			r := independentHashes(t, out)[tc.workload]
+			require.NotEmpty(t, r.hash, "%s got a hash\n%s", tc.workload, out)
+			assert.NotEqual(t, r.want, r.hash, "the function hashed names kustomize changed or kept after it")
+			verify := testtools.Run(t, dir, nil, []byte(out), testtools.Tool(t, "confighash"), append([]string{"verify"}, tc.verifyArgs...)...)
+			assert.Equal(t, 1, verify.ExitCode)
+			assert.Contains(t, verify.Stderr, tc.stale)
+		})
+	}
 }
