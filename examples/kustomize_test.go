@@ -135,6 +135,8 @@ func TestKustomizeRenames(t *testing.T) {
 		// tree is the fixture under testdata/kustomize, build the
 		// kustomization to build inside it.
 		tree, build string
+		// helm inflates the kustomization's helmCharts (--enable-helm).
+		helm bool
 		// external lists, per workload (Kind/namespace/name), what it
 		// consumes from outside the render; every workload hashes something.
 		external map[string]string
@@ -155,13 +157,24 @@ func TestKustomizeRenames(t *testing.T) {
 			external: map[string]string{"CloneSet//prod-shop": ""}},
 		{name: "three levels, generators merged and replaced", tree: "generator-overlays", build: "prod",
 			external: map[string]string{"Deployment/prod/team-web-prod": ""}},
+		{name: "helmCharts: a local chart, prefixed, reading a generated ConfigMap", tree: "helm-chart", build: ".", helm: true,
+			external: map[string]string{"Deployment//eu-shop": ""}},
 		{name: "generator patched into a Secret: the ConfigMap reference renamed, external", tree: "kind-change", build: ".",
 			external: map[string]string{"Deployment//prod-web": "ConfigMap/prod-certs-cc456d6fd2"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyTree(t, filepath.Join("..", "testdata", "kustomize", tc.tree))
-			out := kustomizeBuild(t, filepath.Join(dir, tc.build))
+			build := func(flags ...string) string {
+				args := append([]string{"build", "--enable-alpha-plugins"}, flags...)
+				if tc.helm {
+					args = append(args, "--enable-helm", "--helm-command", testtools.Tool(t, "helm3"))
+				}
+				res := testtools.Run(t, filepath.Join(dir, tc.build), nil, nil, testtools.Tool(t, "kustomize"), append(args, ".")...)
+				require.Zero(t, res.ExitCode, res.Stderr)
+				return res.Stdout
+			}
+			out := build("--enable-exec")
 			got := independentHashes(t, out)
 			require.Equal(t, sortedKeys(tc.external), sortedKeys(got), "workloads in the render\n%s", out)
 			for id, wantExternal := range tc.external {
@@ -175,9 +188,7 @@ func TestKustomizeRenames(t *testing.T) {
 			assert.Zero(t, verify.ExitCode, "confighash verify on the final render\n%s", verify.Stderr)
 			// Without --enable-exec kustomize skips the function: the same
 			// build, objects and order, but for what confighash writes.
-			plain := testtools.Run(t, filepath.Join(dir, tc.build), nil, nil, testtools.Tool(t, "kustomize"), "build", "--enable-alpha-plugins", ".")
-			require.Zero(t, plain.ExitCode, plain.Stderr)
-			assert.Equal(t, withoutConfighash(t, plain.Stdout), withoutConfighash(t, out), "only confighash's annotations added")
+			assert.Equal(t, withoutConfighash(t, build()), withoutConfighash(t, out), "only confighash's annotations added")
 		})
 	}
 }
