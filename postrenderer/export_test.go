@@ -21,3 +21,15 @@ func Unread(input []byte, opts inject.Options) ([]byte, int) {
 	}
 	return bytes.Join(kept, nil), n
 }
+
+// ReadAsHelm4Installs reports whether Process reads a document of input as
+// Helm 4 will install it rather than as written (helm4Installed).
+func ReadAsHelm4Installs(input []byte) bool {
+	chunks := split(input)
+	for i, c := range chunks {
+		if _, ok := helm4Installed(chunks, i, c.text); ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,10 +1,15 @@
 package postrenderer_test
 
 import (
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/internal/testing/testtools"
 )
@@ -61,4 +66,72 @@ func TestHelmVersionsHashWhatTheyInstall(t *testing.T) {
 			t.Errorf("%s: hash %q, KRM function over the installed objects %q", name, tc.hash, want)
 		}
 	}
+}
+
+// TestHelmInstallsWhatWasHashed installs a chart with Helm 3 and Helm 4 and
+// confighash into a real API server, and checks each workload's hash against
+// the KRM function's hash of the objects as they were stored. Its ConfigMaps
+// end their template's output inside a block scalar that keeps its blank
+// lines (|+: what .Files.Glob's AsConfig writes for a file ending in a blank
+// line); Helm 4 installs such a document, unless it is a hook, with one more
+// line feed than it sent its post-renderer.
+func TestHelmInstallsWhatWasHashed(t *testing.T) {
+	kubeconfig, client := startControlPlane(t)
+	chart := filepath.Join(testtools.RepoRoot(t), "postrenderer", "testdata", "keep-chomped")
+	for _, version := range []int{3, 4} {
+		t.Run(fmt.Sprintf("helm%d", version), func(t *testing.T) {
+			h := newHelm(t, version)
+			h.Env = append(h.Env, "KUBECONFIG="+kubeconfig)
+			name := fmt.Sprintf("web%d", version)
+			args := append([]string{"install", name, chart, "--namespace", namespace, "--create-namespace"}, h.postRenderer()...)
+			if res := h.Run(t, nil, args...); res.ExitCode != 0 {
+				t.Fatalf("helm install: exit %d\n%s", res.ExitCode, res.Stderr)
+			}
+			stream := liveStream(t, client, name)
+			want := krmHashes(t, h.confighash, stream)
+			hook := "CronJob/" + namespace + "/" + name + "-report"
+			if version == 3 {
+				delete(want, hook) // Helm 3 does not send hooks to its post-renderer
+			}
+			if want["Deployment/"+namespace+"/"+name+"-server"] == "" {
+				t.Fatalf("the KRM function hashed no Deployment of the release: %v", want)
+			}
+			assertByWorkload(t, h.String(), hashes(objects(t, stream)), want)
+		})
+	}
+}
+
+// liveStream reads the release's ConfigMaps, Deployment and CronJob from the
+// API server and writes them as one YAML stream.
+func liveStream(t *testing.T, client kubernetes.Interface, release string) string {
+	t.Helper()
+	ctx := t.Context()
+	var objs []any
+	for _, cm := range []string{release + "-files", release + "-report"} {
+		o, err := client.CoreV1().ConfigMaps(namespace).Get(ctx, cm, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.APIVersion, o.Kind = "v1", "ConfigMap"
+		objs = append(objs, o)
+	}
+	d, err := client.AppsV1().Deployments(namespace).Get(ctx, release+"-server", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.APIVersion, d.Kind = "apps/v1", "Deployment"
+	c, err := client.BatchV1().CronJobs(namespace).Get(ctx, release+"-report", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.APIVersion, c.Kind = "batch/v1", "CronJob"
+	var b strings.Builder
+	for _, o := range append(objs, d, c) {
+		y, err := sigsyaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("---\n" + string(y))
+	}
+	return b.String()
 }

@@ -104,16 +104,20 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 			continue
 		}
 		d := inject.Doc{Index: index, Path: sourceComment(text)}
+		read := text // as it will be installed; the output is edited from text
+		if installed, ok := helm4Installed(chunks, i, text); ok {
+			read = installed
+		}
 		// The config scanner reads a name, not kustomize's record of earlier
 		// names: a renamed config is parsed, so references by its old name
 		// resolve as they do in KRM mode.
-		if isConfigKind(text) && !bytes.Contains(text, []byte(previousIDs)) {
-			if content, ok := scanConfig(text, &buf); ok {
+		if isConfigKind(read) && !bytes.Contains(read, []byte(previousIDs)) {
+			if content, ok := scanConfig(read, &buf); ok {
 				d.Config = &content
 			}
 		}
 		if d.Config == nil {
-			toParse = append(toParse, text)
+			toParse = append(toParse, read)
 			parsedDoc = append(parsedDoc, len(docs))
 		}
 		docs = append(docs, d)
