@@ -350,6 +350,40 @@ func TestFailureReachesUser(t *testing.T) {
 	}
 }
 
+// TestOutputDir: helm template --output-dir writes the files Helm 4 gets
+// back from its post-renderer, with the hashes of the printed render. Helm 3
+// writes them before its post-renderer runs and hands it an empty stream, so
+// its files carry no hash (docs/helm.md says so).
+func TestOutputDir(t *testing.T) {
+	for _, version := range []int{3, 4} {
+		t.Run(fmt.Sprintf("helm%d", version), func(t *testing.T) {
+			h := newHelm(t, version)
+			want := hashes(objects(t, h.template(t, exampleChart(t), true)))
+			if len(want) == 0 {
+				t.Fatal("the printed render has no hash")
+			}
+			dir := t.TempDir()
+			h.template(t, exampleChart(t), true, "--output-dir", dir)
+			files, err := filepath.Glob(filepath.Join(dir, "greeter", "templates", "*.yaml"))
+			if err != nil || len(files) == 0 {
+				t.Fatalf("no files written under %s: %v", dir, err)
+			}
+			var stream strings.Builder
+			for _, f := range files {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				stream.WriteString("---\n" + string(b))
+			}
+			if version == 3 {
+				want = map[string]string{}
+			}
+			assertByWorkload(t, h.String(), hashes(objects(t, stream.String())), want)
+		})
+	}
+}
+
 // TestPluginFindsCheckoutBinary runs the Helm 4 plugin with no CONFIGHASH_BIN
 // and no confighash on PATH: it must find bin/confighash of the checkout it
 // was installed from, through the link helm plugin install made.
