@@ -137,6 +137,8 @@ func TestKustomizeRenames(t *testing.T) {
 		tree, build string
 		// helm inflates the kustomization's helmCharts (--enable-helm).
 		helm bool
+		// verify are the flags verify needs: the functionConfig's workloads.
+		verify []string
 		// external lists, per workload (Kind/namespace/name), what it
 		// consumes from outside the render; every workload hashes something.
 		external map[string]string
@@ -154,6 +156,7 @@ func TestKustomizeRenames(t *testing.T) {
 		{name: "two candidates, kustomize's prefix rules", tree: "ambiguous", build: ".",
 			external: map[string]string{"Deployment//a-web": "", "Deployment//lonely": "ConfigMap/cfg"}},
 		{name: "CRD workload with nameReference configuration", tree: "crd-workload", build: ".",
+			verify:   []string{"--workload=CloneSet.apps.kruise.io=spec/template"},
 			external: map[string]string{"CloneSet//prod-shop": ""}},
 		{name: "three levels, generators merged and replaced", tree: "generator-overlays", build: "prod",
 			external: map[string]string{"Deployment/prod/team-web-prod": ""}},
@@ -184,7 +187,7 @@ func TestKustomizeRenames(t *testing.T) {
 				assert.Equal(t, r.want, r.hash, "%s: hash of what it consumes, by the final names\n%s", id, out)
 				assert.Equal(t, wantExternal, r.external, "%s: external annotation", id)
 			}
-			verify := testtools.Run(t, dir, nil, []byte(out), testtools.Tool(t, "confighash"), "verify")
+			verify := testtools.Run(t, dir, nil, []byte(out), testtools.Tool(t, "confighash"), append([]string{"verify"}, tc.verify...)...)
 			assert.Zero(t, verify.ExitCode, "confighash verify on the final render\n%s", verify.Stderr)
 			// Without --enable-exec kustomize skips the function: the same
 			// build, objects and order, but for what confighash writes.

@@ -236,6 +236,8 @@ func TestVerifyHints(t *testing.T) {
 	}{
 		{"missing", deployment + "---\n" + configMap, "1 without one: did the function run?", "another value"},
 		{"stale", stale + "---\n" + configMap, "1 with another value: the configs changed after the render", "did the function run"},
+		{"hash on a workload that reads nothing of the stream", stale + "---\n" + strings.Replace(configMap, "name: cfg", "name: other", 1),
+			"1 on a workload that reads no config of the stream: names changed after the function ran", "did the function run"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, errOut := run(t, tt.input, "verify")
@@ -245,6 +247,27 @@ func TestVerifyHints(t *testing.T) {
 			assert.NotContains(t, errOut, tt.not)
 		})
 	}
+}
+
+// A hash on an object whose kind verify was not told about (a CRD the
+// functionConfig lists under workloads) is not checked: verify says so and
+// fails, and passes once given the same --workload.
+func TestVerifyUnknownWorkloadKind(t *testing.T) {
+	cloneSet := strings.Replace(deployment, "apiVersion: apps/v1\nkind: Deployment", "apiVersion: apps.kruise.io/v1alpha1\nkind: CloneSet", 1)
+	const workload = "--workload=CloneSet.apps.kruise.io=spec/template"
+	code, rendered, errOut := run(t, cloneSet+"---\n"+configMap, workload)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, rendered, "confighash.dev/hash: ")
+
+	code, out, errOut := run(t, rendered, "verify", workload)
+	assert.Equal(t, 0, code, errOut)
+	assert.Equal(t, "ok: 1 workloads, every hash current\n", out)
+
+	code, out, errOut = run(t, rendered, "verify")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "  CloneSet web: confighash.dev/hash at spec.template.metadata.annotations, not checked")
+	assert.Contains(t, errOut, "1 on a kind verify does not read: pass the functionConfig's workloads as --workload Kind.group=path")
 }
 
 // A keyed hash is written with its key id, through the stream and the KRM

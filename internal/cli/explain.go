@@ -98,7 +98,7 @@ func explainAll(o options, r *inject.Report) []explained {
 func runExplain(args []string, stdio IO) error {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
-	o, r, err := subcommand(fs, args, stdio)
+	o, r, _, err := subcommand(fs, args, stdio)
 	if err != nil {
 		return err
 	}
@@ -174,12 +174,19 @@ func where(c output.Consumed) string {
 // runVerify exits non-zero when a workload consuming in-stream configs lacks
 // its current hash: the CI guard for pipelines that may skip the function.
 func runVerify(args []string, stdio IO) error {
-	o, r, err := subcommand(flag.NewFlagSet("verify", flag.ContinueOnError), args, stdio)
+	o, r, input, err := subcommand(flag.NewFlagSet("verify", flag.ContinueOnError), args, stdio)
 	if err != nil {
 		return err
 	}
+	unchecked, err := uncheckedHashes(input, annotations.Key(o.Prefix, annotations.Hash), r)
+	if err != nil {
+		return fmt.Errorf("reading the input: %w", err)
+	}
 	var bad []string
-	missing, stale, unquoted := 0, 0, 0
+	for _, u := range unchecked {
+		bad = append(bad, "  "+u)
+	}
+	missing, stale, orphan, unquoted := 0, 0, 0, 0
 	for _, e := range explainAll(o, r) {
 		for _, n := range e.NotString {
 			bad = append(bad, fmt.Sprintf("  %s (document %d%s): %s is %s, not a string", e.Workload, e.Document, pathSuffix(e.Path), n.Annotation, n.Text))
@@ -187,9 +194,12 @@ func runVerify(args []string, stdio IO) error {
 		}
 		if !e.OptedOut && e.Current != e.Hash {
 			bad = append(bad, fmt.Sprintf("  %s (document %d%s): want %q, found %q", e.Workload, e.Document, pathSuffix(e.Path), e.Hash, e.Current))
-			if e.Current == "" {
+			switch {
+			case e.Current == "":
 				missing++
-			} else {
+			case e.Hash == "":
+				orphan++
+			default:
 				stale++
 			}
 		}
@@ -202,6 +212,12 @@ func runVerify(args []string, stdio IO) error {
 		if stale > 0 {
 			hints = append(hints, fmt.Sprintf("%d with another value: the configs changed after the render, or it used another --namespace or HMAC key", stale))
 		}
+		if orphan > 0 {
+			hints = append(hints, fmt.Sprintf("%d on a workload that reads no config of the stream: names changed after the function ran (run confighash last, in the outermost kustomization that renames; kustomize fixes the references of other kinds only with a nameReference configuration), or the configs left the stream", orphan))
+		}
+		if len(unchecked) > 0 {
+			hints = append(hints, fmt.Sprintf("%d on a kind verify does not read: pass the functionConfig's workloads as --workload Kind.group=path", len(unchecked)))
+		}
 		if unquoted > 0 {
 			hints = append(hints, fmt.Sprintf("%d annotations YAML reads as a number or bool, not a string: kubectl and helm refuse them; render again (confighash quotes them)", unquoted))
 		}
@@ -213,15 +229,15 @@ func runVerify(args []string, stdio IO) error {
 }
 
 // subcommand parses the shared flags, reads standard input and analyses it.
-func subcommand(fs *flag.FlagSet, args []string, stdio IO) (options, *inject.Report, error) {
+func subcommand(fs *flag.FlagSet, args []string, stdio IO) (options, *inject.Report, []byte, error) {
 	o, err := parseFlagSet(fs, args, stdio)
 	if err != nil {
-		return o, nil, err
+		return o, nil, nil, err
 	}
 	input, err := readAll(stdio.In)
 	if err != nil {
-		return o, nil, fmt.Errorf("reading standard input: %w", err)
+		return o, nil, nil, fmt.Errorf("reading standard input: %w", err)
 	}
 	r, err := analyze(o, input)
-	return o, r, err
+	return o, r, input, err
 }
