@@ -15,9 +15,11 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/testing/cptest"
 	"github.com/confighash/confighash/internal/testing/kubetest"
 	"github.com/confighash/confighash/internal/testing/testtools"
+	"github.com/confighash/confighash/postrenderer"
 )
 
 const (
@@ -348,6 +350,38 @@ func TestFailureReachesUser(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestTemplateLayouts renders a chart whose templates are laid out as real
+// charts lay them out (postrenderer/testdata/layouts: if blocks that leave
+// empty documents, comment-only documents, "---" after a comment, "...",
+// CRLF line ends, tabs in block scalars). Helm 3's plain render is exactly
+// what its post-renderer reads: stream mode edits only annotation lines of
+// it, agrees with the KRM function, and Helm 3 prints that output; Helm 4,
+// which re-serialises the templates, gives the same hash.
+func TestTemplateLayouts(t *testing.T) {
+	chart := filepath.Join(testtools.RepoRoot(t), "postrenderer", "testdata", "layouts")
+	h3, h4 := newHelm(t, 3), newHelm(t, 4)
+	plain := h3.template(t, chart, false)
+	if !strings.Contains(plain, "\r\n") || !strings.Contains(plain, "\n...\n") {
+		t.Fatalf("the render lost the layouts under test:\n%q", plain)
+	}
+	opts := inject.Options{DefaultNamespace: namespace}
+	if !differential(t, []byte(plain), opts) {
+		t.Fatal("stream mode and the KRM function refused the render")
+	}
+	want, _, err := postrenderer.Process([]byte(plain), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h3.template(t, chart, true); got != string(want) {
+		t.Errorf("helm3 printed\n%q\nstream mode wrote\n%q", got, want)
+	}
+	hash := hashes(objects(t, string(want)))
+	if hash["Deployment//web-odd"] == "" {
+		t.Fatalf("the Deployment is not hashed: %v", hash)
+	}
+	assertByWorkload(t, "helm4", hashes(objects(t, h4.template(t, chart, true))), hash)
 }
 
 // TestOutputDir: helm template --output-dir writes the files Helm 4 gets
