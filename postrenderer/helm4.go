@@ -71,9 +71,14 @@ func postrenderFile(text []byte) []byte {
 	return bytes.TrimSpace(rest)
 }
 
-// isHook reports whether a document is a Helm hook. A document that does
-// not parse is no hook here; reading it reports the error.
+// isHook reports whether a document is a Helm hook: it has the annotation
+// helm.sh/hook, whatever its value, as Helm sorts hooks out. A document that
+// does not parse is no hook here; reading it reports the error.
 func isHook(text []byte) bool {
 	n, err := parseRaw(text)
-	return err == nil && n.GetAnnotations()["helm.sh/hook"] != ""
+	if err != nil {
+		return false
+	}
+	_, ok := n.GetAnnotations()["helm.sh/hook"]
+	return ok
 }
