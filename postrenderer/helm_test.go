@@ -186,6 +186,17 @@ func TestHelmMatchesKRM(t *testing.T) {
 			[]string{"DaemonSet/shop/web-promtail"}},
 		{"promtail, config in a ConfigMap", promtail, []string{"--set", "configmap.enabled=true"},
 			[]string{"DaemonSet/shop/web-promtail"}},
+		// Values that switch on a second workload, a sidecar and extra
+		// objects (rendered through tpl) that both workloads consume.
+		{"promtail, a Deployment too, a sidecar and extra objects", promtail, []string{
+			"--set", "deployment.enabled=true,configmap.enabled=true,sidecar.configReloader.enabled=true",
+			"--set-json", `extraObjects=[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"{{ .Release.Name }}-extra"},"data":{"a":"1","b":"two\n"}},` +
+				`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"{{ .Release.Name }}-extra"},"stringData":{"token":"abc"}}]`,
+			"--set-json", `extraEnvFrom=[{"configMapRef":{"name":"web-extra"}}]`,
+			"--set-json", `sidecar.configReloader.extraEnvFrom=[{"secretRef":{"name":"web-extra"}}]`,
+			"--set-json", `extraVolumes=[{"name":"extra","configMap":{"name":"web-extra","items":[{"key":"b","path":"b"}]}}]`,
+			"--set-json", `extraVolumeMounts=[{"name":"extra","mountPath":"/extra"}]`,
+		}, []string{"DaemonSet/shop/web-promtail", "Deployment/shop/web-promtail"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
