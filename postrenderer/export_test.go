@@ -25,9 +25,8 @@ func Unread(input []byte, opts inject.Options) ([]byte, int) {
 // ReadAsHelm4Installs reports whether Process reads a document of input as
 // Helm 4 will install it rather than as written (helm4Installed).
 func ReadAsHelm4Installs(input []byte) bool {
-	chunks := split(input)
-	for i, c := range chunks {
-		if _, ok := helm4Installed(chunks, i, c.text); ok {
+	for _, c := range split(input) {
+		if _, ok := helm4Installed(c.text); ok {
 			return true
 		}
 	}

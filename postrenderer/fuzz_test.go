@@ -56,9 +56,10 @@ func checkProcess(t *testing.T, input []byte, opts inject.Options) {
 	t.Helper()
 	out, report, err := postrenderer.Process(input, opts)
 	if err != nil || postrenderer.ReadAsHelm4Installs(input) {
-		// A document that ends a template file in Helm 4's stream is hashed
-		// as Helm 4 will store it, which the filter, given the text as sent,
-		// does not know (TestHelmInstallsWhatWasHashed checks that one).
+		// A ConfigMap or Secret of Helm 4's stream with a block that keeps
+		// its blank lines is hashed as Helm 4 will store it, which the
+		// filter, given the text as sent, does not know
+		// (TestHelmInstallsWhatWasHashed checks that one).
 		return
 	}
 	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(input), OmitReaderAnnotations: true}).Read()

@@ -105,7 +105,7 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 		}
 		d := inject.Doc{Index: index, Path: sourceComment(text)}
 		read := text // as it will be installed; the output is edited from text
-		if installed, ok := helm4Installed(chunks, i, text); ok {
+		if installed, ok := helm4Installed(text); ok {
 			read = installed
 		}
 		// The config scanner reads a name, not kustomize's record of earlier
