@@ -12,9 +12,10 @@ import (
 // has it comes from Helm 4.
 const postrenderFilename = "postrenderer.helm.sh/postrender-filename"
 
-// keepIndicator finds the header of a block scalar that keeps its final line
-// breaks (|+, >+, |2+, |+2).
-var keepIndicator = regexp.MustCompile(`[|>]([1-9]?\+|\+[1-9])`)
+// changingBlock finds the header of a block scalar whose value Helm 4 can
+// change when it writes the document anew: a folded one (>) or a literal one
+// that keeps its final line breaks (|+, |2+, |+2).
+var changingBlock = regexp.MustCompile(`(?m)[ \t](>[-+1-9]{0,2}|\|[1-9]?\+|\|\+[1-9])[ \t]*(#.*)?\r?$`)
 
 // helm4Installed returns the text of a ConfigMap or Secret from Helm 4's
 // stream as Helm 4 will install it, when that can differ from the text it
@@ -22,14 +23,15 @@ var keepIndicator = regexp.MustCompile(`[|>]([1-9]?\+|\+[1-9])`)
 // document anew (kio.ParseAll, kio.StringAll, the kyaml and yaml.v3 versions
 // of this module), then joins the documents into its release manifest with a
 // line feed after each; a hook is created from its own text, without that
-// line feed. Both change the value of a block scalar that keeps its final
-// line breaks: a line feed at the end of the document is one more, and
-// yaml.v3 writes such a block with a blank line more before a comment that
-// follows it, or as a folded block (>+). .Files.Glob's AsConfig writes such
-// a block for a file that ends in a blank line. Any other document reads
-// the same either way.
+// line feed. yaml.v3 does not write every folded block back as it read it
+// (a line that starts with a tab or a space gains blank lines before it),
+// nor a block that keeps its final line breaks (|+, >+) when a comment
+// follows it, and the line feed at the end of the document is one more
+// blank line for such a block there. .Files.Glob's AsConfig writes such a
+// block for a file that ends in a blank line. Any other document reads the
+// same either way.
 func helm4Installed(text []byte) ([]byte, bool) {
-	if !bytes.Contains(text, []byte(postrenderFilename+":")) || !keepIndicator.Match(text) {
+	if !bytes.Contains(text, []byte(postrenderFilename+":")) || !changingBlock.Match(text) {
 		return nil, false
 	}
 	nodes, err := kio.ParseAll(string(text))
