@@ -35,6 +35,9 @@
 // which it reads back to rebuild the files and then removes; confighash keeps
 // that annotation like any other. Hook resources are treated like any other
 // resource: a hook Job consuming a ConfigMap of the release gets a hash.
+// Helm 4 writes the post-renderer's output anew before it stores it, which
+// changes some block scalars (folded ones, ones that keep their blank
+// lines); a ConfigMap or Secret holding one is hashed as Helm 4 stores it.
 // Helm 4 discards the plugin's standard error and reports only that the
 // plugin exited with an error, so the plugin's wrapper script carries the
 // message in a document that Helm rejects with the message in its own error,
