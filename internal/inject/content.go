@@ -50,11 +50,16 @@ func ReadContent(node *yaml.Node, kind hashing.Kind, namespace, name string) (ha
 }
 
 // describe names what a content value is instead of a string, with a hint
-// where quoting it makes it one. A plain scalar is what every reader makes
+// where quoting it makes it one, or where null stands for "". A plain scalar is what every reader makes
 // of it (yaml11): yes, no, on and off are booleans to kubectl and Helm.
 func describe(kind yaml11.Kind) string {
-	if kind.Quotable() {
+	switch {
+	case kind.Quotable():
 		return string(kind) + " (quote it)"
+	case kind == yaml11.Null:
+		// A chart's `key:` with no value. The hash must be of what the
+		// cluster holds, and that depends on the client.
+		return string(kind) + ` (write "" for an empty value: the API server stores null as "" when it creates the object, but a patch, such as kubectl apply and helm upgrade send, removes the key)`
 	}
 	return string(kind)
 }

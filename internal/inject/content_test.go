@@ -15,7 +15,7 @@ func TestReadContentNamesWhatIsNotAString(t *testing.T) {
 		{"1", "data.k: expected a string, found a number (quote it)"},
 		{"1.5", "data.k: expected a string, found a number (quote it)"},
 		{"true", "data.k: expected a string, found a boolean (quote it)"},
-		{"null", "data.k: expected a string, found null"},
+		{"null", "data.k: expected a string, found null (write \"\" for an empty value: the API server stores null as \"\" when it creates the object, but a patch, such as kubectl apply and helm upgrade send, removes the key)"},
 		{"2001-12-14", "data.k: expected a string, found a timestamp"},
 		{"{a: b}", "data.k: expected a string, found a map"},
 		{"[a]", "data.k: expected a string, found a list"},
@@ -35,7 +35,7 @@ func TestReadContentNamesWhatIsNotAString(t *testing.T) {
 		{"0o-7", "data.k: expected a string, found a number (quote it)"},
 		{"0b+1", "data.k: expected a string, found a number (quote it)"},
 		{".inf", "data.k: expected a string, found a number (quote it)"},
-		{"~", "data.k: expected a string, found null"},
+		{"~", "data.k: expected a string, found null (write \"\" for an empty value: the API server stores null as \"\" when it creates the object, but a patch, such as kubectl apply and helm upgrade send, removes the key)"},
 		// kubectl stores a !!binary value decoded, yaml.v3 keeps its text.
 		{"!!binary aGk=", "data.k: expected a string, found a !!binary value"},
 	}
