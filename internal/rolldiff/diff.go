@@ -86,8 +86,7 @@ const (
 	// Added/Removed/Changed tell which consumed keys caused it.
 	ChangeRenamed = "renamed"
 	// ChangeContent: the config is consumed in both renders but its content
-	// could not be read key by key (not indexed under the name consumed,
-	// e.g. a generated config in a KRM function's input).
+	// could not be read key by key (not indexed under the name consumed).
 	ChangeContent = "content"
 )
 

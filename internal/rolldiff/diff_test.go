@@ -74,6 +74,39 @@ spec:
               valueFrom: {secretKeyRef: {name: token, key: value}}
 `
 
+// krmInput is a kustomize function's input: its generated ConfigMap and
+// Secret carry their names without the hash suffix kustomize adds after the
+// function has run, and the workload refers to them by those names.
+const krmInput = `apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: app
+    annotations: {internal.config.kubernetes.io/needsHashSuffix: enabled}
+  data: {LOG_LEVEL: info, PORT: "80"}
+- apiVersion: v1
+  kind: Secret
+  metadata:
+    name: creds
+    annotations: {internal.config.kubernetes.io/needsHashSuffix: enabled}
+  stringData: {password: hunter2-secret-value}
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: web}
+  spec:
+    template:
+      spec:
+        containers:
+        - name: web
+          image: web:1
+          env:
+          - name: PORT
+            valueFrom: {configMapKeyRef: {name: app, key: PORT}}
+          envFrom: [{secretRef: {name: creds}}]
+`
+
 // edit applies string replacements to base, each of which must match.
 func edit(t *testing.T, pairs ...string) string {
 	t.Helper()
@@ -205,6 +238,26 @@ func TestCompare(t *testing.T) {
 				"Deployment/web": {"ConfigMap/app-7gkm9t2b6d renamed ||LOG_LEVEL"},
 				"Deployment/api": {"ConfigMap/app-7gkm9t2b6d renamed ||"},
 			},
+		},
+		{
+			// The names kustomize will give them are the ones the hash
+			// covers; the content is read under them, key by key.
+			name: "a kustomize function's input: a key the workload does not read",
+			old:  krmInput, new: strings.Replace(krmInput, "LOG_LEVEL: info", "LOG_LEVEL: debug", 1),
+			rolls:   []string{"Deployment/web"},
+			configs: map[string][]string{"Deployment/web": {"ConfigMap/app-65hdf8f2c2 renamed ||"}},
+		},
+		{
+			name: "a kustomize function's input: a key the workload reads",
+			old:  krmInput, new: strings.Replace(krmInput, `PORT: "80"`, `PORT: "81"`, 1),
+			rolls:   []string{"Deployment/web"},
+			configs: map[string][]string{"Deployment/web": {"ConfigMap/app-g9884bk77d renamed ||PORT"}},
+		},
+		{
+			name: "a kustomize function's input: a Secret consumed whole",
+			old:  krmInput, new: strings.Replace(krmInput, "password: hunter2-secret-value", "password: hunter2-secret-value, user: admin", 1),
+			rolls:   []string{"Deployment/web"},
+			configs: map[string][]string{"Deployment/web": {"Secret/creds-dm2fmbtgh7 renamed user||"}},
 		},
 	}
 	for _, tc := range tests {
