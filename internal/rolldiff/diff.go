@@ -124,6 +124,35 @@ type StaleHash struct {
 	// Found is the annotation; Computed what the content gives.
 	Found    string `json:"found"`
 	Computed string `json:"computed"`
+	// Cause is StaleKeyed, StaleUnkeyed or StaleOtherKey when the hash was
+	// made in another mode than the diff's; empty otherwise (the configs
+	// changed after the render, or it used another --namespace).
+	Cause string `json:"cause,omitempty"`
+	// keyID is the key id next to the hash, for StaleOtherKey.
+	keyID string
+}
+
+// Causes of a stale hash that a diff can tell.
+const (
+	// StaleKeyed: made with an HMAC key, and the diff has none.
+	StaleKeyed = "keyed"
+	// StaleUnkeyed: made without a key, and the diff has one.
+	StaleUnkeyed = "unkeyed"
+	// StaleOtherKey: made with an HMAC key whose key id is not the diff's.
+	StaleOtherKey = "other-key"
+)
+
+// hint says what a stale hash's cause means for the user.
+func (s StaleHash) hint() string {
+	switch s.Cause {
+	case StaleKeyed:
+		return "made with an HMAC key: pass it with --hmac-key-file"
+	case StaleUnkeyed:
+		return "made without an HMAC key"
+	case StaleOtherKey:
+		return "made with another HMAC key (key-id " + s.keyID + ")"
+	}
+	return ""
 }
 
 type workloadKey struct{ kind, namespace, name string }
@@ -225,7 +254,20 @@ func staleHashes(r *Render, w inject.Workload, side string) []StaleHash {
 	if !ok || found == w.Hash {
 		return nil
 	}
-	return []StaleHash{{Render: side, Found: found, Computed: w.Hash}}
+	s := StaleHash{Render: side, Found: found, Computed: w.Hash}
+	keyed := strings.HasPrefix(found, hashing.KeyedPrefix)
+	switch {
+	case keyed && len(r.opts.Key) == 0:
+		s.Cause = StaleKeyed
+	case !keyed && strings.HasPrefix(found, hashing.PlainPrefix) && len(r.opts.Key) > 0:
+		s.Cause = StaleUnkeyed
+	case keyed:
+		id, _ := inject.Annotation(w.Template.YNode(), r.opts.Annotation(inject.KeyIDName))
+		if id != "" && id != hashing.KeyID(r.opts.Key) {
+			s.Cause, s.keyID = StaleOtherKey, id
+		}
+	}
+	return []StaleHash{s}
 }
 
 // configChanges lists the consumed configs whose consumed content differs.

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/rolldiff"
 	"github.com/confighash/confighash/postrenderer"
@@ -397,6 +398,43 @@ func TestConfighashAddedOrRemoved(t *testing.T) {
 				assert.ElementsMatch(t, want, paths, id)
 				assert.NotEmpty(t, w.Reasons, id)
 			}
+		})
+	}
+}
+
+// TestStaleHashCause: a hash annotation made in another mode than the
+// diff's (an HMAC key the diff was not given, none where it has one, or
+// another key) is told apart from a render whose configs changed after
+// the hash was written, and the table says what to pass.
+func TestStaleHashCause(t *testing.T) {
+	keyA, keyB := []byte("key A of the test"), []byte("key B of the test")
+	render := func(key []byte) string {
+		out, _, err := postrenderer.Process([]byte(base), inject.Options{Key: key})
+		require.NoError(t, err)
+		return string(out)
+	}
+	tests := []struct {
+		name     string
+		rendered string
+		opts     inject.Options
+		cause    string
+		why      string
+	}{
+		{"keyed render, diff without a key", render(keyA), inject.Options{}, rolldiff.StaleKeyed, "made with an HMAC key: pass it with --hmac-key-file"},
+		{"plain render, diff with a key", render(nil), inject.Options{Key: keyA}, rolldiff.StaleUnkeyed, "made without an HMAC key"},
+		{"render with another key", render(keyA), inject.Options{Key: keyB}, rolldiff.StaleOtherKey, "made with another HMAC key (key-id " + hashing.KeyID(keyA) + ")"},
+		{"configs edited after the render", strings.Replace(render(nil), "LOG_LEVEL: info", "LOG_LEVEL: debug", 1), inject.Options{}, "", "does not match its content"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := compare(t, tc.rendered, tc.rendered, tc.opts)
+			web := byID(res)["Deployment/web"]
+			require.Len(t, web.StaleHashes, 2, "both renders")
+			for _, s := range web.StaleHashes {
+				assert.Equal(t, tc.cause, s.Cause, s.Render)
+			}
+			assert.Contains(t, strings.Join(web.Why(), "\n"), tc.why)
+			assert.Contains(t, res.Summary, tc.why)
 		})
 	}
 }

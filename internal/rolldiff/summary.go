@@ -2,6 +2,7 @@ package rolldiff
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -28,12 +29,18 @@ func summary(r Result) string {
 	fmt.Fprintf(&b, "%d of %d %s %s", r.Rolling, r.Total, plural(r.Total, "workload", "workloads"), plural(r.Rolling, "rolls", "roll"))
 	counts := map[string]int{}
 	stale := 0
+	var hints []string
 	for _, w := range r.Workloads {
 		if w.Status == StatusRolls {
 			counts[w.cause()]++
 		}
 		if len(w.StaleHashes) > 0 {
 			stale++
+		}
+		for _, s := range w.StaleHashes {
+			if h := s.hint(); h != "" && !slices.Contains(hints, h) {
+				hints = append(hints, h)
+			}
 		}
 	}
 	causes := make([]string, 0, len(counts))
@@ -62,7 +69,12 @@ func summary(r Result) string {
 		extra = append(extra, fmt.Sprintf("%d removed", r.Removed))
 	}
 	if stale > 0 {
-		extra = append(extra, fmt.Sprintf("%d with a hash annotation that does not match its content", stale))
+		line := fmt.Sprintf("%d with a hash annotation that does not match its content", stale)
+		if len(hints) > 0 {
+			sort.Strings(hints)
+			line += " (" + strings.Join(hints, "; ") + ")"
+		}
+		extra = append(extra, line)
 	}
 	if len(extra) > 0 {
 		b.WriteString("; " + strings.Join(extra, ", "))
@@ -107,7 +119,11 @@ func (w Workload) Why() []string {
 		if found == "" {
 			found = `""`
 		}
-		out = append(out, fmt.Sprintf("the %s render's hash annotation %s does not match its content", s.Render, short(found)))
+		line := fmt.Sprintf("the %s render's hash annotation %s does not match its content", s.Render, short(found))
+		if h := s.hint(); h != "" {
+			line += " (" + h + ")"
+		}
+		out = append(out, line)
 	}
 	return out
 }
