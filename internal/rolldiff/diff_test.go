@@ -108,6 +108,38 @@ items:
           envFrom: [{secretRef: {name: creds}}]
 `
 
+// helmHook is helm template's output (Helm 3, confighash as its
+// post-renderer) of a chart whose Deployment reads a hook's ConfigMap.
+const helmHook = `---
+# Source: hk/templates/deploy.yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: hk
+  annotations:
+    confighash.dev/external: ConfigMap/hook-cfg
+spec:
+  selector: {matchLabels: {app: hk}}
+  template:
+    metadata: {labels: {app: hk}}
+    spec:
+      containers:
+      - name: c
+        image: c:1
+        volumeMounts: [{name: cfg, mountPath: /cfg}]
+      volumes:
+      - name: cfg
+        configMap: {name: hook-cfg}
+---
+# Source: hk/templates/cm.yaml
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: hook-cfg
+  annotations: {helm.sh/hook: pre-install}
+data: {k: a}
+`
+
 // edit applies string replacements to base, each of which must match.
 func edit(t *testing.T, pairs ...string) string {
 	t.Helper()
@@ -239,6 +271,15 @@ func TestCompare(t *testing.T) {
 				"Deployment/web": {"ConfigMap/app-7gkm9t2b6d renamed ||LOG_LEVEL"},
 				"Deployment/api": {"ConfigMap/app-7gkm9t2b6d renamed ||"},
 			},
+		},
+		{
+			// helm template prints hooks; Helm 3's post-renderer saw none
+			// and recorded the hook's ConfigMap as external. diff reads it
+			// as helm template | confighash would hash it.
+			name: "a Helm hook's ConfigMap, external under Helm 3's post-renderer, changes",
+			old:  helmHook, new: strings.Replace(helmHook, "k: a", "k: b", 1),
+			rolls:   []string{"Deployment/hk"},
+			configs: map[string][]string{"Deployment/hk": {"ConfigMap/hook-cfg keys ||k"}},
 		},
 		{
 			// The names kustomize will give them are the ones the hash
