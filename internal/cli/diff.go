@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
+	"github.com/confighash/confighash/internal/annotations"
 	"github.com/confighash/confighash/internal/hmackey"
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/rolldiff"
@@ -106,6 +108,7 @@ func diff(args []string, stdio IO) error {
 		return wrap(err)
 	}
 	var renders [2]*rolldiff.Render
+	var unchecked []string
 	for i, name := range files {
 		input, err := readInput(name, stdio.In)
 		if err != nil {
@@ -114,6 +117,19 @@ func diff(args []string, stdio IO) error {
 		if renders[i], err = rolldiff.Read(name, input, o); err != nil {
 			return wrap(err)
 		}
+		found, err := uncheckedHashes(input, annotations.Key(o.Prefix, annotations.Hash), renders[i].Report())
+		if err != nil {
+			return wrap(fmt.Errorf("%s: reading the render: %w", name, err))
+		}
+		for _, u := range found {
+			unchecked = append(unchecked, "  "+name+": "+u)
+		}
+	}
+	if len(unchecked) > 0 {
+		// Such a workload rolls when its config changes, and diff would
+		// leave it out of its answer: say so rather than "0 of N roll".
+		return wrap(fmt.Errorf("%d hashes on a kind diff does not read: pass the functionConfig's workloads as --workload Kind.group=path:\n%s",
+			len(unchecked), strings.Join(unchecked, "\n")))
 	}
 	res := rolldiff.Compare(renders[0], renders[1])
 	switch {

@@ -130,3 +130,30 @@ func TestDiffCorpusExitCode(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffUncheckedKinds: a render hashed with a functionConfig that lists
+// another kind (a CloneSet) carries hashes diff reads only when told the
+// kind with --workload; without it, diff fails naming the object and the
+// flag instead of leaving the workload out of "0 of N roll".
+func TestDiffUncheckedKinds(t *testing.T) {
+	const cloneSet = "apiVersion: apps.kruise.io/v1alpha1\nkind: CloneSet\nmetadata:\n  name: cs\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: c:1\n        envFrom:\n        - configMapRef:\n            name: cfg\n"
+	workload := "--workload=CloneSet.apps.kruise.io=spec/template"
+	render := func(in string) string {
+		code, out, stderr := run(t, in, workload)
+		require.Equal(t, 0, code, stderr)
+		require.Contains(t, out, "confighash.dev/hash")
+		return out
+	}
+	old := configMap + "---\n" + cloneSet
+	o, n := diffInputs(t, render(old), render(strings.Replace(old, "k: v", "k: w", 1)))
+
+	code, stdout, stderr := run(t, "", "diff", "--exit-code", o, n)
+	assert.Equal(t, 2, code, stdout)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "CloneSet cs: confighash.dev/hash at spec.template.metadata.annotations")
+	assert.Contains(t, stderr, "--workload Kind.group=path")
+
+	code, stdout, stderr = run(t, "", "diff", "--exit-code", workload, o, n)
+	assert.Equal(t, 1, code, stderr)
+	assert.Contains(t, stdout, "1 of 1 workload rolls: 1 because ConfigMap cfg key k changed")
+}

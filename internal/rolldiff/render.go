@@ -23,6 +23,10 @@ type Render struct {
 	opts    inject.Options
 }
 
+// Report is the render-time analysis of the render: its workloads, as
+// confighash reads them with the options given to Read.
+func (r *Render) Report() *inject.Report { return r.report }
+
 // configRef names one ConfigMap or Secret of a render.
 type configRef struct {
 	Kind      hashing.Kind
