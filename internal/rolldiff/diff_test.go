@@ -223,6 +223,15 @@ func TestCompare(t *testing.T) {
 			fields: map[string][]string{"Deployment/web": {"containers[web].image"}},
 		},
 		{
+			// The API server stores an empty list as no list and a
+			// container's resources: {} as none (a struct, not a pointer):
+			// a chart that stops writing them rolls nothing.
+			name: "empty lists and a container's empty resources are left out",
+			old: edit(t, "image: web:1", "image: web:1\n        resources: {}\n        ports: []",
+				"    spec:\n      containers:\n      - name: web", "    spec:\n      tolerations: []\n      containers:\n      - name: web"),
+			new: base,
+		},
+		{
 			name: "a CronJob's resources change",
 			old:  base, new: edit(t, "image: report:1", "image: report:1\n            resources: {limits: {cpu: 100m}}"),
 			rolls:  []string{"CronJob/report"},

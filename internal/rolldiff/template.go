@@ -51,7 +51,7 @@ func templateOf(r *Render, w inject.Workload) map[string]any {
 // change, the config diff tells it.
 func templateChanges(old, cur map[string]any, annPrefix string, renames map[string]string) []FieldChange {
 	out := ownAddedOrRemoved(old, cur, annPrefix)
-	old, cur = withoutOwn(old, annPrefix), withoutOwn(cur, annPrefix)
+	old, cur = asStored(withoutOwn(old, annPrefix)), asStored(withoutOwn(cur, annPrefix))
 	if len(renames) > 0 {
 		cur, _ = rename(cur, renames).(map[string]any)
 	}
@@ -201,6 +201,64 @@ func withField(m map[string]any, key string, v map[string]any) map[string]any {
 		out[key] = v
 	}
 	return out
+}
+
+// asStored returns a pod template as the API server stores it, as far as a
+// diff can tell it apart: an empty list is no list (a Go slice, which
+// storage gives back as nil and apimachinery's semantic equality takes for
+// nil), and a container's resources: {} is none (a struct, not a pointer).
+// A render that stops writing them rolls nothing.
+func asStored(t map[string]any) map[string]any {
+	out, _ := withoutEmptyLists(t).(map[string]any)
+	spec := asMap(out["spec"])
+	if spec == nil {
+		return out
+	}
+	spec = maps.Clone(spec)
+	for _, list := range []string{"containers", "initContainers", "ephemeralContainers"} {
+		items, ok := spec[list].([]any)
+		if !ok {
+			continue
+		}
+		kept := make([]any, len(items))
+		for i, it := range items {
+			if c, ok := it.(map[string]any); ok {
+				if r, ok := c["resources"].(map[string]any); ok && len(r) == 0 {
+					c = maps.Clone(c)
+					delete(c, "resources")
+				}
+				it = c
+			}
+			kept[i] = it
+		}
+		spec[list] = kept
+	}
+	out = maps.Clone(out)
+	out["spec"] = spec
+	return out
+}
+
+// withoutEmptyLists returns v without the map entries whose value is an
+// empty list, at any depth.
+func withoutEmptyLists(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if l, ok := e.([]any); ok && len(l) == 0 {
+				continue
+			}
+			out[k] = withoutEmptyLists(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = withoutEmptyLists(e)
+		}
+		return out
+	}
+	return v
 }
 
 // rename returns v with every string equal to a key of names replaced by
