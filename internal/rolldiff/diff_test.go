@@ -232,6 +232,20 @@ func TestCompare(t *testing.T) {
 			new: base,
 		},
 		{
+			// Quantities are stored in their canonical form: 1000m is 1,
+			// 1024Mi is 1Gi, and 1 is "1".
+			name: "resources written another way, same quantities",
+			old:  edit(t, "image: web:1", "image: web:1\n        resources: {limits: {cpu: 1000m, memory: 1024Mi}, requests: {cpu: 1}}"),
+			new:  edit(t, "image: web:1", "image: web:1\n        resources: {limits: {cpu: \"1\", memory: 1Gi}, requests: {cpu: \"1\"}}"),
+		},
+		{
+			name:   "resources written another way, another quantity",
+			old:    edit(t, "image: web:1", "image: web:1\n        resources: {limits: {cpu: 1000m}}"),
+			new:    edit(t, "image: web:1", "image: web:1\n        resources: {limits: {cpu: 1001m}}"),
+			rolls:  []string{"Deployment/web"},
+			fields: map[string][]string{"Deployment/web": {"containers[web].resources"}},
+		},
+		{
 			name: "a CronJob's resources change",
 			old:  base, new: edit(t, "image: report:1", "image: report:1\n            resources: {limits: {cpu: 100m}}"),
 			rolls:  []string{"CronJob/report"},

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
@@ -223,9 +224,12 @@ func asStored(t map[string]any) map[string]any {
 		kept := make([]any, len(items))
 		for i, it := range items {
 			if c, ok := it.(map[string]any); ok {
-				if r, ok := c["resources"].(map[string]any); ok && len(r) == 0 {
-					c = maps.Clone(c)
-					delete(c, "resources")
+				c = maps.Clone(c)
+				if r, ok := c["resources"].(map[string]any); ok {
+					c["resources"] = canonicalResources(r)
+					if len(r) == 0 {
+						delete(c, "resources")
+					}
 				}
 				it = c
 			}
@@ -233,8 +237,57 @@ func asStored(t map[string]any) map[string]any {
 		}
 		spec[list] = kept
 	}
+	if r, ok := spec["resources"].(map[string]any); ok {
+		spec["resources"] = canonicalResources(r)
+	}
+	if o, ok := spec["overhead"].(map[string]any); ok {
+		spec["overhead"] = canonicalQuantities(o)
+	}
+	if vols, ok := spec["volumes"].([]any); ok {
+		kept := make([]any, len(vols))
+		for i, v := range vols {
+			vol := asMap(v)
+			if ed := asMap(vol["emptyDir"]); ed != nil && ed["sizeLimit"] != nil {
+				vol = withField(vol, "emptyDir", canonicalQuantities(ed, "sizeLimit"))
+				v = vol
+			}
+			kept[i] = v
+		}
+		spec["volumes"] = kept
+	}
 	out = maps.Clone(out)
 	out["spec"] = spec
+	return out
+}
+
+// canonicalResources returns resource requirements with their limits and
+// requests in canonical form.
+func canonicalResources(r map[string]any) map[string]any {
+	r = maps.Clone(r)
+	for _, k := range []string{"limits", "requests"} {
+		if m, ok := r[k].(map[string]any); ok {
+			r[k] = canonicalQuantities(m)
+		}
+	}
+	return r
+}
+
+// canonicalQuantities returns m with the quantities under keys (every key
+// when none is given) written as the API server stores them: 1000m is 1,
+// 1024Mi is 1Gi, 1 is "1". A value that is no quantity stays as it is.
+func canonicalQuantities(m map[string]any, keys ...string) map[string]any {
+	out := maps.Clone(m)
+	for k, v := range m {
+		if len(keys) > 0 && !slices.Contains(keys, k) {
+			continue
+		}
+		switch v.(type) {
+		case string, int, int64, uint64, float64:
+			if q, err := resource.ParseQuantity(fmt.Sprint(v)); err == nil {
+				out[k] = q.String()
+			}
+		}
+	}
 	return out
 }
 
