@@ -31,7 +31,8 @@ import (
 // last-applied copy, as key/value pairs with the keys and the namespace
 // interned), the pod template's annotations (likewise), and what reference
 // discovery finds in the pod spec (hashing.Discover: per config its kind,
-// name, whole or keys, and optional flag), packed in one string. Decisions
+// name, whole or keys, and optional flag) with the keys a pod cannot start
+// without (requiredKeys), packed in one string. Decisions
 // read only those two of a pod template; PodTemplate gives a template that
 // has them. It implements client.Object so the informer, its key function
 // and controller-runtime's event handlers take it; the controller reads it
@@ -54,7 +55,7 @@ var _ client.Object = &cachedWorkload{}
 // m and pod template t.
 func newCachedWorkload(kind string, m *metav1.ObjectMeta, t *corev1.PodTemplateSpec) (*cachedWorkload, error) {
 	w := &cachedWorkload{cachedMeta: newCachedMeta(m), kind: kind, generation: m.Generation,
-		templateAnnotations: pairs(t.Annotations, ""), uses: packUses(hashing.Discover(&t.Spec))}
+		templateAnnotations: pairs(t.Annotations, ""), uses: packUses(hashing.Discover(&t.Spec), requiredKeys(&t.Spec))}
 	w.SetAnnotations(m.Annotations)
 	return w, nil
 }
@@ -97,9 +98,9 @@ const (
 	useOptional
 )
 
-// packUses packs uses: per use a flags byte, its name and its keys (a
-// count, then each), lengths as uvarints.
-func packUses(uses []hashing.Use) string {
+// packUses packs uses: per use a flags byte, its name, its keys and its
+// required keys (each a count, then each), lengths as uvarints.
+func packUses(uses []hashing.Use, required map[string][]string) string {
 	var b []byte
 	for _, u := range uses {
 		var f byte
@@ -118,6 +119,11 @@ func packUses(uses []hashing.Use) string {
 		for _, k := range u.Keys {
 			b = appendString(b, k)
 		}
+		req := required[u.Ref()]
+		b = binary.AppendUvarint(b, uint64(len(req)))
+		for _, k := range req {
+			b = appendString(b, k)
+		}
 	}
 	return string(b)
 }
@@ -126,9 +132,11 @@ func appendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// unpackUses reads what packUses wrote.
-func unpackUses(packed string) ([]hashing.Use, error) {
+// unpackUses reads what packUses wrote: the uses and the required keys by
+// Kind/name.
+func unpackUses(packed string) ([]hashing.Use, map[string][]string, error) {
 	var out []hashing.Use
+	required := map[string][]string{}
 	r := packedReader{s: packed}
 	for !r.done() {
 		f := r.byte()
@@ -140,12 +148,16 @@ func unpackUses(packed string) ([]hashing.Use, error) {
 		for i := uint64(0); i < n && r.err == nil; i++ {
 			u.Keys = append(u.Keys, r.string())
 		}
+		n = r.uvarint()
+		for i := uint64(0); i < n && r.err == nil; i++ {
+			required[u.Ref()] = append(required[u.Ref()], r.string())
+		}
 		if r.err != nil {
-			return nil, r.err
+			return nil, nil, r.err
 		}
 		out = append(out, u)
 	}
-	return out, nil
+	return out, required, nil
 }
 
 // packedReader reads a packed string; the first damage sets err.
@@ -190,11 +202,12 @@ func (r *packedReader) string() string {
 }
 
 // podTemplate is a pod template with the cached annotations whose pod spec
-// discovery reads as the cached uses (one container referring to each
-// config: whole through envFrom, by key through env), a new value each
-// call. Nothing else of the workload's template is in it.
+// discovery reads as the cached uses, and requiredKeys as the cached
+// required keys (one container referring to each config: whole through
+// envFrom, by key through env, a key optional unless required), a new value
+// each call. Nothing else of the workload's template is in it.
 func (w *cachedWorkload) podTemplate() (*corev1.PodTemplateSpec, error) {
-	uses, err := unpackUses(w.uses)
+	uses, required, err := unpackUses(w.uses)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s/%s: cached pod template: %w", w.kind, w.namespace, w.name, err)
 	}
@@ -215,7 +228,8 @@ func (w *cachedWorkload) podTemplate() (*corev1.PodTemplateSpec, error) {
 		case u.All:
 			c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: ref, Optional: optional}})
 		}
-		for _, k := range u.Keys {
+		req := required[u.Ref()]
+		keyRef := func(k string, optional *bool) {
 			from := &corev1.EnvVarSource{}
 			if u.Kind == hashing.KindSecret {
 				from.SecretKeyRef = &corev1.SecretKeySelector{LocalObjectReference: ref, Key: k, Optional: optional}
@@ -223,6 +237,22 @@ func (w *cachedWorkload) podTemplate() (*corev1.PodTemplateSpec, error) {
 				from.ConfigMapKeyRef = &corev1.ConfigMapKeySelector{LocalObjectReference: ref, Key: k, Optional: optional}
 			}
 			c.Env = append(c.Env, corev1.EnvVar{ValueFrom: from})
+		}
+		for _, k := range u.Keys {
+			// Optional unless required; a use that is not optional and has
+			// no required ref otherwise keeps its keys required.
+			keyOptional := optional
+			if !u.Optional && len(req) > 0 && !slices.Contains(req, k) {
+				keyOptional = ptr.To(true)
+			}
+			keyRef(k, keyOptional)
+		}
+		// A required key of a config also consumed whole: discovery drops
+		// the keys of a whole use, requiredKeys reads them.
+		for _, k := range req {
+			if !slices.Contains(u.Keys, k) {
+				keyRef(k, nil)
+			}
 		}
 	}
 	t.Spec.Containers = []corev1.Container{c}

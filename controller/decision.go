@@ -73,7 +73,9 @@ type Input struct {
 	// stands in for a missing baseline: the pods run what was first seen, so
 	// an edit made during start-up rolls instead of being absorbed.
 	FirstSeen map[string]string
-	// Missing lists the required (non-optional) configs that do not exist.
+	// Missing lists the required (non-optional) configs that do not exist,
+	// as Kind/name, and the required keys their configs lack, as
+	// "Kind/name key k".
 	Missing []string
 	// KeyID is the controller's HMAC key id (empty without a key);
 	// ControllerKeyID and BaselineKeyID the key ids its records were made
@@ -117,7 +119,8 @@ type Decision struct {
 	// ActionRecordBaseline (Baseline only).
 	Record Record
 	// Changed names the external configs whose content differs from the
-	// baseline; Missing the required configs that do not exist.
+	// baseline; Missing the required configs that do not exist and the
+	// required keys that their configs lack.
 	Changed []string
 	Missing []string
 }

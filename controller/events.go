@@ -95,7 +95,11 @@ func missingMessage(missing []string, namespace string) string {
 	names := make([]string, len(missing))
 	for i, ref := range missing {
 		kind, name, _ := strings.Cut(ref, "/")
+		name, key, isKey := strings.Cut(name, " key ")
 		names[i] = kind + " " + hashing.ObjectName(namespace, name)
+		if isKey {
+			names[i] += " key " + key
+		}
 	}
 	return fmt.Sprintf("required %s missing; not rolling until it exists", strings.Join(names, ", "))
 }

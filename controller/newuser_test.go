@@ -264,3 +264,37 @@ func TestWorkloadReplacedAfterARoll(t *testing.T) {
 	s.ctrl.obs.waitFor(t, next, "in sync after the replace", is("Deployment", "in_sync"))
 	assert.Equal(t, 1, s.controllerRollouts(), "no second roll of the controller's own")
 }
+
+// A key that a pod reads without optional: true (env valueFrom, volume
+// items) removed from its ConfigMap by mistake: a roll would make pods that
+// cannot start (CreateContainerConfigError), so, as for a missing config,
+// the controller does not roll and warns; the key put back with new content
+// rolls once.
+func TestRequiredKeyRemoved(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.createConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Data: map[string]string{"A": "1", "B": "2"}})
+	r := e.start(e.testOptions())
+	w := optedIn(e, "web")
+	// OPT is absent from the start and optional: that blocks nothing.
+	w.Env = []string{kubetest.EnvKey("app", "A"), "{name: OPT, valueFrom: {configMapKeyRef: {name: app, key: OPT, optional: true}}}"}
+	require.NoError(t, e.apply(w.YAML(), "kubectl"))
+	r.obs.waitFor(t, 0, "in sync", deploymentOutcome("web", "in_sync"))
+
+	mark := r.obs.mark()
+	e.editConfigMap("app", func(cm *corev1.ConfigMap) {
+		delete(cm.Data, "A")
+		cm.Data["B"] = "2b"
+	})
+	_, next := r.obs.waitFor(t, mark, "missing config", deploymentOutcome("web", "missing_config"))
+	ev := e.waitEvent("web", controller.EventReasonConfigMissing)
+	assert.Equal(t, corev1.EventTypeWarning, ev.Type)
+	assert.Equal(t, fmt.Sprintf("required ConfigMap %s/app key A missing; not rolling until it exists", e.ns), ev.Note)
+	assert.Equal(t, 1, e.revisions("Deployment", "web"), "no rollout into pods that cannot start")
+	assert.Zero(t, r.obs.count(mark, deploymentOutcome("web", "rolled")))
+
+	e.editConfigMap("app", func(cm *corev1.ConfigMap) { cm.Data["A"] = "1b" })
+	_, next = r.obs.waitFor(t, next, "a roll", deploymentOutcome("web", "rolled"))
+	r.obs.waitFor(t, next, "in sync after the roll", deploymentOutcome("web", "in_sync"))
+	assert.Equal(t, 2, e.revisions("Deployment", "web"))
+}

@@ -53,6 +53,9 @@ type View struct {
 	// render-time hash does not cover.
 	Uses     []hashing.Use
 	External map[string]bool
+	// RequiredKeys lists, by Kind/name, the consumed keys that a pod cannot
+	// start without (referenced without optional: true).
+	RequiredKeys map[string][]string
 	// RenderHash is the usable render-time hash, RawRenderHash the annotation
 	// as found (UnknownHash is true when it is present but not usable).
 	RenderHash    string
@@ -126,6 +129,7 @@ func inspect(ns string, meta map[string]string, tmpl *corev1.PodTemplateSpec, k 
 	}
 	hashing.SortUses(v.Uses)
 	v.UsesPrint = UsesPrint(v.Uses)
+	v.RequiredKeys = requiredKeys(&tmpl.Spec)
 	listed := annotations.ParseExternal(meta[k.external])
 	for _, u := range v.Uses {
 		if v.RenderHash == "" || listed[u.Ref()] {
