@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -297,4 +298,24 @@ func TestRequiredKeyRemoved(t *testing.T) {
 	_, next = r.obs.waitFor(t, next, "a roll", deploymentOutcome("web", "rolled"))
 	r.obs.waitFor(t, next, "in sync after the roll", deploymentOutcome("web", "in_sync"))
 	assert.Equal(t, 2, e.revisions("Deployment", "web"))
+}
+
+// A team that grants the controller Secrets by name only (resourceNames, as
+// security reviews ask): the API server cannot serve a list or watch of a
+// collection restricted by name, so the controller could never fill its
+// cache. It refuses to start, naming what it lacks, instead of running
+// blind to every Secret.
+func TestSecretsGrantedByName(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	opts := e.testOptions()
+	opts.RESTConfig = e.limitedToRole("named-"+e.ns, func(role string) string {
+		return strings.Replace(role, "  resources: [configmaps, secrets]\n  verbs: [list, watch]\n",
+			"  resources: [configmaps]\n  verbs: [list, watch]\n- apiGroups: [\"\"]\n  resources: [secrets]\n  resourceNames: [db-creds]\n  verbs: [get, list, watch]\n", 1)
+	})
+	_, _, err := controller.NewManager(opts)
+	require.Error(t, err)
+	t.Log(err)
+	assert.Contains(t, err.Error(), "list, watch secrets in namespace "+e.ns)
+	assert.NotContains(t, err.Error(), "configmaps")
 }
