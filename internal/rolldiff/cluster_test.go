@@ -1,0 +1,123 @@
+package rolldiff_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/rolldiff"
+	"github.com/confighash/confighash/internal/testing/cptest"
+	"github.com/confighash/confighash/internal/testing/kubetest"
+	"github.com/confighash/confighash/postrenderer"
+)
+
+func TestMain(m *testing.M) { os.Exit(cptest.Run(m)) }
+
+// clusterApp is a Deployment that reads one key of a ConfigMap, with the
+// fields a chart writes in more than one way.
+const clusterApp = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: app, namespace: NS}
+data: {LOG_LEVEL: info, UNUSED: x}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: NS}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      tolerations: []
+      containers:
+      - name: web
+        image: web:1
+        ports: []
+        resources: {limits: {cpu: 1000m, memory: 1024Mi}}
+        env:
+        - name: LOG_LEVEL
+          valueFrom: {configMapKeyRef: {name: app, key: LOG_LEVEL}}
+`
+
+// TestClusterAgrees: what diff says of a Deployment is what the real
+// Deployment controller does when the two renders, hashed by confighash,
+// are applied one after the other: a new ReplicaSet exactly when diff says
+// the workload rolls.
+func TestClusterAgrees(t *testing.T) {
+	cp := cptest.Shared(t)
+	admin := cp.RESTConfig()
+	cs := kubernetes.NewForConfigOrDie(admin)
+	dyn := dynamic.NewForConfigOrDie(admin)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(admin)))
+	tests := []struct {
+		name          string
+		before, after []string // replacements in clusterApp for each render
+		rolls         bool
+	}{
+		{"empty lists left out", nil, []string{"      tolerations: []\n", "", "        ports: []\n", ""}, false},
+		{"resources: {} left out", []string{"{limits: {cpu: 1000m, memory: 1024Mi}}", "{}"},
+			[]string{"        resources: {}\n", ""}, false},
+		{"the same quantities written another way", nil, []string{"{cpu: 1000m, memory: 1024Mi}", `{cpu: "1", memory: 1Gi}`}, false},
+		{"another quantity", nil, []string{"cpu: 1000m", "cpu: 1001m"}, true},
+		{"a key the workload reads", nil, []string{"LOG_LEVEL: info", "LOG_LEVEL: debug"}, true},
+		{"a key nobody reads", nil, []string{"UNUSED: x", "UNUSED: z"}, false},
+	}
+	edit := func(t *testing.T, s string, pairs []string) string {
+		t.Helper()
+		for j := 0; j+1 < len(pairs); j += 2 {
+			require.Contains(t, s, pairs[j])
+			s = strings.Replace(s, pairs[j], pairs[j+1], 1)
+		}
+		return s
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := fmt.Sprintf("agree-%d", i)
+			old := edit(t, strings.ReplaceAll(clusterApp, "NS", ns), tc.before)
+			cur := edit(t, old, tc.after)
+			res := compare(t, old, cur, inject.Options{})
+			web := byID(res)["Deployment/web"]
+			assert.Equal(t, tc.rolls, web.Status == rolldiff.StatusRolls, "diff: %v", web.Why())
+
+			ctx := t.Context()
+			_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+			if !apierrors.IsAlreadyExists(err) {
+				require.NoError(t, err)
+			}
+			for n, stream := range []string{old, cur} {
+				hashed, _, err := postrenderer.Process([]byte(stream), inject.Options{})
+				require.NoError(t, err)
+				require.NoError(t, kubetest.Apply(ctx, dyn, mapper, strings.NewReader(string(hashed)), kubetest.ApplyOptions{FieldManager: "argocd"}))
+				want := 1
+				if n == 1 && web.Status == rolldiff.StatusRolls {
+					want = 2
+				}
+				// Once the controller has seen the last generation, the
+				// ReplicaSets it made for it are there.
+				kubetest.Eventually(t, time.Minute, 100*time.Millisecond, fmt.Sprintf("render %d: %d ReplicaSets", n, want), func(ctx context.Context) (bool, error) {
+					d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+					if err != nil || d.Status.ObservedGeneration != d.Generation {
+						return false, err
+					}
+					rs, err := kubetest.OwnedReplicaSets(ctx, cs, ns, d.UID)
+					return len(rs) == want, err
+				})
+			}
+		})
+	}
+}
