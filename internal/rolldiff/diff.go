@@ -438,10 +438,10 @@ func (c ConfigChange) reason() string {
 		return obj + " may have changed (its content is not readable key by key here)"
 	}
 	if c.Change == ChangeRenamed {
-		obj = c.Kind + " " + hashing.ObjectName(c.Namespace, c.OldName) + " → " + c.Name
+		obj = c.Kind + " " + hashing.ObjectName(c.Namespace, c.OldName) + " renamed to " + c.Name + ","
 	}
 	if len(c.Added)+len(c.Removed)+len(c.Changed) == 0 {
-		return obj + " (new name, no consumed key changed)"
+		return obj + " no consumed key changed"
 	}
 	var parts []string
 	for _, g := range []struct {

@@ -502,3 +502,16 @@ func TestStaleHashCause(t *testing.T) {
 		})
 	}
 }
+
+// TestRenameReason: a kustomize hash-suffix rename says "renamed", the two
+// names, and which consumed keys caused it, if any.
+func TestRenameReason(t *testing.T) {
+	named := func(suffix string, pairs ...string) string {
+		n := "app-" + suffix
+		return edit(t, append([]string{"name: app, namespace", "name: " + n + ", namespace", "name: app, key: LOG_LEVEL", "name: " + n + ", key: LOG_LEVEL",
+			"name: app, key: PORT", "name: " + n + ", key: PORT", "name: app, items", "name: " + n + ", items"}, pairs...)...)
+	}
+	res := compare(t, named("5m2b4c8tk9"), named("7gkm9t2b6d", "LOG_LEVEL: info", "LOG_LEVEL: debug"), inject.Options{})
+	assert.Equal(t, []string{"ConfigMap shop/app-5m2b4c8tk9 renamed to app-7gkm9t2b6d, key LOG_LEVEL changed"}, byID(res)["Deployment/web"].Reasons)
+	assert.Equal(t, []string{"ConfigMap shop/app-5m2b4c8tk9 renamed to app-7gkm9t2b6d, no consumed key changed"}, byID(res)["Deployment/api"].Reasons)
+}
