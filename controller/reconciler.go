@@ -214,14 +214,8 @@ func (r *Reconciler) observe(ctx context.Context, req Request, v View) (Input, m
 		versions[u.Ref()] = rv
 		if found {
 			contents[u.Ref()] = c
-			for _, key := range v.RequiredKeys[u.Ref()] {
-				if _, ok := c.Keys[key]; !ok {
-					in.Missing = append(in.Missing, missingKeyRef(u.Ref(), key))
-				}
-			}
-		} else if !u.Optional {
-			in.Missing = append(in.Missing, u.Ref())
 		}
+		in.Missing = append(in.Missing, v.Missing(u, c, found)...)
 	}
 	lookup := func(kind hashing.Kind, name string) (hashing.Content, bool) {
 		c, ok := contents[string(kind)+"/"+name]

@@ -137,6 +137,14 @@ func TestStatusOnCluster(t *testing.T) {
 	out = runPlugin(t, bin, "status", "--kubeconfig", cp.KubeconfigPath(), "-n", ns)
 	assert.Regexp(t, `Deployment shop/web\s+current\s+\S+\s+\S+\s+in progress 1/2 updated, 0 available, 3 pending\s+2/3`, out)
 	t.Logf("kubectl confighash status:\n%s", out)
+
+	// The key web requires removed: new pods could not start, so web is
+	// blocked on it (the controller waits), not stale.
+	_, err = kubetest.Edit(ctx, cs.CoreV1().ConfigMaps(ns), "app", "", func(cm *corev1.ConfigMap) { delete(cm.Data, "LOG_LEVEL") })
+	require.NoError(t, err)
+	blocked := collect()["web"]
+	assert.Equal(t, status.ConfigBlocked, blocked.Config)
+	assert.Equal(t, []string{"ConfigMap/app key LOG_LEVEL"}, blocked.Missing)
 }
 
 func create(t *testing.T, cs kubernetes.Interface, rendered string) {

@@ -296,9 +296,8 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 		cfg.Found = found
 		if found {
 			contents[u.Ref()] = content
-		} else if !u.Optional {
-			in.Missing = append(in.Missing, u.Ref())
 		}
+		in.Missing = append(in.Missing, v.Missing(u, content, found)...)
 		w.Configs = append(w.Configs, cfg)
 	}
 	lookup := func(kind hashing.Kind, name string) (hashing.Content, bool) {
