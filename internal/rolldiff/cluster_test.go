@@ -76,6 +76,16 @@ func TestClusterAgrees(t *testing.T) {
 		{"another quantity", nil, []string{"cpu: 1000m", "cpu: 1001m"}, true},
 		{"a key the workload reads", nil, []string{"LOG_LEVEL: info", "LOG_LEVEL: debug"}, true},
 		{"a key nobody reads", nil, []string{"UNUSED: x", "UNUSED: z"}, false},
+		{"defaults written out", []string{
+			"        ports: []\n", "        ports: [{containerPort: 80}]\n",
+			"      tolerations: []\n", "      tolerations: []\n      volumes: [{name: v, configMap: {name: app}}, {name: s, secret: {secretName: s, optional: true}}]\n",
+		}, []string{
+			"        image: web:1\n", "        image: web:1\n        imagePullPolicy: IfNotPresent\n        terminationMessagePath: /dev/termination-log\n        terminationMessagePolicy: File\n",
+			"{containerPort: 80}", "{containerPort: 80, protocol: TCP}",
+			"{name: v, configMap: {name: app}}, {name: s, secret: {secretName: s, optional: true}}", "{name: v, configMap: {name: app, defaultMode: 420}}, {name: s, secret: {secretName: s, optional: true, defaultMode: 0644}}",
+			"      tolerations: []\n", "      tolerations: []\n      restartPolicy: Always\n      dnsPolicy: ClusterFirst\n      terminationGracePeriodSeconds: 30\n      schedulerName: default-scheduler\n      securityContext: {}\n",
+		}, false},
+		{"a default changed", nil, []string{"        image: web:1\n", "        image: web:1\n        imagePullPolicy: Always\n"}, true},
 	}
 	edit := func(t *testing.T, s string, pairs []string) string {
 		t.Helper()

@@ -246,6 +246,21 @@ func TestCompare(t *testing.T) {
 			fields: map[string][]string{"Deployment/web": {"containers[web].resources"}},
 		},
 		{
+			// The API server's default pull policy: Always for latest or no
+			// tag, IfNotPresent for another tag or a digest.
+			name: "the default pull policy written out",
+			old:  edit(t, "image: web:1", "image: web:latest", "image: api:1", "image: reg:5000/api@sha256:0123"),
+			new: edit(t, "image: web:1", "image: web:latest\n        imagePullPolicy: Always",
+				"image: api:1", "image: reg:5000/api@sha256:0123\n        imagePullPolicy: IfNotPresent"),
+		},
+		{
+			name:   "another pull policy written out",
+			old:    edit(t, "image: web:1", "image: reg:5000/web"),
+			new:    edit(t, "image: web:1", "image: reg:5000/web\n        imagePullPolicy: IfNotPresent"),
+			rolls:  []string{"Deployment/web"},
+			fields: map[string][]string{"Deployment/web": {"containers[web].imagePullPolicy"}},
+		},
+		{
 			name: "a CronJob's resources change",
 			old:  base, new: edit(t, "image: report:1", "image: report:1\n            resources: {limits: {cpu: 100m}}"),
 			rolls:  []string{"CronJob/report"},

@@ -224,7 +224,7 @@ func asStored(t map[string]any) map[string]any {
 		kept := make([]any, len(items))
 		for i, it := range items {
 			if c, ok := it.(map[string]any); ok {
-				c = maps.Clone(c)
+				c = withDefaults(c, containerDefaults(c))
 				if r, ok := c["resources"].(map[string]any); ok {
 					c["resources"] = canonicalResources(r)
 					if len(r) == 0 {
@@ -237,6 +237,7 @@ func asStored(t map[string]any) map[string]any {
 		}
 		spec[list] = kept
 	}
+	spec = withDefaults(spec, podDefaults)
 	if r, ok := spec["resources"].(map[string]any); ok {
 		spec["resources"] = canonicalResources(r)
 	}
@@ -251,12 +252,76 @@ func asStored(t map[string]any) map[string]any {
 				vol = withField(vol, "emptyDir", canonicalQuantities(ed, "sizeLimit"))
 				v = vol
 			}
+			for _, source := range []string{"configMap", "secret", "projected"} {
+				if src, ok := vol[source].(map[string]any); ok {
+					vol = maps.Clone(vol)
+					vol[source] = withDefaults(src, map[string]any{"defaultMode": defaultMode})
+					v = vol
+				}
+			}
 			kept[i] = v
 		}
 		spec["volumes"] = kept
 	}
 	out = maps.Clone(out)
 	out["spec"] = spec
+	return out
+}
+
+// podDefaults are the pod spec fields the API server sets when a pod
+// template leaves them out: written out or left out, they store the same.
+var podDefaults = map[string]any{
+	"restartPolicy":                 "Always",
+	"dnsPolicy":                     "ClusterFirst",
+	"terminationGracePeriodSeconds": 30,
+	"schedulerName":                 "default-scheduler",
+	"securityContext":               map[string]any{},
+}
+
+// defaultMode is the mode the API server gives the files of a configMap,
+// secret or projected volume that names none (0644).
+const defaultMode = 0o644
+
+// containerDefaults are the container fields the API server sets when left
+// out: imagePullPolicy Always for an image without a tag or tagged latest,
+// IfNotPresent for another tag or a digest.
+func containerDefaults(c map[string]any) map[string]any {
+	policy := "IfNotPresent"
+	if image, _ := c["image"].(string); !strings.Contains(image, "@") {
+		last := image[strings.LastIndexByte(image, '/')+1:]
+		if i := strings.LastIndexByte(last, ':'); i < 0 || last[i+1:] == "latest" {
+			policy = "Always"
+		}
+	}
+	return map[string]any{
+		"imagePullPolicy":          policy,
+		"terminationMessagePath":   "/dev/termination-log",
+		"terminationMessagePolicy": "File",
+	}
+}
+
+// withDefaults returns a copy of m with each field of defaults that m
+// leaves out (or sets to null) set to its default, and a container's
+// ports with their protocol.
+func withDefaults(m, defaults map[string]any) map[string]any {
+	out := maps.Clone(m)
+	for k, v := range defaults {
+		if out[k] == nil {
+			out[k] = v
+		}
+	}
+	if ports, ok := out["ports"].([]any); ok {
+		kept := make([]any, len(ports))
+		for i, p := range ports {
+			if pm, ok := p.(map[string]any); ok && pm["protocol"] == nil {
+				pm = maps.Clone(pm)
+				pm["protocol"] = "TCP"
+				p = pm
+			}
+			kept[i] = p
+		}
+		out["ports"] = kept
+	}
 	return out
 }
 
