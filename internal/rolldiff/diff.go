@@ -438,7 +438,7 @@ func (c ConfigChange) reason() string {
 		return obj + " may have changed (its content is not readable key by key here)"
 	}
 	if c.Change == ChangeRenamed {
-		obj = c.Kind + " " + hashing.ObjectName(c.Namespace, c.OldName) + " renamed to " + c.Name + ","
+		obj = c.Kind + " " + hashing.ObjectName(c.Namespace, c.OldName) + " renamed to " + c.Name + ":"
 	}
 	if len(c.Added)+len(c.Removed)+len(c.Changed) == 0 {
 		return obj + " no consumed key changed"

@@ -527,6 +527,6 @@ func TestRenameReason(t *testing.T) {
 			"name: app, key: PORT", "name: " + n + ", key: PORT", "name: app, items", "name: " + n + ", items"}, pairs...)...)
 	}
 	res := compare(t, named("5m2b4c8tk9"), named("7gkm9t2b6d", "LOG_LEVEL: info", "LOG_LEVEL: debug"), inject.Options{})
-	assert.Equal(t, []string{"ConfigMap shop/app-5m2b4c8tk9 renamed to app-7gkm9t2b6d, key LOG_LEVEL changed"}, byID(res)["Deployment/web"].Reasons)
-	assert.Equal(t, []string{"ConfigMap shop/app-5m2b4c8tk9 renamed to app-7gkm9t2b6d, no consumed key changed"}, byID(res)["Deployment/api"].Reasons)
+	assert.Equal(t, []string{"ConfigMap shop/app-5m2b4c8tk9 renamed to app-7gkm9t2b6d: key LOG_LEVEL changed"}, byID(res)["Deployment/web"].Reasons)
+	assert.Equal(t, []string{"ConfigMap shop/app-5m2b4c8tk9 renamed to app-7gkm9t2b6d: no consumed key changed"}, byID(res)["Deployment/api"].Reasons)
 }
