@@ -271,7 +271,7 @@ func (c *configIndex) add(node *yaml.RNode, o Object) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", o, err)
 	}
-	if content.Name, err = finalName(node, o.Name); err != nil {
+	if content.Name, err = FinalName(node, o.Name); err != nil {
 		return fmt.Errorf("%s: %w", o, err)
 	}
 	context, err := readBuildContext(node.YNode())
@@ -331,10 +331,12 @@ func fileAnnotation(n *yaml.Node, keys ...string) (string, bool) {
 // whose name gets a content-hash suffix after the functions have run.
 const needsHashSuffix = "internal.config.kubernetes.io/needsHashSuffix"
 
-// finalName returns the name the object will have once kustomize has added
-// its hash suffix, computed with kustomize's own hasher, so that the hash
-// names the objects the cluster will hold.
-func finalName(node *yaml.RNode, name string) (string, error) {
+// FinalName returns the name a ConfigMap or Secret of a kustomize
+// function's input will have once kustomize has added its hash suffix,
+// computed with kustomize's own hasher, so that the hash (and confighash
+// diff) names the objects the cluster will hold. Any other object keeps
+// name.
+func FinalName(node *yaml.RNode, name string) (string, error) {
 	if v, _ := Annotation(node.YNode(), needsHashSuffix); v != "enabled" {
 		return name, nil
 	}

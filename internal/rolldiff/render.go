@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 
-	"sigs.k8s.io/kustomize/api/hasher"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
@@ -95,31 +94,11 @@ func (r *Render) addConfigs(n *yaml.RNode, defaultNamespace string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", ref, err)
 	}
-	if ref.Name, err = finalName(n, ref.Name); err != nil {
+	if ref.Name, err = inject.FinalName(n, ref.Name); err != nil {
 		return fmt.Errorf("%s: %w", ref, err)
 	}
 	r.configs[ref] = c
 	return nil
-}
-
-// needsHashSuffix marks a ConfigMap or Secret of a kustomize function's
-// input that kustomize renames with a content-hash suffix after the
-// functions have run.
-const needsHashSuffix = "internal.config.kubernetes.io/needsHashSuffix"
-
-// finalName returns the name a config of a kustomize function's input will
-// have once kustomize has added its hash suffix, which is the name the
-// analysis gives its uses (inject computes it the same way), so that its
-// content is found under that name and diffed key by key.
-func finalName(n *yaml.RNode, name string) (string, error) {
-	if v, _ := inject.Annotation(n.YNode(), needsHashSuffix); v != "enabled" {
-		return name, nil
-	}
-	suffix, err := (&hasher.Hasher{}).Hash(n)
-	if err != nil {
-		return "", fmt.Errorf("computing kustomize's name suffix: %w", err)
-	}
-	return name + "-" + suffix, nil
 }
 
 func scalar(m *yaml.Node, key string) string {
