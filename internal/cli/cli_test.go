@@ -261,7 +261,7 @@ func TestVerifyUnknownWorkloadKind(t *testing.T) {
 
 	code, out, errOut := run(t, rendered, "verify", workload)
 	assert.Equal(t, 0, code, errOut)
-	assert.Equal(t, "ok: 1 workloads, every hash current\n", out)
+	assert.Equal(t, "ok: 1 workload, every hash current\n", out)
 
 	code, out, errOut = run(t, rendered, "verify")
 	assert.Equal(t, 1, code)
@@ -318,7 +318,7 @@ func TestVerifyReadsAnnotationsAsYAML(t *testing.T) {
 	require.Contains(t, rendered, `confighash.dev/key-id: "9178192511668845"`)
 	code, out, errOut := runEnv(rendered, "verify")
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "ok: 1 workloads")
+	assert.Contains(t, out, "ok: 1 workload,")
 
 	unquoted := strings.Replace(rendered, `"9178192511668845"`, "9178192511668845", 1)
 	code, _, errOut = runEnv(unquoted, "verify")

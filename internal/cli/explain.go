@@ -113,7 +113,7 @@ func runExplain(args []string, stdio IO) error {
 }
 
 func printExplained(w io.Writer, r *inject.Report, list []explained) {
-	fmt.Fprintf(w, "%d documents, %d ConfigMaps and Secrets, %d workloads\n", r.Documents, r.Configs, len(list))
+	fmt.Fprintf(w, "%s, %d ConfigMaps and Secrets, %s\n", count(r.Documents, "document"), r.Configs, count(len(list), "workload"))
 	for _, e := range list {
 		fmt.Fprintf(w, "\n%s  (document %d%s)\n", e.Workload, e.Document, pathSuffix(e.Path))
 		switch {
@@ -224,7 +224,7 @@ func runVerify(args []string, stdio IO) error {
 		return fmt.Errorf("%d problems with the %s annotations (%s):\n%s",
 			len(bad), o.Prefix, strings.Join(hints, "; "), strings.Join(bad, "\n"))
 	}
-	fmt.Fprintf(stdio.Out, "ok: %d workloads, every hash current\n", len(r.Workloads))
+	fmt.Fprintf(stdio.Out, "ok: %s, every hash current\n", count(len(r.Workloads), "workload"))
 	return nil
 }
 
@@ -240,4 +240,12 @@ func subcommand(fs *flag.FlagSet, args []string, stdio IO) (options, *inject.Rep
 	}
 	r, err := analyze(o, input)
 	return o, r, input, err
+}
+
+// count writes n and noun, plural unless n is 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
