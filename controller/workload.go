@@ -129,7 +129,7 @@ func inspect(ns string, meta map[string]string, tmpl *corev1.PodTemplateSpec, k 
 	}
 	hashing.SortUses(v.Uses)
 	v.UsesPrint = UsesPrint(v.Uses)
-	v.RequiredKeys = requiredKeys(&tmpl.Spec)
+	v.RequiredKeys = hashing.RequiredKeys(&tmpl.Spec)
 	listed := annotations.ParseExternal(meta[k.external])
 	for _, u := range v.Uses {
 		if v.RenderHash == "" || listed[u.Ref()] {

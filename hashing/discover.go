@@ -33,6 +33,29 @@ func Discover(spec *corev1.PodSpec) []Use {
 		return nil
 	}
 	d := &discovery{}
+	d.read(spec)
+	return d.result()
+}
+
+// RequiredKeys lists, by Kind/name (sorted, without repeats), the keys a
+// pod cannot start without: those an env valueFrom or the items of a volume
+// or projected source name without optional: true. The kubelet refuses to
+// start a container whose required key is absent and to mount such a
+// volume. It reads the references Discover reads.
+func RequiredKeys(spec *corev1.PodSpec) map[string][]string {
+	d := &discovery{required: map[string][]string{}}
+	if spec != nil {
+		d.read(spec)
+	}
+	for ref, keys := range d.required {
+		slices.Sort(keys)
+		d.required[ref] = slices.Compact(keys)
+	}
+	return d.required
+}
+
+// read collects the references of spec.
+func (d *discovery) read(spec *corev1.PodSpec) {
 	d.volumes(spec.Volumes)
 	for _, s := range spec.ImagePullSecrets {
 		d.whole(KindSecret, s.Name, true)
@@ -47,13 +70,14 @@ func Discover(spec *corev1.PodSpec) []Use {
 		c := &spec.EphemeralContainers[i].EphemeralContainerCommon
 		d.container(c.Env, c.EnvFrom)
 	}
-	return d.result()
 }
 
 // discovery collects uses in the order found; pod specs reference few
-// objects, so a slice beats a map.
+// objects, so a slice beats a map. required, when not nil, collects the
+// keys referenced without optional: true, by Kind/name.
 type discovery struct {
-	uses []Use
+	uses     []Use
+	required map[string][]string
 }
 
 func (d *discovery) entry(kind Kind, name string, optional bool) *Use {
@@ -80,6 +104,9 @@ func (d *discovery) key(kind Kind, name, key string, optional bool) {
 	}
 	u := d.entry(kind, name, optional)
 	u.Keys = append(u.Keys, key)
+	if d.required != nil && !optional && key != "" {
+		d.required[u.Ref()] = append(d.required[u.Ref()], key)
+	}
 }
 
 func (d *discovery) items(kind Kind, name string, items []corev1.KeyToPath, optional bool) {
