@@ -105,17 +105,12 @@ func (w workloadFlag) Set(s string) error {
 func parseFlagSet(fs *flag.FlagSet, args []string, stdio IO) (options, error) {
 	var o options
 	var keyFile string
-	fs.SetOutput(stdio.Err)
-	fs.Usage = func() {
-		fmt.Fprint(stdio.Err, usage)
-		fs.PrintDefaults()
-	}
 	fs.StringVar(&o.Prefix, "prefix", inject.DefaultPrefix, "annotation prefix")
 	fs.StringVar(&o.DefaultNamespace, "namespace", "", "namespace of objects that name none (Helm's release namespace)")
 	fs.Var(workloadFlag{&o.Workloads}, "workload", "pod template of another kind, as Kind.group=path (repeatable), e.g. CloneSet.apps.kruise.io=spec/template")
 	fs.StringVar(&keyFile, "hmac-key-file", "", "file holding an HMAC key: hash with HMAC-SHA256 (also $CONFIGHASH_HMAC_KEY_FILE, or the key itself in $CONFIGHASH_HMAC_KEY)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not print warnings to standard error")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, usage, stdio); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
@@ -127,6 +122,26 @@ func parseFlagSet(fs *flag.FlagSet, args []string, stdio IO) (options, error) {
 	}
 	o.Key = key
 	return o, o.Validate()
+}
+
+// parseFlags parses args with fs. Help asked for (-h, --help) is printed
+// on standard output: it is what the user asked for. A flag error is
+// printed on standard error with the usage after it.
+func parseFlags(fs *flag.FlagSet, args []string, usage string, stdio IO) error {
+	fs.SetOutput(stdio.Err)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	if err == nil {
+		return nil
+	}
+	w := stdio.Err
+	if errors.Is(err, flag.ErrHelp) {
+		w = stdio.Out
+	}
+	fmt.Fprint(w, usage)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	return err
 }
 
 func run(o options, stdio IO) error {

@@ -182,9 +182,65 @@ func TestVersionAndHelp(t *testing.T) {
 	code, out, _ := run(t, "", "version")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "confighash ")
-	code, _, errOut := run(t, "", "--help")
-	assert.Equal(t, 0, code)
-	assert.Contains(t, errOut, "Usage:")
+	// Help asked for is the output (stdout, exit 0), as with kubectl and git:
+	// `confighash diff --help | less` shows it.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--help"}, "confighash [flags] < input"},
+		{[]string{"-h"}, "confighash [flags] < input"},
+		{[]string{"help"}, "confighash [flags] < input"},
+		{[]string{"explain", "--help"}, "-json"},
+		{[]string{"verify", "--help"}, "-hmac-key-file"},
+		{[]string{"diff", "--help"}, "confighash diff [flags] OLD NEW"},
+		{[]string{"diff", "-h"}, "-exit-code"},
+		{[]string{"diff", "old.yaml", "--help"}, "-exit-code"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errOut := run(t, "", tc.args...)
+			assert.Equal(t, 0, code, errOut)
+			assert.Contains(t, out, "Usage:")
+			assert.Contains(t, out, tc.want)
+			assert.Empty(t, errOut)
+		})
+	}
+}
+
+// TestUsageErrors: a flag or argument the command does not take is an error
+// on standard error with the usage, nothing on standard output, and exit 1
+// (diff --exit-code: 2, as 1 there means "workloads roll").
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--bogus"}, 1, "flag provided but not defined: -bogus"},
+		{[]string{"explain", "--bogus"}, 1, "flag provided but not defined: -bogus"},
+		{[]string{"explain", "a.yaml"}, 1, `unexpected argument "a.yaml"`},
+		{[]string{"verify", "--bogus"}, 1, "flag provided but not defined: -bogus"},
+		{[]string{"verify", "--json"}, 1, "flag provided but not defined: -json"},
+		{[]string{"verify", "a.yaml", "b.yaml"}, 1, `unexpected argument "a.yaml"`},
+		{[]string{"verify", "--prefix"}, 1, "flag needs an argument: -prefix"},
+		{[]string{"frobnicate"}, 1, `unexpected argument "frobnicate"`},
+		{[]string{"diff", "--bogus", "a", "b"}, 1, "flag provided but not defined: -bogus"},
+		{[]string{"diff", "--exit-code", "--bogus", "a", "b"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"diff", "--bogus", "--exit-code", "a", "b"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"diff", "a", "b", "--exit-code=true", "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"diff", "--exit-code=false", "--bogus", "a", "b"}, 1, "flag provided but not defined: -bogus"},
+		{[]string{"diff", "--exit-code", "--prefix"}, 2, "flag needs an argument: -prefix"},
+		{[]string{"diff", "--exit-code", "a"}, 2, "diff takes two renders"},
+		{[]string{"diff", "--", "--exit-code"}, 1, "diff takes two renders"},
+		{[]string{"diff", "--exit-code", "--", "--bogus", "b"}, 2, "reading --bogus"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errOut := run(t, deployment, tc.args...)
+			assert.Equal(t, tc.code, code, errOut)
+			assert.Empty(t, out)
+			assert.Contains(t, errOut, tc.want)
+		})
+	}
 }
 
 // TestKustomizeAnnotationsKept: the internal annotations kustomize and kpt

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/confighash/confighash/internal/annotations"
@@ -68,11 +69,6 @@ func (e exitCodeError) Unwrap() error { return e.error }
 
 func diff(args []string, stdio IO) error {
 	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
-	fs.SetOutput(stdio.Err)
-	fs.Usage = func() {
-		fmt.Fprint(stdio.Err, diffUsage)
-		fs.PrintDefaults()
-	}
 	var o inject.Options
 	var keyFile string
 	fs.StringVar(&o.Prefix, "prefix", inject.DefaultPrefix, "annotation prefix")
@@ -82,15 +78,20 @@ func diff(args []string, stdio IO) error {
 	asJSON := fs.Bool("json", false, "print JSON (schema in docs/diff.md)")
 	markdown := fs.Bool("markdown", false, "print Markdown, for a pull-request comment")
 	exitCode := fs.Bool("exit-code", false, "exit 1 when a workload rolls, is new or is removed (errors exit 2)")
-	files, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
 	wrap := func(err error) error {
 		if err != nil && *exitCode {
 			return exitCodeError{err}
 		}
 		return err
+	}
+	files, err := parseInterspersed(fs, args, stdio)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) && exitCodeAsked(args) {
+			// Parsing stopped at the bad flag, maybe before --exit-code:
+			// a pipeline must not read this error as "workloads roll".
+			return exitCodeError{err}
+		}
+		return wrap(err)
 	}
 	if len(files) != 2 {
 		return wrap(fmt.Errorf("diff takes two renders, OLD and NEW (found %d arguments; see --help)", len(files)))
@@ -153,10 +154,10 @@ func diff(args []string, stdio IO) error {
 
 // parseInterspersed parses flags written before, between or after the
 // positional arguments, and returns those.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+func parseInterspersed(fs *flag.FlagSet, args []string, stdio IO) ([]string, error) {
 	var positional []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args, diffUsage, stdio); err != nil {
 			return nil, err
 		}
 		rest := fs.Args()
@@ -169,6 +170,26 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		positional = append(positional, rest[0])
 		args = rest[1:]
 	}
+}
+
+// exitCodeAsked reports whether args, which failed to parse, set
+// --exit-code anywhere before "--".
+func exitCodeAsked(args []string) bool {
+	asked := false
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "exit-code" {
+			continue
+		}
+		asked = true
+		if hasValue {
+			asked, _ = strconv.ParseBool(value)
+		}
+	}
+	return asked
 }
 
 // readInput reads a file, or standard input for "-".

@@ -37,9 +37,13 @@ Flags:
 // Main runs the plugin with args (without the program name) and returns the
 // exit code: 0, 1 on an error.
 func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	if len(args) > 0 && args[0] == "status" {
+	switch {
+	case len(args) == 0 || strings.HasPrefix(args[0], "-"):
+	case args[0] == "status":
 		args = args[1:]
-	} else if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+	case args[0] == "help":
+		args = []string{"--help"}
+	default:
 		fmt.Fprintf(stderr, "kubectl-confighash: unknown command %q (try: status)\n", args[0])
 		return 1
 	}
@@ -57,10 +61,7 @@ func Main(args []string, stdout, stderr io.Writer, getenv func(string) string) i
 func run(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() {}
 	var opts Options
 	var kubeconfig, kubeContext, keyFile string
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then ~/.kube/config)")
@@ -74,6 +75,15 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) er
 	asJSON := fs.Bool("json", false, "print JSON")
 	timeout := fs.Duration("request-timeout", 30*time.Second, "give up after this long")
 	if err := fs.Parse(args); err != nil {
+		// Help asked for is the output; after a flag error, the usage
+		// follows the error on standard error.
+		w := stderr
+		if errors.Is(err, flag.ErrHelp) {
+			w = stdout
+		}
+		fmt.Fprint(w, usage)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
 		return err
 	}
 	if fs.NArg() > 0 {
