@@ -164,6 +164,8 @@ func TestKustomizeRenames(t *testing.T) {
 			external: map[string]string{"Deployment//eu-shop": ""}},
 		{name: "generator patched into a Secret: the ConfigMap reference renamed, external", tree: "kind-change", build: ".",
 			external: map[string]string{"Deployment//prod-web": "ConfigMap/prod-certs-cc456d6fd2"}},
+		{name: "local-config ConfigMap: kustomize drops it, a reference to its name is external", tree: "local-config", build: ".",
+			external: map[string]string{"Deployment//web": "ConfigMap/settings"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

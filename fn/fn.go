@@ -30,6 +30,9 @@ func (p Processor) Process(rl *ResourceList) error {
 		return err
 	}
 	opts = merge(p.Base, opts)
+	// kustomize drops local-config objects from its output and kpt does not
+	// apply them: no cluster holds them.
+	opts.SkipLocalConfig = true
 	var report inject.Report
 	if rl.Items, err = (inject.Filter{Options: opts, Report: &report}).Filter(rl.Items); err != nil {
 		// As framework.ResourceList.Filter does: the message is the filter's.

@@ -106,6 +106,9 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 			return nil, err
 		}
 		objects[i] = o
+		if opts.skipped(d.Node) {
+			continue
+		}
 		if err := configs.addDoc(d, o, opts); err != nil {
 			return nil, err
 		}
@@ -126,7 +129,7 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 		return nil
 	}
 	for i, d := range docs {
-		if d.Node == nil {
+		if d.Node == nil || opts.skipped(d.Node) {
 			continue
 		}
 		if !objects[i].isList() {
@@ -140,6 +143,9 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 				continue
 			}
 			sub := Doc{Node: yaml.NewRNode(item), Index: d.Index, Path: d.Path}
+			if opts.skipped(sub.Node) {
+				continue
+			}
 			o, err := identify(sub, opts)
 			if err != nil {
 				return nil, fmt.Errorf("%s: items[%d]: %w", objects[i], j, err)
@@ -249,6 +255,9 @@ func (c *configIndex) addDoc(d Doc, o Object, opts Options) error {
 			continue
 		}
 		sub := Doc{Node: yaml.NewRNode(item), Index: d.Index, Path: d.Path}
+		if opts.skipped(sub.Node) {
+			continue
+		}
 		io, err := identify(sub, opts)
 		if err != nil {
 			return fmt.Errorf("%s: items[%d]: %w", o, i, err)

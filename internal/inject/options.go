@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/annotations"
 )
@@ -37,6 +38,13 @@ type Options struct {
 	DefaultNamespace string
 	// Workloads adds pod template locations for other kinds.
 	Workloads []WorkloadKind
+	// SkipLocalConfig leaves out objects annotated
+	// config.kubernetes.io/local-config with any value but "false", as
+	// kustomize drops them from its output and kpt does not apply them:
+	// they are neither configs (a reference to one's name is external) nor
+	// workloads. The KRM function sets it; a Helm or kubectl stream applies
+	// such objects, and leaves it off.
+	SkipLocalConfig bool
 }
 
 // Validate checks the options a user can set.
@@ -90,4 +98,19 @@ func (o Options) templatePath(group, kind string) ([]string, bool) {
 		}
 	}
 	return nil, false
+}
+
+// localConfig is kustomize's and kpt's annotation for an object that is
+// input to client-side tools only and never applied.
+const localConfig = "config.kubernetes.io/local-config"
+
+// skipped reports whether the object is one the options leave out: a
+// local-config object under SkipLocalConfig, read as kustomize reads the
+// annotation (present and not "false").
+func (o Options) skipped(node *yaml.RNode) bool {
+	if !o.SkipLocalConfig || node == nil {
+		return false
+	}
+	v, ok := Annotation(node.YNode(), localConfig)
+	return ok && v != "false"
 }
