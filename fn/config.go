@@ -1,7 +1,10 @@
 package fn
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -9,6 +12,8 @@ import (
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/yamlnode"
+	"github.com/confighash/confighash/internal/yamlnorm"
 )
 
 // APIVersion and Kind of the typed functionConfig.
@@ -47,31 +52,46 @@ func (c Config) Options() inject.Options {
 // configMapKeys are the keys a ConfigMap functionConfig may hold.
 var configMapKeys = []string{"annotationPrefix", "namespace", "workloads"}
 
+// configMapFields are the fields of a ConfigMap functionConfig: its settings
+// are under data.
+var configMapFields = []string{"apiVersion", "kind", "metadata", "data"}
+
 // LoadConfig reads a functionConfig: nil means defaults; a v1 ConfigMap is
 // read from its data; a ConfigHash object strictly. Unknown fields, unknown
-// kinds and invalid values are errors.
+// kinds, values of the wrong type and invalid values are errors naming the
+// field.
 func LoadConfig(node *yaml.RNode) (inject.Options, error) {
 	if node == nil || node.IsNilOrEmpty() {
 		return inject.Options{}, nil
 	}
-	meta, err := node.GetMeta()
-	if err != nil {
-		return inject.Options{}, fmt.Errorf("functionConfig: %w", err)
+	n := node.YNode()
+	if n.Kind != yaml.MappingNode {
+		return inject.Options{}, fmt.Errorf("functionConfig is not an object (found %s)", describe(n))
 	}
+	apiVersion, kind := scalarText(yamlnode.Child(n, "apiVersion")), scalarText(yamlnode.Child(n, "kind"))
+	name := scalarText(yamlnode.Path(n, "metadata", "name"))
 	var opts inject.Options
+	var err error
 	switch {
-	case meta.APIVersion == "v1" && meta.Kind == "ConfigMap":
-		opts, err = fromConfigMap(node)
-	case meta.APIVersion == APIVersion && meta.Kind == Kind:
+	case apiVersion == "" && kind == "":
+		return inject.Options{}, fmt.Errorf("functionConfig has no apiVersion and kind: use a v1 ConfigMap or %s %s", APIVersion, Kind)
+	case apiVersion == "v1" && kind == "ConfigMap":
+		opts, err = fromConfigMap(n)
+	case apiVersion == APIVersion && kind == Kind:
 		opts, err = fromTyped(node)
+	case apiVersion == "":
+		err = fmt.Errorf("kind %s (no apiVersion) is not supported: use a v1 ConfigMap or %s %s", kind, APIVersion, Kind)
 	default:
-		err = fmt.Errorf("kind %s %s is not supported: use a v1 ConfigMap or %s %s", meta.APIVersion, meta.Kind, APIVersion, Kind)
+		err = fmt.Errorf("kind %s %s is not supported: use a v1 ConfigMap or %s %s", apiVersion, kind, APIVersion, Kind)
 	}
 	if err == nil {
 		err = opts.Validate()
 	}
 	if err != nil {
-		return inject.Options{}, fmt.Errorf("functionConfig %s: %w", meta.Name, err)
+		if name == "" {
+			return inject.Options{}, fmt.Errorf("functionConfig: %w", err)
+		}
+		return inject.Options{}, fmt.Errorf("functionConfig %s: %w", name, err)
 	}
 	return opts, nil
 }
@@ -83,25 +103,86 @@ func fromTyped(node *yaml.RNode) (inject.Options, error) {
 	}
 	var c Config
 	if err := k8syaml.UnmarshalStrict(raw, &c); err != nil {
+		// The strict decoder names a value of the wrong type by Go types;
+		// the plain one says which field it is, in the user's words.
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(json.Unmarshal(raw, &Config{}), &typeErr) {
+			return inject.Options{}, fmt.Errorf("%s: found %s, want %s", typeErr.Field, jsonKind(typeErr.Value), goKind(typeErr.Type))
+		}
 		return inject.Options{}, err
 	}
 	return c.Options(), nil
 }
 
-func fromConfigMap(node *yaml.RNode) (inject.Options, error) {
-	data := node.GetDataMap()
+// jsonKind names a JSON value kind as the YAML the user wrote has it.
+func jsonKind(v string) string {
+	switch v {
+	case "array":
+		return "a list"
+	case "object":
+		return "a map"
+	case "bool":
+		return "a boolean"
+	}
+	return "a " + v
+}
+
+// goKind names what a field of Config wants.
+func goKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Slice:
+		return "a list"
+	case reflect.Struct:
+		return "an object (group, kind, path)"
+	case reflect.Map:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	}
+	return t.Kind().String()
+}
+
+// fromConfigMap reads a ConfigMap functionConfig (kpt's configMap: block):
+// its settings are strings under data; a scalar written unquoted is read
+// as its text, as kpt passes it.
+func fromConfigMap(n *yaml.Node) (inject.Options, error) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if f := n.Content[i].Value; !contains(configMapFields, f) {
+			return inject.Options{}, fmt.Errorf("unknown field %q: a ConfigMap functionConfig holds its settings under data (keys: %s)", f, strings.Join(configMapKeys, ", "))
+		}
+	}
+	data := yamlnode.Child(n, "data")
+	if data == nil || (data.Kind == yaml.ScalarNode && data.Tag == yaml.NodeTagNull) {
+		return inject.Options{}, nil
+	}
+	if data.Kind != yaml.MappingNode {
+		return inject.Options{}, fmt.Errorf("data: found %s, want a map", describe(data))
+	}
+	values := map[string]string{}
 	var unknown []string
-	for k := range data {
+	for i := 0; i+1 < len(data.Content); i += 2 {
+		k, v := data.Content[i].Value, data.Content[i+1]
 		if !contains(configMapKeys, k) {
 			unknown = append(unknown, k)
+			continue
+		}
+		if v.Kind != yaml.ScalarNode {
+			msg := fmt.Sprintf("data.%s: found %s, want a string", k, describe(v))
+			if k == "workloads" {
+				msg += " (Kind.group=path entries separated by commas or newlines)"
+			}
+			return inject.Options{}, errors.New(msg)
+		}
+		if v.Tag != yaml.NodeTagNull {
+			values[k] = v.Value
 		}
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
 		return inject.Options{}, fmt.Errorf("unknown data keys %s (known: %s)", strings.Join(unknown, ", "), strings.Join(configMapKeys, ", "))
 	}
-	opts := inject.Options{Prefix: data["annotationPrefix"], DefaultNamespace: data["namespace"]}
-	for _, spec := range strings.FieldsFunc(data["workloads"], func(r rune) bool { return r == ',' || r == '\n' }) {
+	opts := inject.Options{Prefix: values["annotationPrefix"], DefaultNamespace: values["namespace"]}
+	for _, spec := range strings.FieldsFunc(values["workloads"], func(r rune) bool { return r == ',' || r == '\n' }) {
 		w, err := inject.ParseWorkload(strings.TrimSpace(spec))
 		if err != nil {
 			return inject.Options{}, fmt.Errorf("data.workloads: %w", err)
@@ -109,6 +190,23 @@ func fromConfigMap(node *yaml.RNode) (inject.Options, error) {
 		opts.Workloads = append(opts.Workloads, w)
 	}
 	return opts, nil
+}
+
+// describe names a node's kind for a message: a scalar by what YAML reads
+// it as (a string, a number, a boolean).
+func describe(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode && n.Tag == yaml.NodeTagString {
+		return "a string"
+	}
+	return yamlnorm.Describe(n)
+}
+
+// scalarText is the text of a scalar node, or "".
+func scalarText(n *yaml.Node) string {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return n.Value
 }
 
 func contains(list []string, s string) bool {
