@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -9,13 +8,13 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/annotations"
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/output"
+	"github.com/confighash/confighash/internal/rolldiff"
 	"github.com/confighash/confighash/postrenderer"
 )
 
@@ -23,9 +22,9 @@ import (
 // without writing anything.
 func analyze(o options, input []byte) (*inject.Report, error) {
 	if isResourceList(input) {
-		nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(input)}).Read()
+		nodes, err := rolldiff.ReadObjects(input)
 		if err != nil {
-			return nil, fmt.Errorf("reading the ResourceList: %w", err)
+			return nil, err
 		}
 		return inject.Analyze(nodes, o.Options)
 	}

@@ -66,6 +66,16 @@ func TestInputTheAPIServerRefuses(t *testing.T) {
 			for _, w := range tc.want {
 				assert.Contains(t, errOut, w)
 			}
+			// explain, verify and diff read the input as the render does.
+			good, _ := diffInputs(t, configMap+"---\n"+deployment, "")
+			for _, args := range [][]string{{"explain"}, {"explain", "--json"}, {"verify"}, {"diff", good, "-"}, {"diff", "--json", "-", good}} {
+				code, out, errOut := run(t, tc.input, args...)
+				assert.Equal(t, 1, code, "%s: %s", args, errOut)
+				assert.Empty(t, out, "%s: nothing on stdout", args)
+				for _, w := range tc.want {
+					assert.Contains(t, errOut, w, args)
+				}
+			}
 		})
 	}
 }

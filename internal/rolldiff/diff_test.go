@@ -530,3 +530,64 @@ func TestRenameReason(t *testing.T) {
 	assert.Equal(t, []string{"ConfigMap shop/app-5m2b4c8tk9 renamed to app-7gkm9t2b6d: key LOG_LEVEL changed"}, byID(res)["Deployment/web"].Reasons)
 	assert.Equal(t, []string{"ConfigMap shop/app-5m2b4c8tk9 renamed to app-7gkm9t2b6d: no consumed key changed"}, byID(res)["Deployment/api"].Reasons)
 }
+
+// TestReadAsTheAPIServerStores: diff reads a render as the render does (and
+// kubectl and the API server): anchors, aliases and merge keys expanded, a
+// key written twice refused naming the file, document and key, in a plain
+// stream and in a ResourceList's items. Before, diff refused a render with a
+// merge key in a ConfigMap that the render had hashed ("data.<<: expected a
+// string, found an alias") and compared renders holding a key twice that the
+// render and kubectl refuse.
+func TestReadAsTheAPIServerStores(t *testing.T) {
+	merged := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: shop\n  labels: &common {LOG_LEVEL: info}\n" +
+		"data:\n  <<: *common\n  UNUSED: x\n  PORT: \"80\"\n"
+	withMerge := strings.Replace(base, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: shop}\ndata: {LOG_LEVEL: info, UNUSED: x, PORT: \"80\"}\n", merged, 1)
+	require.NotEqual(t, base, withMerge)
+	for _, tc := range []struct {
+		name, text string
+	}{
+		{"merge key", withMerge},
+		{"alias", strings.Replace(base, "stringData: {password: hunter2-secret-value}", "metadata2: &pw {password: hunter2-secret-value}\nstringData: *pw", 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rendered, _, err := postrenderer.Process([]byte(tc.text), inject.Options{})
+			require.NoError(t, err, "the render accepts it")
+			renderedBase, _, err := postrenderer.Process([]byte(base), inject.Options{})
+			require.NoError(t, err)
+			res := compare(t, string(rendered), string(renderedBase), inject.Options{})
+			assert.Equal(t, 0, res.Rolling, "the same content as base: %s", res.Summary)
+			assert.Empty(t, byID(res)["Deployment/web"].StaleHashes, "the render's hash is diff's")
+			res = compare(t, tc.text, edit(t, "LOG_LEVEL: info", "LOG_LEVEL: debug"), inject.Options{})
+			assert.Equal(t, rolldiff.StatusRolls, byID(res)["Deployment/web"].Status, res.Summary)
+		})
+	}
+
+	asItems := func(stream string) string {
+		var items []string
+		for _, doc := range strings.Split(stream, "\n---\n") {
+			items = append(items, "- "+strings.ReplaceAll(strings.TrimSpace(doc), "\n", "\n  "))
+		}
+		return "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n" + strings.Join(items, "\n") + "\n"
+	}
+	twice := strings.Replace(base, "kind: Secret\n", "kind: Secret\nstringData: {password: other-secret-value}\n", 1)
+	for _, tc := range []struct {
+		name, text string
+		want       []string
+	}{
+		{"key twice at the top, stream", twice, []string{"new: document 1", `key "stringData" appears twice`}},
+		{"key twice at the top, ResourceList", asItems(twice), []string{"new: ResourceList items[1]", `key "stringData" appears twice`}},
+		{"key twice in metadata, stream", strings.Replace(base, "metadata: {name: creds, namespace: shop}", "metadata: {name: creds, namespace: shop, name: other}", 1),
+			[]string{"new: document 1", `metadata: key "name" appears twice`}},
+		{"key twice in a pod template, ResourceList", asItems(strings.Replace(base, "        image: web:1\n", "        image: web:1\n        image: web:2\n", 1)),
+			[]string{"new: ResourceList items[2]", `key "image" appears twice`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := rolldiff.Read("new", []byte(tc.text), inject.Options{})
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+			assert.NotContains(t, err.Error(), "secret-value")
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/yamlnode"
+	"github.com/confighash/confighash/internal/yamlnorm"
 )
 
 // Render is one side of a diff: the analysed stream and the content of its
@@ -40,9 +41,9 @@ func (c configRef) String() string {
 // Read parses a render: a plain multi-document YAML (or JSON) stream, or a
 // KRM ResourceList whose items are the objects. name is used in errors.
 func Read(name string, input []byte, opts inject.Options) (*Render, error) {
-	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(input), OmitReaderAnnotations: true}).Read()
+	nodes, err := ReadObjects(input)
 	if err != nil {
-		return nil, fmt.Errorf("%s: reading the render: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	report, err := inject.Analyze(nodes, opts)
 	if err != nil {
@@ -55,6 +56,58 @@ func Read(name string, input []byte, opts inject.Options) (*Render, error) {
 		}
 	}
 	return r, nil
+}
+
+// ReadObjects parses a plain multi-document YAML (or JSON) stream, or a KRM
+// ResourceList, into its objects (a ResourceList's items), read as the
+// render, kubectl and the API server read them: anchors, aliases and merge
+// keys expanded, and a key written twice in a mapping an error naming the
+// document or item. A v1 List stays one document, as the render reads it.
+func ReadObjects(input []byte) ([]*yaml.RNode, error) {
+	docs, err := (&kio.ByteReader{Reader: bytes.NewReader(input), OmitReaderAnnotations: true, DisableUnwrapping: true}).Read()
+	if err != nil {
+		return nil, fmt.Errorf("reading the render: %w", err)
+	}
+	if len(docs) == 1 && scalar(docs[0].YNode(), "kind") == kio.ResourceListKind {
+		return resourceListItems(docs[0].YNode())
+	}
+	for i, d := range docs {
+		if _, err := yamlnorm.Normalise(d.YNode()); err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+	}
+	return docs, nil
+}
+
+// resourceListItems checks a ResourceList as ReadObjects checks a stream
+// and returns its items.
+func resourceListItems(root *yaml.Node) ([]*yaml.RNode, error) {
+	items := yamlnode.Child(root, "items")
+	if items != nil && items.Kind == yaml.AliasNode && items.Alias != nil {
+		items = items.Alias
+	}
+	var out []*yaml.RNode
+	if items != nil && (items.Kind != yaml.ScalarNode || items.Tag != yaml.NodeTagNull) {
+		if items.Kind != yaml.SequenceNode {
+			return nil, fmt.Errorf("the ResourceList's items is not a list (found %s)", yamlnorm.Describe(items))
+		}
+		for i, it := range items.Content {
+			if it.Kind == yaml.AliasNode && it.Alias != nil {
+				it = it.Alias
+			}
+			if it.Kind != yaml.MappingNode {
+				return nil, fmt.Errorf("ResourceList items[%d] is not an object (found %s)", i, yamlnorm.Describe(it))
+			}
+			if _, err := yamlnorm.Normalise(it); err != nil {
+				return nil, fmt.Errorf("ResourceList items[%d]: %w", i, err)
+			}
+			out = append(out, yaml.NewRNode(it))
+		}
+	}
+	if _, err := yamlnorm.Normalise(root); err != nil {
+		return nil, fmt.Errorf("the ResourceList: %w", err)
+	}
+	return out, nil
 }
 
 // addConfigs indexes a ConfigMap or Secret, or those among a v1 List's
