@@ -74,6 +74,20 @@ func tool(path, skipped string) string {
 	return abs
 }
 
+// corpusDir returns the shared corpus folder, or "" after saying that part,
+// which reads it, is skipped and why.
+func corpusDir(corpus, part string) string {
+	if corpus == "" {
+		fmt.Printf("%s: skipped, CONFIGHASH_CORPUS is not set (make bench sets it to ../shared/corpus when that folder exists)\n\n", part)
+		return ""
+	}
+	if _, err := os.Stat(corpus); err != nil {
+		fmt.Printf("%s: skipped, the corpus %s is missing (CONFIGHASH_CORPUS)\n\n", part, corpus)
+		return ""
+	}
+	return corpus
+}
+
 func runAll(bin, only, corpus, helm3, helm4 string, rounds, runs, pairsN, startRuns int) error {
 	parts := strings.Split(only, ",")
 	for _, p := range parts {
@@ -91,13 +105,18 @@ func runAll(bin, only, corpus, helm3, helm4 string, rounds, runs, pairsN, startR
 		return nil
 	}
 	if slices.Contains(parts, "streams") {
-		if err := realWorld(corpus, bin, runs, rounds); err != nil {
-			return err
+		if c := corpusDir(corpus, "real-world streams"); c != "" {
+			if err := realWorld(c, bin, runs, rounds); err != nil {
+				return err
+			}
 		}
 	}
 	if slices.Contains(parts, "chart") {
-		if err := chart(corpus, tool(helm3, "chart render with Helm 3"), tool(helm4, "chart render with Helm 4"), bin, pairsN); err != nil {
-			return err
+		// The chart's CRDs come from the corpus.
+		if c := corpusDir(corpus, "chart render"); c != "" {
+			if err := chart(c, tool(helm3, "chart render with Helm 3"), tool(helm4, "chart render with Helm 4"), bin, pairsN); err != nil {
+				return err
+			}
 		}
 	}
 	if slices.Contains(parts, "startup") {
