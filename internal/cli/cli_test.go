@@ -305,6 +305,66 @@ func TestVerifyHints(t *testing.T) {
 	}
 }
 
+// TestVerifyKeyedRender: verify of a render hashed with an HMAC key passes
+// with that key (flag or environment) and, without it, with another key, or
+// given a key for a plain render, fails saying which (as diff's staleHashes
+// cause does) rather than suggesting that the configs changed.
+func TestVerifyKeyedRender(t *testing.T) {
+	input := configMap + "---\n" + deployment
+	render := func(key string) string {
+		var out, errb bytes.Buffer
+		code := cli.Run(nil, cli.IO{In: strings.NewReader(input), Out: &out, Err: &errb, Getenv: func(k string) string {
+			if k == "CONFIGHASH_HMAC_KEY" {
+				return key
+			}
+			return ""
+		}})
+		require.Equal(t, 0, code, errb.String())
+		return out.String()
+	}
+	keyed, plain := render("a-key"), render("")
+	require.Contains(t, keyed, "confighash.dev/key-id: ecc58aa4c637408d")
+	keyFile := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(keyFile, []byte("a-key\n"), 0o600))
+	for _, tc := range []struct {
+		name, input, key string
+		args             []string
+		code             int
+		want, not        string
+	}{
+		{name: "keyed, the key", input: keyed, key: "a-key"},
+		{name: "keyed, the key file", input: keyed, args: []string{"--hmac-key-file", keyFile}},
+		{name: "keyed, no key", input: keyed, code: 1,
+			want: "1 made with an HMAC key verify was not given: pass it with --hmac-key-file (or $CONFIGHASH_HMAC_KEY_FILE, $CONFIGHASH_HMAC_KEY)", not: "configs changed"},
+		{name: "keyed, another key", input: keyed, key: "b-key", code: 1,
+			want: "1 made with another HMAC key (key-id ecc58aa4c637408d", not: "configs changed"},
+		{name: "plain, a key", input: plain, key: "a-key", code: 1, want: "1 made without an HMAC key, and verify was given one", not: "configs changed"},
+		{name: "keyed, the key, a config changed", input: strings.Replace(keyed, "k: v", "k: w", 1), key: "a-key", code: 1,
+			want: "1 with another value: the configs changed after the render", not: "HMAC key verify was not given"},
+		{name: "keyed without its key id, another key", input: regexp.MustCompile(`(?m)^ *confighash\.dev/key-id: .*\n`).ReplaceAllString(keyed, ""), key: "b-key", code: 1,
+			want: "1 with another value", not: "key-id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := cli.Run(append([]string{"verify"}, tc.args...), cli.IO{In: strings.NewReader(tc.input), Out: &out, Err: &errb, Getenv: func(k string) string {
+				if k == "CONFIGHASH_HMAC_KEY" {
+					return tc.key
+				}
+				return ""
+			}})
+			assert.Equal(t, tc.code, code, errb.String())
+			if tc.code == 0 {
+				assert.Equal(t, "ok: 1 workload, every hash current\n", out.String())
+				return
+			}
+			assert.Empty(t, out.String())
+			assert.Contains(t, errb.String(), tc.want)
+			assert.NotContains(t, errb.String(), tc.not)
+			assert.NotContains(t, errb.String(), "a-key")
+		})
+	}
+}
+
 // A hash on an object whose kind verify was not told about (a CRD the
 // functionConfig lists under workloads) is not checked: verify says so and
 // fails, and passes once given the same --workload.

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/annotations"
+	"github.com/confighash/confighash/internal/hmackey"
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/output"
 	"github.com/confighash/confighash/internal/rolldiff"
@@ -45,6 +48,8 @@ type explained struct {
 	// does not read as a string (an unquoted 9178192511668845 is a
 	// number): kubectl and Helm refuse the object.
 	NotString []notString `json:"notString,omitempty"`
+	// keyID is the key id annotation next to the hash, when it is a string.
+	keyID string
 }
 
 type notString struct {
@@ -79,6 +84,8 @@ func explainAll(o options, r *inject.Report) []explained {
 				e.NotString = append(e.NotString, notString{Annotation: key, Text: value})
 			case a.name == inject.HashName:
 				e.Current = value
+			case a.name == inject.KeyIDName:
+				e.keyID = value
 			}
 		}
 		for _, group := range []struct {
@@ -186,6 +193,8 @@ func runVerify(args []string, stdio IO) error {
 		bad = append(bad, "  "+u)
 	}
 	missing, stale, orphan, unquoted := 0, 0, 0, 0
+	keyed, unkeyed := 0, 0
+	otherKeys := map[string]int{}
 	for _, e := range explainAll(o, r) {
 		for _, n := range e.NotString {
 			bad = append(bad, fmt.Sprintf("  %s (document %d%s): %s is %s, not a string", e.Workload, e.Document, pathSuffix(e.Path), n.Annotation, n.Text))
@@ -199,7 +208,16 @@ func runVerify(args []string, stdio IO) error {
 			case e.Hash == "":
 				orphan++
 			default:
-				stale++
+				switch keyMismatch(e, o.Key) {
+				case rolldiff.StaleKeyed:
+					keyed++
+				case rolldiff.StaleUnkeyed:
+					unkeyed++
+				case rolldiff.StaleOtherKey:
+					otherKeys[e.keyID]++
+				default:
+					stale++
+				}
 			}
 		}
 	}
@@ -207,6 +225,15 @@ func runVerify(args []string, stdio IO) error {
 		var hints []string
 		if missing > 0 {
 			hints = append(hints, fmt.Sprintf("%d without one: did the function run? kustomize needs --enable-alpha-plugins --enable-exec", missing))
+		}
+		if keyed > 0 {
+			hints = append(hints, fmt.Sprintf("%d made with an HMAC key verify was not given: pass it with --hmac-key-file (or $%s, $%s)", keyed, hmackey.EnvFile, hmackey.EnvKey))
+		}
+		if unkeyed > 0 {
+			hints = append(hints, fmt.Sprintf("%d made without an HMAC key, and verify was given one", unkeyed))
+		}
+		for _, id := range slices.Sorted(maps.Keys(otherKeys)) {
+			hints = append(hints, fmt.Sprintf("%d made with another HMAC key (key-id %s; verify's is %s)", otherKeys[id], id, hashing.KeyID(o.Key)))
 		}
 		if stale > 0 {
 			hints = append(hints, fmt.Sprintf("%d with another value: the configs changed after the render, or it used another --namespace or HMAC key", stale))
@@ -225,6 +252,23 @@ func runVerify(args []string, stdio IO) error {
 	}
 	fmt.Fprintf(stdio.Out, "ok: %s, every hash current\n", count(len(r.Workloads), "workload"))
 	return nil
+}
+
+// keyMismatch tells whether a hash that differs from the computed one was
+// made in another mode than verify's, as diff tells it (rolldiff's
+// StaleKeyed, StaleUnkeyed, StaleOtherKey), or "" when that is not the
+// cause: the configs changed, or the render used another --namespace.
+func keyMismatch(e explained, key []byte) string {
+	keyed := strings.HasPrefix(e.Current, hashing.KeyedPrefix)
+	switch {
+	case keyed && len(key) == 0:
+		return rolldiff.StaleKeyed
+	case !keyed && strings.HasPrefix(e.Current, hashing.PlainPrefix) && len(key) > 0:
+		return rolldiff.StaleUnkeyed
+	case keyed && e.keyID != "" && e.keyID != hashing.KeyID(key):
+		return rolldiff.StaleOtherKey
+	}
+	return ""
 }
 
 // subcommand parses the shared flags, reads standard input and analyses it.
