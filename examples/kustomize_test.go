@@ -325,3 +325,19 @@ func TestKustomizeRenameAfterFunction(t *testing.T) {
 		})
 	}
 }
+
+// TestKustomizeFunctionAsGenerator: listed under generators: instead of
+// transformers:, confighash gets from kustomize no resources, only its own
+// functionConfig, and has nothing to hash. The build still succeeds (as
+// kustomize runs it, it is not wrong input), but confighash says why no
+// workload got a hash and what to write instead.
+func TestKustomizeFunctionAsGenerator(t *testing.T) {
+	dir := copyTree(t, filepath.Join("..", "testdata", "kustomize", "prefix"))
+	edit(t, filepath.Join(dir, "kustomization.yaml"), "transformers:\n", "generators:\n")
+	res := testtools.Run(t, dir, nil, nil, testtools.Tool(t, "kustomize"), "build", "--enable-alpha-plugins", "--enable-exec", ".")
+	require.Zero(t, res.ExitCode, res.Stderr)
+	assert.NotContains(t, res.Stdout, "confighash.dev/")
+	assert.Contains(t, res.Stderr, "listed under generators:")
+	assert.Contains(t, res.Stderr, "list it under transformers:")
+	assert.NotContains(t, res.Stderr, "s3cr3t")
+}

@@ -41,7 +41,33 @@ func (p Processor) Process(rl *ResourceList) error {
 	for _, f := range report.Findings {
 		rl.Results = append(rl.Results, result(f))
 	}
+	if r := asGenerator(rl); r != nil {
+		rl.Results = append(rl.Results, r)
+	}
 	return nil
+}
+
+// asGenerator is a warning when the only item is the functionConfig itself,
+// marked local-config: that is how kustomize runs a function listed under
+// generators:, which gets no resources and so hashes nothing.
+func asGenerator(rl *ResourceList) *Result {
+	if len(rl.Items) != 1 || rl.FunctionConfig == nil || rl.FunctionConfig.YNode().Kind != yaml.MappingNode {
+		return nil
+	}
+	item, fc := rl.Items[0], rl.FunctionConfig
+	if v, ok := inject.Annotation(item.YNode(), "config.kubernetes.io/local-config"); !ok || v == "false" ||
+		item.GetApiVersion() != fc.GetApiVersion() || item.GetKind() != fc.GetKind() || item.GetName() != fc.GetName() {
+		return nil
+	}
+	return &Result{
+		Severity: Warning,
+		Message: "received no resources, only its own functionConfig: kustomize runs a function listed under generators: on nothing, " +
+			"so no workload was hashed; list it under transformers: instead",
+		ResourceRef: &yaml.ResourceIdentifier{
+			TypeMeta: yaml.TypeMeta{APIVersion: fc.GetApiVersion(), Kind: fc.GetKind()},
+			NameMeta: yaml.NameMeta{Name: fc.GetName()},
+		},
+	}
 }
 
 // Run executes the function on a ResourceList read from in, its items read

@@ -2,6 +2,7 @@ package fn_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,4 +58,47 @@ func TestRunResourceListShapes(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+// TestRunAsGenerator: kustomize runs a function listed under generators:
+// with its own functionConfig, marked local-config, as the only item. That
+// is a warning saying to list it under transformers:; the item comes back
+// as it came.
+func TestRunAsGenerator(t *testing.T) {
+	const fc = "apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata:\n  name: confighash\n"
+	const item = "- apiVersion: confighash.dev/v1alpha1\n  kind: ConfigHash\n  metadata:\n    name: confighash\n" +
+		"    annotations:\n      config.kubernetes.io/local-config: 'true'\n"
+	const head = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
+	functionConfig := "functionConfig:\n" + indent(fc)
+	cases := []struct {
+		name, input string
+		warned      bool
+	}{
+		{"the functionConfig alone, as generators: get it", head + "items:\n" + item + functionConfig, true},
+		{"no items", head + "items: []\n" + functionConfig, false},
+		{"another object", head + "items:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}\n" + functionConfig, false},
+		{"the functionConfig among other objects (kpt's --fn-config in the package)",
+			head + "items:\n" + item + "- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}\n" + functionConfig, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			results, err := fn.Run(fn.Processor{}, bytes.NewReader([]byte(tc.input)), &out)
+			require.NoError(t, err)
+			if !tc.warned {
+				assert.Empty(t, results)
+				return
+			}
+			require.Len(t, results, 1)
+			assert.Equal(t, fn.Warning, results[0].Severity)
+			assert.Contains(t, results[0].Message, "list it under transformers:")
+			assert.Equal(t, "ConfigHash", results[0].ResourceRef.Kind)
+			assert.Contains(t, out.String(), "results:\n- message: 'received no resources")
+			assert.Contains(t, out.String(), "items:\n"+item)
+		})
+	}
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n  ") + "\n"
 }
