@@ -31,7 +31,7 @@ const usage = `confighash rolls workloads when the ConfigMaps and Secrets they c
 Usage:
   confighash [flags] < input            hash a KRM ResourceList or a plain YAML stream
   confighash explain [--json] < input   show what each workload consumes and its hash
-  confighash verify [flags] < input     exit 1 when a workload lacks its current hash (CI guard)
+  confighash verify [flags] < input     exit 1 when a workload lacks its current hash or the input is empty (CI guard)
   confighash diff [flags] OLD NEW       which workloads two renders roll, and why (docs/diff.md)
   confighash status [flags]             what the cluster runs against its configs (kubectl confighash, docs/status.md)
   confighash version                    print the version

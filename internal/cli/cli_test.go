@@ -365,6 +365,36 @@ func TestVerifyKeyedRender(t *testing.T) {
 	}
 }
 
+// TestVerifyNothing: verify of an input that holds no object fails: a
+// render that failed in a pipeline without pipefail (or wrote its error
+// elsewhere) leaves verify an empty stream, and "every hash current" would
+// pass the CI job. Input with objects but no workload passes.
+func TestVerifyNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name, input string
+		code        int
+	}{
+		{"empty", "", 1},
+		{"white space", "\n  \n", 1},
+		{"comments only", "# Source: chart/templates/empty.yaml\n# nothing rendered\n", 1},
+		{"separators only", "---\n# Source: chart/templates/a.yaml\n---\n---\n", 1},
+		{"a ResourceList without items", "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n", 1},
+		{"a ConfigMap, no workload", configMap, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, tc.input, "verify")
+			assert.Equal(t, tc.code, code, errOut)
+			if tc.code == 0 {
+				assert.Equal(t, "ok: 0 workloads, every hash current\n", out)
+				return
+			}
+			assert.Empty(t, out)
+			assert.Contains(t, errOut, "no objects on standard input")
+			assert.Contains(t, errOut, "pipefail")
+		})
+	}
+}
+
 // A hash on an object whose kind verify was not told about (a CRD the
 // functionConfig lists under workloads) is not checked: verify says so and
 // fails, and passes once given the same --workload.

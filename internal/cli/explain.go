@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -183,6 +184,10 @@ func runVerify(args []string, stdio IO) error {
 	o, r, input, err := subcommand(flag.NewFlagSet("verify", flag.ContinueOnError), args, stdio)
 	if err != nil {
 		return err
+	}
+	if r.Documents == 0 {
+		// What a failed render leaves a pipeline: nothing to pass.
+		return errors.New("no objects on standard input, so nothing to verify: did the render fail? (in a shell pipeline, set -o pipefail)")
 	}
 	unchecked, err := uncheckedHashes(input, annotations.Key(o.Prefix, annotations.Hash), r)
 	if err != nil {
