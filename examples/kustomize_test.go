@@ -166,6 +166,10 @@ func TestKustomizeRenames(t *testing.T) {
 			external: map[string]string{"Deployment//prod-web": "ConfigMap/prod-certs-cc456d6fd2"}},
 		{name: "local-config ConfigMap: kustomize drops it, a reference to its name is external", tree: "local-config", build: ".",
 			external: map[string]string{"Deployment//web": "ConfigMap/settings"}},
+		{name: "build metadata, fifo order, namespace over other namespaces, replicas, images", tree: "build-options", build: ".",
+			external: map[string]string{"Deployment/shop/web": ""}},
+		{name: "several namespaces: a Secret of another namespace is no match", tree: "cross-namespace", build: ".",
+			external: map[string]string{"Deployment/shop/web": "Secret/creds"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
