@@ -36,7 +36,7 @@ func TestSecretValueNeverShown(t *testing.T) {
 		{"a key twice", head + secret("stringData: {password: "+canary+", password: "+canary+"}") + deploy, true},
 		{"the Secret twice", head + secret("stringData: {password: "+canary+"}") + secret("data: {password: "+b64+"}") + deploy, true},
 		{"a bad functionConfig", head + secret("stringData: {password: "+canary+"}") + deploy + "functionConfig: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}, data: {prefix: x}}\n", true},
-		{"a second document", head + secret("stringData: {password: "+canary+"}") + "---\napiVersion: v1\nkind: Secret\nmetadata: {name: other}\nstringData: {password: "+canary+"}\n", true},
+		{"a second document", head + secret("stringData: {password: "+canary+"}") + "---\napiVersion: v1\nkind: Secret\nmetadata: {name: other}\nstringData: {password: " + canary + "}\n", true},
 		{"a warning: an external Secret", head + secret("stringData: {password: "+canary+"}") + deploy, false},
 		{"a warning, the Secret in data and stringData", head + secret("data: {password: "+b64+"}\n  stringData: {password: "+canary+"}") + deploy, false},
 	}
