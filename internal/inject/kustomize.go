@@ -191,6 +191,8 @@ type resolver struct {
 	found map[configRef]hashing.Content
 	// findings are the ambiguous references.
 	findings []string
+	// names maps each reference as written to the name it resolved to.
+	names map[configRef]string
 }
 
 type configRef struct {
@@ -231,10 +233,11 @@ func (r *resolver) resolve(kind hashing.Kind, name string) (string, hashing.Cont
 // (kustomize's hash suffix included), external ones too; two references
 // that end up naming one object merge as hashing.Discover merges them.
 func (r *resolver) resolveUses(uses []hashing.Use) (inStream, external []hashing.Use) {
-	r.found = map[configRef]hashing.Content{}
+	r.found, r.names = map[configRef]hashing.Content{}, map[configRef]string{}
 	inIndex, outIndex := map[configRef]int{}, map[configRef]int{}
 	for _, u := range uses {
 		name, c, ok := r.resolve(u.Kind, u.Name)
+		r.names[configRef{u.Kind, u.Name}] = name
 		u.Name = name
 		ref := configRef{u.Kind, name}
 		if ok {
@@ -257,6 +260,42 @@ func addUse(uses []hashing.Use, index map[configRef]int, ref configRef, u hashin
 	}
 	uses[i] = mergeUse(uses[i], u)
 	return uses
+}
+
+// missingKeys are warnings for the required keys (hashing.RequiredKeys, by
+// the names written) that a config resolveUses found in the stream lacks:
+// the kubelet will not start such a pod.
+func (r *resolver) missingKeys(required map[string][]string) []string {
+	refs := make([]string, 0, len(required))
+	for ref := range required {
+		refs = append(refs, ref)
+	}
+	slices.Sort(refs)
+	var out []string
+	for _, ref := range refs {
+		kind, written, _ := strings.Cut(ref, "/")
+		name := r.names[configRef{hashing.Kind(kind), written}]
+		c, ok := r.found[configRef{hashing.Kind(kind), name}]
+		if !ok {
+			continue
+		}
+		var missing []string
+		for _, k := range required[ref] {
+			if _, has := c.Keys[k]; !has {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		noun := "key"
+		if len(missing) > 1 {
+			noun = "keys"
+		}
+		out = append(out, fmt.Sprintf("reads %s %s of %s %s, which has no such key: pods will not start until it has (optional: true if the key may be absent)",
+			noun, strings.Join(missing, ", "), kind, hashing.ObjectName(r.namespace, name)))
+	}
+	return out
 }
 
 // lookup serves hashing.Compute the contents resolveUses found.
