@@ -2,6 +2,7 @@ package inject
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -216,7 +217,7 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 	// them: in-stream uses carry the names the cluster will hold.
 	r := &resolver{configs: configs, context: context, namespace: o.Namespace}
 	w.InStream, w.External = r.resolveUses(hashing.Discover(spec))
-	w.warnings = append(r.findings, r.missingKeys(hashing.RequiredKeys(spec))...)
+	w.warnings = append(slices.Clip(r.findings), r.missingKeys(hashing.RequiredKeys(spec))...)
 	if len(w.InStream) > 0 {
 		w.Hash = hashing.Compute(o.Namespace, w.InStream, r.lookup, hashing.Options{Key: opts.Key})
 	}
