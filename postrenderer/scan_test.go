@@ -56,7 +56,7 @@ func splitByLine(input []byte) []document {
 		if end := bytes.IndexByte(input[pos:], '\n'); end >= 0 {
 			next = pos + end + 1
 		}
-		if isMarker(input[pos:next], "---") && pos > start {
+		if isSeparator(input[pos:next]) && pos > start {
 			docs = append(docs, document{text: input[start:pos], offset: start})
 			start = pos
 		}
@@ -137,7 +137,7 @@ func TestSplitMatchesLines(t *testing.T) {
 	for _, s := range []string{
 		"", "---", "---\n", "a: b\n", "---\na: b\n---\nc: d\n", "a: b\n---\r\nc: d\r\n",
 		"a: b\n--- # c\nc: d\n---\t\ne: f", "a: b\n----\nc: d\n", "a: |\n  ---\nb: c\n---x\n",
-		"a\n---\n---\n---\n", "---\n---", "\n---",
+		"a\n---\n---\n---\n", "---\n---", "\n---", "a: b\n---#c\nc: d\n", "---#\n",
 	} {
 		assert.Equal(t, splitByLine([]byte(s)), split([]byte(s)), "%q", s)
 	}

@@ -23,7 +23,7 @@ func split(input []byte) []document {
 		}
 		line := pos + i + 1 // the start of a line that begins with "---"
 		pos = line + 3
-		if isMarker(input[line:], "---") && line > start {
+		if isSeparator(input[line:]) && line > start {
 			docs = append(docs, document{text: input[start:line], offset: start})
 			start = line
 		}
@@ -32,6 +32,42 @@ func split(input []byte) []document {
 		docs = append(docs, document{text: input[start:], offset: start})
 	}
 	return docs
+}
+
+// isSeparator reports whether a line separates documents as kubectl and
+// kustomize split a stream: "---" alone or followed by white space or a
+// comment, the comment written right after it ("---#c") included, which
+// yaml.v3 would read as text (see gluedComment).
+func isSeparator(line []byte) bool {
+	return isMarker(line, "---") || bytes.HasPrefix(line, []byte("---#"))
+}
+
+// gluedComment reports whether a chunk opens with a separator line whose
+// comment follows "---" without white space.
+func gluedComment(text []byte) bool { return bytes.HasPrefix(text, []byte("---#")) }
+
+// markerText returns the number of the first line of a chunk (counted from
+// 1) that starts with "---" but is no separator: text other than a comment
+// follows the marker ("--- !!map", "--- {a: b}", "---x"). kubectl and
+// kustomize refuse such a line; yaml.v3 reads some of them. 0 if none.
+func markerText(text []byte) int {
+	pos := 0
+	for {
+		if bytes.HasPrefix(text[pos:], []byte("---")) {
+			end := len(text)
+			if i := bytes.IndexByte(text[pos:], '\n'); i >= 0 {
+				end = pos + i
+			}
+			if rest := bytes.TrimSpace(text[pos+3 : end]); len(rest) > 0 && rest[0] != '#' {
+				return bytes.Count(text[:pos], []byte{'\n'}) + 1
+			}
+		}
+		i := bytes.Index(text[pos:], []byte("\n---"))
+		if i < 0 {
+			return 0
+		}
+		pos += i + 1
+	}
 }
 
 // isMarker reports whether line is the document marker m, alone or followed
@@ -79,7 +115,7 @@ func firstContent(text []byte) []byte {
 		} else {
 			text = nil
 		}
-		if isMarker(line, "---") || isMarker(line, "...") {
+		if isSeparator(line) || isMarker(line, "...") {
 			line = line[3:]
 		}
 		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {

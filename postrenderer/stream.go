@@ -2,6 +2,7 @@ package postrenderer
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -82,8 +83,21 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 	var parsedDoc []int
 	texts := make([][]byte, len(chunks)) // what is read of each chunk
 	var marks map[int]int                // by chunk: where a byte order mark was taken out
+	var glued map[int]bool               // by chunk: a "---#c" line, read as "--- #c"
+	fresh := true                        // kubectl's document buffer is empty at the chunk's first line
 	for i, c := range chunks {
 		text := c.text
+		chunkFresh := fresh
+		// kubectl keeps a separator line that reaches an empty buffer
+		// and drops one that ends a document.
+		fresh = !chunkFresh && len(afterFirstLine(c.text)) == 0
+		if gluedComment(text) {
+			text = slices.Concat(text[:3], []byte(" "), text[3:])
+			if glued == nil {
+				glued = map[int]bool{}
+			}
+			glued[i] = true
+		}
 		if p := openingMark(text); p >= 0 {
 			text = slices.Concat(text[:p], text[p+len(byteOrderMark):])
 			if marks == nil {
@@ -92,7 +106,13 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 			marks[i] = p
 		}
 		texts[i] = text
-		if !hasContent(text) || isNullDocument(text) {
+		if !hasContent(text) {
+			continue
+		}
+		if err := checkSeparators(c.text, len(chunkOf), chunkFresh); err != nil {
+			return output{}, nil, err
+		}
+		if isNullDocument(text) {
 			continue
 		}
 		index := len(chunkOf)
@@ -165,11 +185,35 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 			if p, ok := marks[i]; ok && len(text) >= p && bytes.Equal(text[:p], texts[i][:p]) {
 				text = slices.Concat(text[:p], []byte(byteOrderMark), text[p:])
 			}
+			if glued[i] && bytes.HasPrefix(text, []byte("--- #")) {
+				text = slices.Concat(text[:3], text[4:])
+			}
 			out.edits[i] = text
 		}
 	}
 	return out, report, nil
 }
+
+// checkSeparators refuses the "---" lines of a chunk that kubectl refuses:
+// one with text after the marker other than a comment, and "---#c" (a
+// comment right after the marker) where kubectl reads it as the first line
+// of a document, which it does when its document buffer is empty (fresh
+// says so: at the start of the stream, and after a separator that ended a
+// document and nothing but another separator). Elsewhere kubectl and
+// kustomize take "---#c" for a separator, and so does split. index is the
+// chunk's document number.
+func checkSeparators(text []byte, index int, fresh bool) error {
+	if line := markerText(text); line > 0 {
+		return fmt.Errorf("document %d: line %d: text after the document marker \"---\": kubectl and kustomize allow only a comment there; start the document on the next line", index, line)
+	}
+	if fresh && gluedComment(text) {
+		return fmt.Errorf("document %d: line 1: kubectl reads \"---#\" here as the first line of the document, which is text to YAML; write \"--- #\"", index)
+	}
+	return nil
+}
+
+// afterFirstLine returns text without its first line.
+func afterFirstLine(text []byte) []byte { return text[len(firstLine(text)):] }
 
 // byteOrderMark is U+FEFF in UTF-8.
 const byteOrderMark = "\ufeff"
@@ -311,16 +355,49 @@ func parse(text []byte) (*yaml.RNode, error) {
 
 // parseRaw reads one document as written. yaml.Unmarshal reads from the
 // byte slice directly, which allocates far less than a Decoder over a
-// reader.
+// reader; but it reads the first document and ignores what follows, so a
+// document that may be followed by another within the same chunk goes
+// through a Decoder (decodeOne).
 func parseRaw(text []byte) (*yaml.RNode, error) {
 	var doc yaml.Node
-	if err := yaml.Unmarshal(text, &doc); err != nil {
+	if mayEndEarly(text) {
+		if err := decodeOne(text, &doc); err != nil {
+			return nil, err
+		}
+	} else if err := yaml.Unmarshal(text, &doc); err != nil {
 		return nil, err
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, fmt.Errorf("empty document")
 	}
 	return yaml.NewRNode(doc.Content[0]), nil
+}
+
+// mayEndEarly reports whether a document may end before its chunk does,
+// with more text after it and no "---" line between: a flow (JSON) root
+// ends at its closing bracket, and "..." ends any document.
+func mayEndEarly(text []byte) bool {
+	if line := bytes.TrimSpace(firstContent(text)); len(line) > 0 && (line[0] == '{' || line[0] == '[') {
+		return true
+	}
+	return bytes.HasPrefix(text, []byte("...")) || bytes.Contains(text, []byte("\n..."))
+}
+
+// decodeOne reads the one document of text into doc, and refuses text that
+// holds another after it. kubectl applies every object of a JSON stream
+// (objects one after the other, no "---" between them); Helm, kustomize
+// and kubectl's YAML reader read only the first document of such a chunk
+// and drop the rest without a word.
+func decodeOne(text []byte, doc *yaml.Node) error {
+	dec := yaml.NewDecoder(bytes.NewReader(text))
+	if err := dec.Decode(doc); err != nil {
+		return err
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		return errors.New(`another document follows this one without a "---" line between them: kubectl applies every object of a JSON stream, while Helm and kustomize read only the first; separate the documents with "---"`)
+	}
+	return nil
 }
 
 // isConfigKind is a cheap first look: could this be a ConfigMap or Secret?
