@@ -176,7 +176,7 @@ func (r *Reconciler) workloadHandler(kind *workloadKind) handler.TypedEventHandl
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], _ queue) {
 			r.consumers.update(consumer{kind: kind, name: e.Object.GetName()}, r.consumes(kind, e.Object), nil)
-			r.memory.forget(req(e.Object))
+			r.forget(req(e.Object))
 		},
 	}
 }

@@ -115,7 +115,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 	obj, err := r.workload(ctx, kind, types.NamespacedName{Namespace: req.Namespace, Name: req.Name})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			r.memory.forget(req)
+			r.forget(req)
 			out.Result = "gone"
 			return reconcile.Result{}, nil
 		}
@@ -127,7 +127,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 	}
 	v := r.view(req, obj, tmpl)
 	if !v.Managed {
-		r.memory.forget(req)
+		r.forget(req)
 		out.Result = "unmanaged"
 		return reconcile.Result{}, nil
 	}
@@ -164,6 +164,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 		out.Result = "in_sync"
 	}
 	return reconcile.Result{}, nil
+}
+
+// forget drops what the controller remembers of a workload that is gone or
+// no longer managed, and sets the missing-config gauge at once: a workload
+// deleted while held back by a missing config (or its namespace deleted)
+// waits for nothing any more, and no other reconcile may come to say so.
+func (r *Reconciler) forget(req Request) {
+	r.memory.forget(req)
+	r.metrics.missing.Set(float64(r.memory.missingCount()))
 }
 
 // view inspects a workload, with the dry-run overlay applied.
@@ -444,7 +453,7 @@ func (r *Reconciler) send(ctx context.Context, req Request, obj client.Object, p
 		out.Result = "waiting"
 		return reconcile.Result{RequeueAfter: conflictRetry}, true, nil
 	case apierrors.IsNotFound(err):
-		r.memory.forget(req)
+		r.forget(req)
 		out.Result = "gone"
 		return reconcile.Result{}, true, nil
 	}
