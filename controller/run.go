@@ -12,9 +12,11 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -154,6 +156,7 @@ func CacheOptions(opts Options) cache.Options {
 			&corev1.Secret{}:    {Transform: cacheConfig},
 		}
 	}
+	co.DefaultWatchErrorHandler = watchErrorHandler(opts.Logger)
 	if len(opts.Namespaces) > 0 {
 		co.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range opts.Namespaces {
@@ -161,6 +164,31 @@ func CacheOptions(opts Options) cache.Options {
 		}
 	}
 	return co
+}
+
+// watchErrorHandler reports, on the controller's logger, a cache that may
+// no longer list or watch what it holds: a Role or binding changed under
+// the running controller. The API server checks a watch when it starts, so
+// the loss shows when the watch next ends; from then on the cache keeps the
+// objects as last seen, and their edits are acted on only once the
+// permission is back and the cache lists them again. Other watch errors
+// are client-go's to report. Without it the denial went to
+// controller-runtime's process-wide logger, which a program embedding the
+// controller with a Logger of its own may not read. Without a Logger,
+// nil: client-go's handler, on controller-runtime's logger.
+func watchErrorHandler(log logr.Logger) toolscache.WatchErrorHandlerWithContext {
+	if log.GetSink() == nil {
+		return nil
+	}
+	log = log.WithName(controllerName)
+	return func(ctx context.Context, r *toolscache.Reflector, err error) {
+		if !apierrors.IsForbidden(err) {
+			toolscache.DefaultWatchErrorHandler(ctx, r, err)
+			return
+		}
+		log.Error(err, "not allowed to list or watch; edits of these objects are not seen until the permission is restored "+
+			"(config/namespaced/role.yaml, config/clusterrole.yaml)", "type", r.TypeDescription())
+	}
 }
 
 func managerOptions(opts Options, scheme *runtime.Scheme) manager.Options {

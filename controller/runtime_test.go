@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"github.com/confighash/confighash/controller"
 	"github.com/confighash/confighash/internal/testing/kubetest"
@@ -248,6 +249,49 @@ func TestRBACPatchRevokedAtRuntime(t *testing.T) {
 	assert.Equal(t, 1, s.rollouts(), "rolled once when the Role was restored")
 	assert.Equal(t, 1, s.controllerRollouts())
 	t.Logf("%d forbidden attempts", s.ctrl.obs.count(mark, is("Deployment", "error")))
+	e.assertNoCanaryInEvents()
+	assertNoCanary(t, "the controller's logs", s.ctrl.logs.String())
+}
+
+// The controller's Role loses list and watch on Secrets while it runs. The
+// API server checks a watch when it starts, so the loss shows when the
+// Secrets watch next ends (cut here, as its timeout would): the controller
+// cannot list Secrets again, logs why, and does not stop. A Secret edited
+// meanwhile is rolled once the Role is restored and the list succeeds.
+func TestRBACSecretsRevokedAtRuntime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	user := "rt-" + e.ns
+	net := newPartition()
+	cfg := rest.CopyConfig(e.limitedTo(user))
+	cfg.WrapTransport = net.wrap
+	opts := e.testOptions()
+	opts.RESTConfig = cfg
+	e.createSecret("db-creds", map[string]string{"password": canary})
+	s := &scenario{env: e, kind: "Deployment", rendered: render(t, e.stream(defaultApp("Deployment")))}
+	s.ctrl = e.start(opts)
+	require.NoError(t, e.apply(s.rendered, "kubectl"))
+	s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
+
+	e.limitedToRole(user, func(role string) string {
+		return strings.ReplaceAll(role, "resources: [configmaps, secrets]", "resources: [configmaps]")
+	})
+	e.waitAllowed(user, "list", "", "secrets", false)
+	mark := s.ctrl.obs.mark()
+	net.cutOff()
+	net.heal()
+	rv := e.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte(canary + "-3") })
+	eventually(t, "the controller to log that it may not list Secrets", func(context.Context) (bool, error) {
+		return strings.Contains(s.ctrl.logs.String(), `cannot list resource \"secrets\"`), nil
+	})
+	s.ctrl.stillRunning(t)
+	assert.Equal(t, 0, s.rollouts())
+
+	e.limitedTo(user)
+	e.waitAllowed(user, "list", "", "secrets", true)
+	s.inSyncAt(mark, "Secret/db-creds", rv)
+	assert.Equal(t, 1, s.rollouts(), "the edit made while Secrets could not be read rolled once")
+	assert.Equal(t, 1, s.controllerRollouts())
 	e.assertNoCanaryInEvents()
 	assertNoCanary(t, "the controller's logs", s.ctrl.logs.String())
 }
