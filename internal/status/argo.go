@@ -54,6 +54,14 @@ func listArgoRollouts(ctx context.Context, cs kubernetes.Interface, namespace st
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, false, nil
+	case apierrors.IsForbidden(err):
+		// RBAC answers before the API server looks the resource up: a user
+		// who may not list Rollouts is refused on a cluster that serves
+		// none too, where there is nothing to list. Discovery tells.
+		if _, derr := cs.Discovery().ServerResourcesForGroupVersion(gv.String()); apierrors.IsNotFound(derr) {
+			return nil, false, nil
+		}
+		return nil, true, serverStatus(raw, err)
 	case err != nil:
 		return nil, true, err
 	}
@@ -75,6 +83,17 @@ func listArgoRollouts(ctx context.Context, cs kubernetes.Interface, namespace st
 		rollouts = append(rollouts, r)
 	}
 	return rollouts, true, nil
+}
+
+// serverStatus is the API server's error in body (a Status, whose message
+// names the user, verb and resource), or err when body holds none: the
+// discovery client this reads with does not decode it ("unknown").
+func serverStatus(body []byte, err error) error {
+	var st metav1.Status
+	if json.Unmarshal(body, &st) != nil || st.Kind != "Status" || st.Message == "" {
+		return err
+	}
+	return apierrors.FromObject(&st)
 }
 
 // progress is the Rollout's progress from its status: Argo Rollouts

@@ -235,6 +235,14 @@ func TestStatusOfArgoRollouts(t *testing.T) {
 	all, err := status.Collect(ctx, cs, status.Options{AllNamespaces: true})
 	require.NoError(t, err)
 	require.Len(t, all.Workloads, 1, "-A lists it too")
+
+	// Served here: a user who may read the other kinds but not Rollouts is
+	// told so, in the API server's words (not "unknown").
+	grantAllButSecrets(t, cs, namespace, "no-rollouts")
+	nr, _ := userClient(ctx, t, cp, namespace, "no-rollouts")
+	_, err = status.Collect(ctx, nr, status.Options{Namespace: namespace})
+	require.ErrorIs(t, err, status.ErrUnreadable)
+	assert.Contains(t, err.Error(), `listing Rollouts.argoproj.io: rollouts.argoproj.io is forbidden: User "no-rollouts" cannot list resource "rollouts"`)
 }
 
 // adminClients returns the typed and dynamic clients of cfg and a REST
