@@ -31,6 +31,10 @@ ConfigMaps and Secrets (what the controller would decide now), the rollout's
 progress, how many pods run an older template, and the last ConfigChanged
 Event.
 
+Exit status: 0 for a complete report (STALE and BLOCKED are findings); 1 on
+an error, or when a read was refused or a render-time hash needs another
+HMAC key (the report is printed, what is missing named on standard error).
+
 Flags:
 `
 
@@ -114,7 +118,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) er
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	report, collectErr := Collect(ctx, cs, opts)
-	if collectErr != nil && !errors.Is(collectErr, ErrUnreadable) {
+	if collectErr != nil && !errors.Is(collectErr, ErrUnreadable) && !errors.Is(collectErr, ErrKeyMismatch) {
 		return collectErr
 	}
 	var b bytes.Buffer

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/confighash/confighash/controller"
 	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/annotations"
+	"github.com/confighash/confighash/internal/hmackey"
 	"github.com/confighash/confighash/internal/output"
 )
 
@@ -45,6 +48,27 @@ const (
 	// credentials (RBAC), so nothing can be said about the config.
 	ConfigUnknown = "unknown"
 )
+
+// Causes of a render-time hash status cannot check (Workload.KeyMismatch),
+// as diff names them (rolldiff's StaleHash causes).
+const (
+	// KeyMismatchKeyed: made with an HMAC key, and status has none.
+	KeyMismatchKeyed = "keyed"
+	// KeyMismatchUnkeyed: made without a key, and status has one.
+	KeyMismatchUnkeyed = "unkeyed"
+	// KeyMismatchOtherKey: made with an HMAC key whose key id is not
+	// status's.
+	KeyMismatchOtherKey = "other-key"
+	// KeyMismatchUnknown: not a hash value this version of confighash
+	// knows.
+	KeyMismatchUnknown = "unknown-version"
+)
+
+// ErrKeyMismatch is the error Collect returns, next to a full report, when
+// the render-time hash of some workloads was made in another HMAC mode (or
+// with another key) than status was given: their config is unknown, as
+// comparing would be a wrong answer.
+var ErrKeyMismatch = errors.New("render-time hashes status cannot check with the HMAC key it was given")
 
 // ErrUnreadable is the error Collect returns, next to a full report, when
 // the API server forbade reading some objects the report is made of (a
@@ -77,6 +101,12 @@ type Workload struct {
 	// Unreadable names the consumed configs (Kind/name) the user's
 	// credentials may not read; Config is then unknown.
 	Unreadable []string `json:"unreadable,omitempty"`
+	// KeyMismatch says why the render-time hash cannot be checked with
+	// status's HMAC key (KeyMismatchKeyed, KeyMismatchUnkeyed,
+	// KeyMismatchOtherKey, KeyMismatchUnknown); Config is then unknown.
+	// RenderKeyID is the render's key id, for KeyMismatchOtherKey.
+	KeyMismatch string `json:"keyMismatch,omitempty"`
+	RenderKeyID string `json:"renderKeyID,omitempty"`
 	// Rollout is the progress of the workload's own controller.
 	Rollout Rollout `json:"rollout"`
 	// LastConfigChanged is the newest ConfigChanged Event on the workload.
@@ -219,10 +249,51 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 	for _, w := range out.Workloads {
 		denied = append(denied, w.denied...)
 	}
+	var errs []error
 	if len(denied) > 0 {
-		return out, fmt.Errorf("%w (what depends on it is reported as unknown): %w", ErrUnreadable, errors.Join(denied...))
+		errs = append(errs, fmt.Errorf("%w (what depends on it is reported as unknown): %w", ErrUnreadable, errors.Join(denied...)))
 	}
-	return out, nil
+	if err := c.keyMismatches(out.Workloads); err != nil {
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
+}
+
+// keyMismatches returns an error wrapping ErrKeyMismatch that names the
+// workloads whose render-time hash status cannot check, by cause, and what
+// to pass; nil when there are none.
+func (c collector) keyMismatches(ws []Workload) error {
+	var causes []string
+	byCause := map[string][]string{}
+	for _, w := range ws {
+		if w.KeyMismatch == "" {
+			continue
+		}
+		cause := w.KeyMismatch
+		switch w.KeyMismatch {
+		case KeyMismatchKeyed:
+			cause = "made with an HMAC key status was not given: pass the controller's key with --hmac-key-file (or $" + hmackey.EnvFile + ")"
+		case KeyMismatchUnkeyed:
+			cause = "made without an HMAC key, and status was given one: is the controller keyed?"
+		case KeyMismatchOtherKey:
+			cause = "made with another HMAC key (key-id " + w.RenderKeyID + ", not " + c.keyID + "): pass the controller's key with --hmac-key-file"
+		case KeyMismatchUnknown:
+			cause = "not a hash value this version of status knows: is confighash newer than kubectl-confighash?"
+		}
+		if _, ok := byCause[cause]; !ok {
+			causes = append(causes, cause)
+		}
+		byCause[cause] = append(byCause[cause], w.ID())
+	}
+	if len(causes) == 0 {
+		return nil
+	}
+	lines := make([]string, 0, len(causes))
+	for _, cause := range causes {
+		names := byCause[cause]
+		lines = append(lines, fmt.Sprintf("%d render-time %s %s: %s", len(names), plural(len(names), "hash", "hashes"), cause, strings.Join(names, ", ")))
+	}
+	return fmt.Errorf("%w (their config is reported as unknown):\n%s", ErrKeyMismatch, strings.Join(lines, "\n"))
 }
 
 // listed returns the error of listing a kind of workload, or records it
@@ -272,6 +343,13 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 		return Workload{}, false, nil
 	}
 	w := Workload{Kind: kind, Namespace: meta.Namespace, Name: meta.Name, RenderHash: v.RawRenderHash, ControllerHash: v.ControllerHash, Configs: []Config{}}
+	external := v.External
+	if v.UnknownHash {
+		// Inspect takes every config for external, as the controller
+		// does; the render's own list says which are.
+		w.KeyMismatch, w.RenderKeyID = c.keyMismatch(v)
+		external = annotations.ParseExternal(meta.Annotations[annotations.Key(c.prefix, annotations.External)])
+	}
 	in := controller.Input{
 		RenderHash: v.RenderHash, RawRenderHash: v.RawRenderHash,
 		ControllerHash: v.ControllerHash, ControllerBase: v.ControllerBase,
@@ -281,7 +359,7 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 	in.Baseline, in.BaselineKeyID, in.BaselineUses = controller.ParseBaseline(v.Baseline)
 	contents := map[string]hashing.Content{}
 	for _, u := range v.Uses {
-		cfg := Config{Consumed: output.ConsumedOf(u, v.External[u.Ref()])}
+		cfg := Config{Consumed: output.ConsumedOf(u, external[u.Ref()])}
 		content, found, err := c.content(ctx, meta.Namespace, u.Kind, u.Name)
 		switch {
 		case apierrors.IsForbidden(err):
@@ -331,6 +409,10 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 	case d.Action == controller.ActionBlocked:
 		w.LiveHash = in.LiveAll
 		w.Config = ConfigBlocked
+	case w.KeyMismatch != "":
+		// What a controller in another mode would decide is not whether
+		// the pods run the config the render hashed.
+		w.Config, w.Reason, w.Changed = ConfigUnknown, "", nil
 	default:
 		w.LiveHash = in.LiveAll
 		w.Config = ConfigCurrent
@@ -345,6 +427,24 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 	}
 	w.LastConfigChanged = ev
 	return w, true, nil
+}
+
+// keyMismatch says why the render-time hash of a workload is not usable
+// with status's key (v.UnknownHash), and the render's key id when it was
+// made with another key.
+func (c collector) keyMismatch(v controller.View) (string, string) {
+	keyed := strings.HasPrefix(v.RawRenderHash, hashing.KeyedPrefix)
+	switch {
+	case !hashing.IsValue(v.RawRenderHash):
+		return KeyMismatchUnknown, ""
+	case keyed && c.keyID == "":
+		return KeyMismatchKeyed, ""
+	case !keyed && c.keyID != "":
+		return KeyMismatchUnkeyed, ""
+	case v.OtherKeyID != "":
+		return KeyMismatchOtherKey, v.OtherKeyID
+	}
+	return KeyMismatchUnknown, ""
 }
 
 // content reads one config's content; found is false when it does not

@@ -15,11 +15,13 @@ func WriteTable(w io.Writer, r Report, now time.Time) error {
 		_, err := fmt.Fprintln(w, "no workload managed by confighash here")
 		return err
 	}
-	stale, rolling, unknown := 0, 0, 0
+	stale, rolling, unknown, unchecked := 0, 0, 0, 0
 	for _, wl := range r.Workloads {
-		switch wl.Config {
-		case ConfigCurrent:
-		case ConfigUnknown:
+		switch {
+		case wl.Config == ConfigCurrent:
+		case wl.Config == ConfigUnknown && len(wl.Unreadable) == 0:
+			unchecked++
+		case wl.Config == ConfigUnknown:
 			unknown++
 		default:
 			stale++
@@ -32,6 +34,9 @@ func WriteTable(w io.Writer, r Report, now time.Time) error {
 		plural(len(r.Workloads), "workload", "workloads"), stale, rolling)
 	if unknown > 0 {
 		fmt.Fprintf(w, ", %d unknown (a consumed config you may not read)", unknown)
+	}
+	if unchecked > 0 {
+		fmt.Fprintf(w, ", %d unknown (the render-time hash needs another HMAC key)", unchecked)
 	}
 	fmt.Fprint(w, "\n\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -91,7 +96,18 @@ func configColumn(w Workload) string {
 	case ConfigBlocked:
 		return "BLOCKED (missing " + strings.Join(w.Missing, ",") + ")"
 	case ConfigUnknown:
-		return "UNKNOWN (cannot read " + strings.Join(w.Unreadable, ",") + ")"
+		if len(w.Unreadable) > 0 {
+			return "UNKNOWN (cannot read " + strings.Join(w.Unreadable, ",") + ")"
+		}
+		switch w.KeyMismatch {
+		case KeyMismatchKeyed:
+			return "UNKNOWN (hashed with an HMAC key: pass --hmac-key-file)"
+		case KeyMismatchUnkeyed:
+			return "UNKNOWN (hashed without an HMAC key, status was given one)"
+		case KeyMismatchOtherKey:
+			return "UNKNOWN (hashed with another HMAC key, key-id " + w.RenderKeyID + ")"
+		}
+		return "UNKNOWN (a hash of an unknown version)"
 	}
 	return "current"
 }

@@ -1,0 +1,251 @@
+package status_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/status"
+	"github.com/confighash/confighash/internal/testing/controlplane"
+	"github.com/confighash/confighash/internal/testing/cptest"
+	"github.com/confighash/confighash/internal/testing/kubetest"
+	"github.com/confighash/confighash/internal/testing/testtools"
+	"github.com/confighash/confighash/postrenderer"
+)
+
+// canary is a Secret value no output may show.
+const canary = "CANARY-s3cr3t"
+
+// hostileRender is a Secret and a ConfigMap read by a Deployment, a
+// CronJob, a standalone ReplicaSet and a Pod.
+func hostileRender() string {
+	return `apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {password: ` + canary + `, pin: "0012"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: app}
+data: {LOG_LEVEL: info}
+---
+` + kubetest.Workload{Name: "web", Replicas: 1, EnvFrom: []string{"{secretRef: {name: creds}}"}}.YAML() + `---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly}
+spec:
+  schedule: "0 3 * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers:
+          - name: c
+            image: c:1
+            env:
+            - {name: P, valueFrom: {secretKeyRef: {name: creds, key: password}}}
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: loner}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: loner}}
+  template:
+    metadata: {labels: {app: loner}}
+    spec:
+      containers:
+      - {name: c, image: c:1, envFrom: [{configMapRef: {name: app}}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: solo}
+spec:
+  containers:
+  - {name: c, image: c:1, envFrom: [{configMapRef: {name: app}}]}
+`
+}
+
+// TestStatusOfWorkloadsUsersHave runs the built plugin on the real control
+// plane against what users have besides Deployments, and checks that no
+// output (table, JSON, errors) ever holds a Secret's value or its base64:
+//   - a CronJob reading one key of a Secret is reported, current, then stale
+//     once that Secret is rotated, with exit 0 (stale is a finding, not an
+//     error); a standalone ReplicaSet and a Pod carrying the hash are not
+//     workloads the controller manages and are left out;
+//   - a render hashed with an HMAC key is current with the key, stale with
+//     it after a rotation; without the key, with a plain render and a key,
+//     or with another key, CONFIG is UNKNOWN saying which and what to pass,
+//     and the configs are not called external (before, status answered
+//     "current" whatever the Secret held, as a controller in the other mode
+//     would take every config for external and record a baseline);
+//   - a user with exactly the reads docs/status.md lists, on a cluster that
+//     serves no Argo Rollouts, gets the report and exit 0 (before, the
+//     refused list of rollouts.argoproj.io failed it, reading "unknown");
+//   - a user who may not read the Secret gets UNKNOWN naming it, exit 1; in
+//     a namespace where the user may list nothing, or with -A, only the
+//     error naming the refused lists, nothing on standard output;
+//   - the Secret deleted: BLOCKED naming it.
+func TestStatusOfWorkloadsUsersHave(t *testing.T) {
+	cptest.Require(t)
+	bin := binaries(t)
+	cp := cptest.Private(t)
+	cs, dyn, mapper := adminClients(t, cp.RESTConfig())
+	ctx := context.Background()
+	plugin := filepath.Join(bin, "kubectl-confighash")
+	secrets := []string{canary, base64.StdEncoding.EncodeToString([]byte(canary)), "Q0FOQVJZ"}
+	run := func(env []string, args ...string) testtools.Result {
+		t.Helper()
+		res := testtools.Run(t, "", env, nil, plugin, append([]string{"status"}, args...)...)
+		for _, s := range secrets {
+			assert.NotContains(t, res.Stdout+res.Stderr, s, "%s: a Secret value", args)
+		}
+		return res
+	}
+	for _, tc := range []struct{ namespace, key string }{{"plain", ""}, {"keyed", "k3y"}} {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tc.namespace}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		rendered, _, err := postrenderer.Process([]byte(hostileRender()), inject.Options{DefaultNamespace: tc.namespace, Key: []byte(tc.key)})
+		require.NoError(t, err)
+		require.NoError(t, kubetest.Apply(ctx, dyn, mapper, bytes.NewReader(rendered), kubetest.ApplyOptions{Namespace: tc.namespace, FieldManager: "helm"}))
+	}
+	rotate := func(namespace string) {
+		t.Helper()
+		_, err := kubetest.Edit(ctx, cs.CoreV1().Secrets(namespace), "creds", "", func(s *corev1.Secret) {
+			s.Data["password"] = []byte(canary + "-rotated")
+		})
+		require.NoError(t, err)
+	}
+	kc := cp.KubeconfigPath()
+	asJSON := func(res testtools.Result) map[string]status.Workload {
+		t.Helper()
+		var r status.Report
+		require.NoError(t, json.Unmarshal([]byte(res.Stdout), &r), res.Stdout)
+		out := map[string]status.Workload{}
+		for _, w := range r.Workloads {
+			out[w.Kind+"/"+w.Name] = w
+		}
+		return out
+	}
+
+	t.Run("CronJob, standalone ReplicaSet and Pod", func(t *testing.T) {
+		res := run(nil, "--kubeconfig", kc, "-n", "plain")
+		require.Equal(t, 0, res.ExitCode, res.Stderr)
+		assert.Empty(t, res.Stderr)
+		assert.Regexp(t, `CronJob plain/nightly\s+current\s+v1-sha256:`, res.Stdout)
+		assert.Regexp(t, `Deployment plain/web\s+current\s+v1-sha256:`, res.Stdout)
+		assert.Contains(t, res.Stdout, "CronJob plain/nightly consumes Secret/creds (keys password)\n")
+		assert.NotContains(t, res.Stdout, "loner")
+		assert.NotContains(t, res.Stdout, "solo")
+		ws := asJSON(run(nil, "--kubeconfig", kc, "-n", "plain", "--json"))
+		assert.Len(t, ws, 2, "the CronJob and the Deployment")
+
+		rotate("plain")
+		res = run(nil, "--kubeconfig", kc, "-n", "plain")
+		assert.Equal(t, 0, res.ExitCode, "stale is reported, not an error: %s", res.Stderr)
+		assert.Regexp(t, `CronJob plain/nightly\s+STALE \(render-hash-mismatch\)`, res.Stdout)
+		assert.Regexp(t, `Deployment plain/web\s+STALE \(render-hash-mismatch\)`, res.Stdout)
+		assert.Equal(t, status.ConfigStale, asJSON(run(nil, "--kubeconfig", kc, "-n", "plain", "--json"))["CronJob/nightly"].Config)
+	})
+
+	t.Run("HMAC key", func(t *testing.T) {
+		withKey := []string{"CONFIGHASH_HMAC_KEY=k3y"}
+		res := run(withKey, "--kubeconfig", kc, "-n", "keyed")
+		require.Equal(t, 0, res.ExitCode, res.Stderr)
+		assert.Regexp(t, `Deployment keyed/web\s+current\s+v1-hmac-sha256:`, res.Stdout)
+		for _, tc := range []struct {
+			name, column, stderr, mismatch string
+			env                            []string
+		}{
+			{name: "no key", column: "UNKNOWN (hashed with an HMAC key: pass --hmac-key-file)",
+				stderr: "made with an HMAC key status was not given: pass the controller's key with --hmac-key-file", mismatch: "keyed"},
+			{name: "another key", env: []string{"CONFIGHASH_HMAC_KEY=other"}, column: "UNKNOWN (hashed with another HMAC key, key-id " + hashing.KeyID([]byte("k3y")) + ")",
+				stderr: "made with another HMAC key (key-id " + hashing.KeyID([]byte("k3y")) + ", not " + hashing.KeyID([]byte("other")) + ")", mismatch: "other-key"},
+		} {
+			res := run(tc.env, "--kubeconfig", kc, "-n", "keyed")
+			assert.Equal(t, 1, res.ExitCode, "%s: %s", tc.name, res.Stderr)
+			assert.Regexp(t, `CronJob keyed/nightly\s+`+regexp.QuoteMeta(tc.column), res.Stdout, tc.name)
+			assert.Contains(t, res.Stdout, "CronJob keyed/nightly consumes Secret/creds (keys password)\n", "%s: not external", tc.name)
+			assert.Contains(t, res.Stderr, tc.stderr, tc.name)
+			assert.Contains(t, res.Stderr, "CronJob keyed/nightly", tc.name)
+			ws := asJSON(run(tc.env, "--kubeconfig", kc, "-n", "keyed", "--json"))
+			assert.Equal(t, status.ConfigUnknown, ws["Deployment/web"].Config, tc.name)
+			assert.Equal(t, tc.mismatch, ws["Deployment/web"].KeyMismatch, tc.name)
+			assert.False(t, ws["Deployment/web"].Configs[0].External, tc.name)
+		}
+		// A plain render, read with a key.
+		res = run(withKey, "--kubeconfig", kc, "-n", "plain")
+		assert.Equal(t, 1, res.ExitCode, res.Stderr)
+		assert.Regexp(t, `Deployment plain/web\s+`+regexp.QuoteMeta("UNKNOWN (hashed without an HMAC key, status was given one)"), res.Stdout)
+		assert.Contains(t, res.Stderr, "made without an HMAC key, and status was given one")
+
+		rotate("keyed")
+		res = run(withKey, "--kubeconfig", kc, "-n", "keyed")
+		assert.Equal(t, 0, res.ExitCode, res.Stderr)
+		assert.Regexp(t, `Deployment keyed/web\s+STALE \(render-hash-mismatch\)`, res.Stdout)
+		res = run(nil, "--kubeconfig", kc, "-n", "keyed")
+		assert.Regexp(t, `Deployment keyed/web\s+`+regexp.QuoteMeta("UNKNOWN (hashed with an HMAC key: pass --hmac-key-file)"), res.Stdout, "no guess after the rotation either")
+	})
+
+	t.Run("RBAC", func(t *testing.T) {
+		// Exactly what docs/status.md asks for; the cluster serves no
+		// Argo Rollouts.
+		grant(t, cs, "plain", "reader", []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get"}},
+			{APIGroups: []string{""}, Resources: []string{"pods", "events"}, Verbs: []string{"list"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "daemonsets", "replicasets"}, Verbs: []string{"list"}},
+			{APIGroups: []string{"batch"}, Resources: []string{"cronjobs"}, Verbs: []string{"list"}},
+		})
+		_, readerCfg := userClient(ctx, t, cp, "plain", "reader")
+		readerKC := filepath.Join(t.TempDir(), "reader.kubeconfig")
+		require.NoError(t, controlplane.WriteKubeconfig(readerCfg, readerKC))
+		res := run(nil, "--kubeconfig", readerKC, "-n", "plain")
+		assert.Equal(t, 0, res.ExitCode, res.Stderr)
+		assert.Empty(t, res.Stderr)
+		assert.Regexp(t, `CronJob plain/nightly\s+STALE`, res.Stdout)
+
+		grantAllButSecrets(t, cs, "plain", "dev")
+		_, devCfg := userClient(ctx, t, cp, "plain", "dev")
+		devKC := filepath.Join(t.TempDir(), "dev.kubeconfig")
+		require.NoError(t, controlplane.WriteKubeconfig(devCfg, devKC))
+		for _, args := range [][]string{{}, {"--json"}} {
+			res := run(nil, append([]string{"--kubeconfig", devKC, "-n", "plain"}, args...)...)
+			assert.Equal(t, 1, res.ExitCode, res.Stderr)
+			assert.Contains(t, res.Stdout, "nightly", "the report is printed")
+			assert.Contains(t, res.Stderr, `CronJob plain/nightly: reading Secret plain/creds: secrets "creds" is forbidden`)
+			assert.NotContains(t, res.Stderr, "Rollouts", "not served here: nothing to refuse")
+		}
+		res = run(nil, "--kubeconfig", devKC, "-n", "plain")
+		assert.Regexp(t, `CronJob plain/nightly\s+`+regexp.QuoteMeta("UNKNOWN (cannot read Secret/creds)"), res.Stdout)
+		assert.Contains(t, res.Stdout, "2 unknown (a consumed config you may not read)")
+
+		for _, args := range [][]string{{"-n", "keyed"}, {"-A"}, {"-A", "--json"}} {
+			res := run(nil, append([]string{"--kubeconfig", devKC}, args...)...)
+			assert.Equal(t, 1, res.ExitCode, "%s: %s", args, res.Stderr)
+			assert.Empty(t, res.Stdout, args)
+			assert.Contains(t, res.Stderr, `cannot list resource "deployments"`, args)
+			assert.Contains(t, res.Stderr, `cannot list resource "cronjobs"`, args)
+		}
+	})
+
+	t.Run("Secret deleted", func(t *testing.T) {
+		require.NoError(t, cs.CoreV1().Secrets("plain").Delete(ctx, "creds", metav1.DeleteOptions{}))
+		res := run(nil, "--kubeconfig", kc, "-n", "plain")
+		assert.Equal(t, 0, res.ExitCode, res.Stderr)
+		assert.Regexp(t, `CronJob plain/nightly\s+`+regexp.QuoteMeta("BLOCKED (missing Secret/creds)"), res.Stdout)
+		assert.Contains(t, res.Stdout, "Secret/creds (keys password, MISSING)")
+	})
+}
