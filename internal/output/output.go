@@ -1,7 +1,7 @@
 // Package output holds what confighash's reports print alike: the name of
 // a workload in text and JSON, and the JSON record of a ConfigMap or Secret
 // a workload consumes, which `confighash explain --json` and `kubectl
-// confighash status -o json` both write.
+// confighash status --json` both write.
 package output
 
 import "github.com/confighash/confighash/hashing"
