@@ -240,30 +240,52 @@ func TestImmutableConfigMapReplaced(t *testing.T) {
 // git with kubectl replace (or Argo CD's Replace=true): the replace drops
 // the controller's record and baseline, and its pod template is the
 // render's again, so the Deployment controller starts pods (they read the
-// live config). The controller must not roll them a second time.
+// live config). After an edit of an external Secret the controller records
+// a baseline and must not roll them a second time. After an out-of-band
+// edit of an in-stream ConfigMap the render-time hash the replace put back
+// no longer describes the live ConfigMap: the controller rolls once more
+// (it cannot tell these pods from ones that started before the edit), and
+// then settles.
 func TestWorkloadReplacedAfterARoll(t *testing.T) {
-	t.Parallel()
-	s := setup(t, "Deployment")
-	mark := s.ctrl.obs.mark()
-	s.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte("pw-2") })
-	s.expectRoll(mark)
-	require.Equal(t, 1, s.controllerRollouts())
+	for _, c := range []struct {
+		name   string
+		edit   func(s *scenario)
+		second int
+	}{
+		{"external-Secret", func(s *scenario) {
+			s.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte("pw-2") })
+		}, 0},
+		{"in-stream-ConfigMap", func(s *scenario) {
+			s.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "warn" })
+		}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := setup(t, "Deployment")
+			mark := s.ctrl.obs.mark()
+			c.edit(s)
+			s.expectRoll(mark)
+			require.Equal(t, 1, s.controllerRollouts())
 
-	// kubectl replace -f sends the file as it is, without a
-	// resourceVersion: an unconditional update.
-	var fromGit appsv1.Deployment
-	require.NoError(t, yaml.Unmarshal([]byte(docs(t, s.rendered, "Deployment")), &fromGit))
-	mark = s.ctrl.obs.mark()
-	_, err := s.cs.AppsV1().Deployments(s.ns).Update(context.Background(), &fromGit, metav1.UpdateOptions{FieldManager: "kubectl-replace"})
-	require.NoError(t, err)
-	decided, next := s.ctrl.obs.waitFor(t, mark, "a decision on the replaced Deployment", func(o controller.Outcome) bool {
-		return o.Request.Name == workloadName && o.Input.ControllerHash == "" &&
-			(o.Result == "rolled" || o.Result == "in_sync" || o.Result == "baseline_recorded")
-	})
-	t.Logf("the first decision on the replaced Deployment: %s", decided.Result)
-	assert.NotEqual(t, "rolled", decided.Result, "the replace restarted the pods; the controller must not again (decision %+v)", decided.Decision)
-	s.ctrl.obs.waitFor(t, next, "in sync after the replace", is("Deployment", "in_sync"))
-	assert.Equal(t, 1, s.controllerRollouts(), "no second roll of the controller's own")
+			// kubectl replace -f sends the file as it is, without a
+			// resourceVersion: an unconditional update.
+			var fromGit appsv1.Deployment
+			require.NoError(t, yaml.Unmarshal([]byte(docs(t, s.rendered, "Deployment")), &fromGit))
+			mark = s.ctrl.obs.mark()
+			_, err := s.cs.AppsV1().Deployments(s.ns).Update(context.Background(), &fromGit, metav1.UpdateOptions{FieldManager: "kubectl-replace"})
+			require.NoError(t, err)
+			decided, next := s.ctrl.obs.waitFor(t, mark, "a decision on the replaced Deployment", func(o controller.Outcome) bool {
+				return o.Request.Name == workloadName && o.Input.ControllerHash == "" &&
+					(o.Result == "rolled" || o.Result == "in_sync" || o.Result == "baseline_recorded")
+			})
+			t.Logf("the first decision on the replaced Deployment: %s (%s)", decided.Result, decided.Decision.Reason)
+			if c.second == 0 {
+				assert.NotEqual(t, "rolled", decided.Result, "the replace restarted the pods; the controller must not again (decision %+v)", decided.Decision)
+			}
+			s.ctrl.obs.waitFor(t, next, "in sync after the replace", is("Deployment", "in_sync"))
+			assert.Equal(t, 1+c.second, s.controllerRollouts(), "rolls of the controller's own")
+		})
+	}
 }
 
 // A key that a pod reads without optional: true (env valueFrom, volume
