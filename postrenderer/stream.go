@@ -7,6 +7,7 @@ import (
 	"io"
 	"reflect"
 	"slices"
+	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -360,17 +361,36 @@ func parse(text []byte) (*yaml.RNode, error) {
 // through a Decoder (decodeOne).
 func parseRaw(text []byte) (*yaml.RNode, error) {
 	var doc yaml.Node
+	var err error
 	if mayEndEarly(text) {
-		if err := decodeOne(text, &doc); err != nil {
-			return nil, err
-		}
-	} else if err := yaml.Unmarshal(text, &doc); err != nil {
-		return nil, err
+		err = decodeOne(text, &doc)
+	} else {
+		err = yaml.Unmarshal(text, &doc)
+	}
+	if err != nil {
+		return nil, quietAlias(text, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, fmt.Errorf("empty document")
 	}
 	return yaml.NewRNode(doc.Content[0]), nil
+}
+
+// quietAlias rewrites yaml.v3's error for an alias that no anchor defines
+// ("unknown anchor 'name' referenced"), which quotes the alias's name: an
+// unquoted value that starts with "*", a Secret's password say, is such an
+// alias. The new error gives the line instead, and what to do.
+func quietAlias(text []byte, err error) error {
+	name, prefixed := strings.CutPrefix(err.Error(), "yaml: unknown anchor '")
+	name, suffixed := strings.CutSuffix(name, "' referenced")
+	if !prefixed || !suffixed {
+		return err
+	}
+	msg := `an alias ("*" and a name) that no anchor defines: a value that starts with "*" must be quoted`
+	if i := bytes.Index(text, []byte("*"+name)); i >= 0 {
+		return fmt.Errorf("line %d: %s", bytes.Count(text[:i], []byte{'\n'})+1, msg)
+	}
+	return errors.New(msg)
 }
 
 // mayEndEarly reports whether a document may end before its chunk does,
