@@ -341,18 +341,31 @@ func TestVerifyKeyedRender(t *testing.T) {
 		{name: "plain, a key", input: plain, key: "a-key", code: 1, want: "1 made without an HMAC key, and verify was given one", not: "configs changed"},
 		{name: "keyed, the key, a config changed", input: strings.Replace(keyed, "k: v", "k: w", 1), key: "a-key", code: 1,
 			want: "1 with another value: the configs changed after the render", not: "HMAC key verify was not given"},
+		{name: "explain, keyed, no key", input: keyed, args: []string{"explain"}, code: 0,
+			want: "(the input has v1-hmac-sha256:", not: "stale"},
+		{name: "explain, keyed, another key", input: keyed, key: "b-key", args: []string{"explain"}, code: 0,
+			want: "made with another HMAC key, key-id ecc58aa4c637408d)", not: "stale"},
 		{name: "keyed without its key id, another key", input: regexp.MustCompile(`(?m)^ *confighash\.dev/key-id: .*\n`).ReplaceAllString(keyed, ""), key: "b-key", code: 1,
 			want: "1 with another value", not: "key-id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := cli.Run(append([]string{"verify"}, tc.args...), cli.IO{In: strings.NewReader(tc.input), Out: &out, Err: &errb, Getenv: func(k string) string {
+			args := append([]string{"verify"}, tc.args...)
+			if len(tc.args) > 0 && tc.args[0] == "explain" {
+				args = tc.args
+			}
+			code := cli.Run(args, cli.IO{In: strings.NewReader(tc.input), Out: &out, Err: &errb, Getenv: func(k string) string {
 				if k == "CONFIGHASH_HMAC_KEY" {
 					return tc.key
 				}
 				return ""
 			}})
 			assert.Equal(t, tc.code, code, errb.String())
+			if args[0] == "explain" {
+				assert.Contains(t, out.String(), tc.want)
+				assert.NotContains(t, out.String(), tc.not)
+				return
+			}
 			if tc.code == 0 {
 				assert.Equal(t, "ok: 1 workload, every hash current\n", out.String())
 				return

@@ -115,11 +115,11 @@ func runExplain(args []string, stdio IO) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(list)
 	}
-	printExplained(stdio.Out, r, list)
+	printExplained(stdio.Out, r, list, o.Key)
 	return nil
 }
 
-func printExplained(w io.Writer, r *inject.Report, list []explained) {
+func printExplained(w io.Writer, r *inject.Report, list []explained, key []byte) {
 	fmt.Fprintf(w, "%s, %d ConfigMaps and Secrets, %s\n", count(r.Documents, "document"), r.Configs, count(len(list), "workload"))
 	for _, e := range list {
 		fmt.Fprintf(w, "\n%s  (document %d%s)\n", e.Workload, e.Document, pathSuffix(e.Path))
@@ -130,7 +130,7 @@ func printExplained(w io.Writer, r *inject.Report, list []explained) {
 		case e.Hash == "":
 			fmt.Fprintln(w, "  hash: none (consumes nothing from this stream)")
 		default:
-			fmt.Fprintf(w, "  hash: %s%s\n", e.Hash, staleness(e))
+			fmt.Fprintf(w, "  hash: %s%s\n", e.Hash, staleness(e, key))
 		}
 		for _, n := range e.NotString {
 			fmt.Fprintf(w, "  %s: %s is not a string in YAML (unquoted, it reads as a number or bool): kubectl and helm refuse the object\n", n.Annotation, n.Text)
@@ -150,12 +150,20 @@ func pathSuffix(p string) string {
 	return ", " + p
 }
 
-func staleness(e explained) string {
+func staleness(e explained, key []byte) string {
 	switch e.Current {
 	case e.Hash:
 		return "  (present)"
 	case "":
 		return "  (missing from the input)"
+	}
+	switch keyMismatch(e, key) {
+	case rolldiff.StaleKeyed:
+		return "  (the input has " + e.Current + ", made with an HMAC key explain was not given: pass --hmac-key-file)"
+	case rolldiff.StaleUnkeyed:
+		return "  (the input has " + e.Current + ", made without an HMAC key)"
+	case rolldiff.StaleOtherKey:
+		return "  (the input has " + e.Current + ", made with another HMAC key, key-id " + e.keyID + ")"
 	}
 	return "  (the input has a stale " + e.Current + ")"
 }
