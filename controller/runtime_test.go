@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -123,66 +124,112 @@ func (e *env) rolloutUndo(name string) {
 	require.NoError(e.t, err, "rollout undo of Deployment %s", name)
 }
 
+// rolloutUndoStatefulSet does what kubectl rollout undo does to a
+// StatefulSet (StatefulSetRollbacker): the ControllerRevision before the
+// latest holds a strategic merge patch of the pod template, sent as it is.
+// The StatefulSet's own annotations are left alone.
+func (e *env) rolloutUndoStatefulSet(name string) {
+	e.t.Helper()
+	ctx := context.Background()
+	st, err := e.cs.AppsV1().StatefulSets(e.ns).Get(ctx, name, metav1.GetOptions{})
+	require.NoError(e.t, err)
+	history, err := kubetest.OwnedControllerRevisions(ctx, e.cs, e.ns, st.UID)
+	require.NoError(e.t, err)
+	require.GreaterOrEqual(e.t, len(history), 2, "a previous revision of StatefulSet %s", name)
+	sort.Slice(history, func(i, j int) bool { return history[i].Revision < history[j].Revision })
+	_, err = e.cs.AppsV1().StatefulSets(e.ns).Patch(ctx, name, types.StrategicMergePatchType, history[len(history)-2].Data.Raw,
+		metav1.PatchOptions{FieldManager: "kubectl-rollout"})
+	require.NoError(e.t, err, "rollout undo of StatefulSet %s", name)
+}
+
 // kubectl rollout undo of the rollout the controller made for an edit. The
 // undo cannot bring back the old config: the pods it starts read the
-// config as it is now. The Deployment then claims, again, the content from
-// before the edit (its render-time hash, or the external baseline that
-// the undo copies back from the old ReplicaSet), so the controller rolls
-// forward once, to the very template of its own rollout (the Deployment
-// controller reuses that ReplicaSet), and then leaves the Deployment
-// alone: no loop, no fight. To go back, revert the config.
+// config as it is now. It puts back the render's pod template, without the
+// controller's record. After an edit of an in-stream ConfigMap, that
+// template's render-time hash claims the content from before the edit, so
+// the controller rolls forward once, to the very template of its own
+// rollout (the workload's controller reuses that revision), and then leaves
+// the workload alone: no loop, no fight. After an edit of an external
+// Secret it depends on what the undo puts back: kubectl copies the old
+// ReplicaSet's annotations onto a Deployment, the external baseline from
+// before the edit with them, so the Deployment rolls forward too; a
+// StatefulSet keeps its annotations, its baseline is the Secret's live
+// content, and the undo stands. Either way the pods run the live config. To
+// go back, revert the config.
 func TestRolloutUndo(t *testing.T) {
 	for _, c := range []struct {
-		name, ref string
-		edit      func(s *scenario) string
+		kind, config string
+		forward      int
 	}{
-		{"in-stream-ConfigMap", "ConfigMap/app-config", func(s *scenario) string {
-			return s.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "warn" })
-		}},
-		{"external-Secret", "Secret/db-creds", func(s *scenario) string {
-			return s.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte(canary + "-2") })
-		}},
+		{"Deployment", "ConfigMap", 1},
+		{"Deployment", "Secret", 1},
+		{"StatefulSet", "ConfigMap", 1},
+		{"StatefulSet", "Secret", 0},
 	} {
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(c.kind+"/"+c.config, func(t *testing.T) {
 			t.Parallel()
-			s := setup(t, "Deployment")
+			s := setup(t, c.kind)
 			mark := s.ctrl.obs.mark()
-			c.edit(s)
+			if c.config == "ConfigMap" {
+				s.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "warn" })
+			} else {
+				s.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte(canary + "-2") })
+			}
 			s.expectRoll(mark)
 			require.Equal(t, 1, s.rollouts())
-			require.Equal(t, 2, s.deploymentRevision())
-			rolledTemplate := s.deployment(workloadName).Spec.Template.Annotations
+			rolledTemplate := s.workloadAnnotations().template
 
 			mark = s.ctrl.obs.mark()
-			s.rolloutUndo(workloadName)
-			undone := s.deployment(workloadName)
-			require.NotContains(t, undone.Spec.Template.Annotations, "confighash.dev/controller-hash", "the undo restored the render's template")
-			rolled := s.expectRoll(mark)
-			t.Logf("after the undo: %s, changed %v", rolled.Decision.Reason, rolled.Decision.Changed)
-
-			assert.Equal(t, 2, s.controllerRollouts(), "one roll forward after the undo")
-			assert.Equal(t, 2, s.revisions("Deployment", workloadName), "the roll forward reuses the ReplicaSet of the first roll")
-			// 4 (the edit, the undo, the roll forward) when the Deployment
-			// controller saw the undo before the roll forward came, as it
-			// does well within a coalescing window; 2 had it not.
-			t.Logf("Deployment revision %d", s.deploymentRevision())
-			assert.Equal(t, rolledTemplate, s.deployment(workloadName).Spec.Template.Annotations, "the template of the controller's first roll")
+			if c.kind == "Deployment" {
+				s.rolloutUndo(workloadName)
+			} else {
+				s.rolloutUndoStatefulSet(workloadName)
+			}
+			require.NotContains(t, s.workloadAnnotations().template, "confighash.dev/controller-hash", "the undo restored the render's template")
+			if c.forward == 0 {
+				s.ctrl.obs.waitFor(t, mark, "in sync after the undo", func(o controller.Outcome) bool {
+					return is(c.kind, "in_sync")(o) && o.Input.ControllerHash == ""
+				})
+			} else {
+				rolled := s.expectRoll(mark)
+				t.Logf("after the undo: %s, changed %v", rolled.Decision.Reason, rolled.Decision.Changed)
+				assert.Equal(t, rolledTemplate, s.workloadAnnotations().template, "the template of the controller's first roll")
+			}
+			assert.Equal(t, 1+c.forward, s.controllerRollouts(), "rolls of the controller's own")
+			assert.Equal(t, 2, s.revisions(c.kind, workloadName), "no revision beyond the render's and the controller's roll")
+			if c.kind == "Deployment" {
+				// 4 (the edit, the undo, the roll forward) when the
+				// Deployment controller saw the undo before the roll forward
+				// came, as it does well within a coalescing window.
+				t.Logf("Deployment revision %d", s.deploymentRevision())
+			}
 			evs := s.events(workloadName, controller.EventReasonConfigChanged)
-			require.Len(t, evs, 2)
-			assert.Contains(t, evs[1].Note, "rolling")
-			// Settled: the next reconcile (a status update of the roll
-			// forward is dropped; a metadata-only edit of the config is
-			// too, so touch the workload's annotations) is in sync.
+			assert.Len(t, evs, 1+c.forward, "a ConfigChanged Event per roll")
+
+			// Settled: the next reconcile (touch the workload's
+			// annotations) is in sync and rolls nothing.
 			mark = s.ctrl.obs.mark()
-			_, err := s.cs.AppsV1().Deployments(s.ns).Patch(context.Background(), workloadName, types.MergePatchType,
-				[]byte(`{"metadata":{"annotations":{"team":"after-undo"}}}`), metav1.PatchOptions{FieldManager: "kubectl-annotate"})
-			require.NoError(t, err)
-			s.ctrl.obs.waitFor(t, mark, "in sync after the roll forward", is("Deployment", "in_sync"))
-			assert.Equal(t, 2, s.controllerRollouts(), "no further roll")
+			s.annotate(c.kind, `{"metadata":{"annotations":{"team":"after-undo"}}}`)
+			s.ctrl.obs.waitFor(t, mark, "in sync after the roll forward", is(c.kind, "in_sync"))
+			assert.Equal(t, 1+c.forward, s.controllerRollouts(), "no further roll")
 			s.assertNoCanaryInEvents()
 			assertNoCanary(t, "the controller's logs", s.ctrl.logs.String())
 		})
 	}
+}
+
+// annotate merge-patches the scenario's workload as a user with kubectl.
+func (s *scenario) annotate(kind, patch string) {
+	s.t.Helper()
+	ctx, opts := context.Background(), metav1.PatchOptions{FieldManager: "kubectl-annotate"}
+	var err error
+	switch kind {
+	case "StatefulSet":
+		_, err = s.cs.AppsV1().StatefulSets(s.ns).Patch(ctx, workloadName, types.MergePatchType, []byte(patch), opts)
+	default:
+		_, err = s.cs.AppsV1().Deployments(s.ns).Patch(ctx, workloadName, types.MergePatchType, []byte(patch), opts)
+	}
+	require.NoError(s.t, err)
 }
 
 // ---- RBAC revoked at runtime -------------------------------------------
