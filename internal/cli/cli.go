@@ -29,16 +29,19 @@ type IO struct {
 const usage = `confighash rolls workloads when the ConfigMaps and Secrets they consume change.
 
 Usage:
-  confighash [flags] < input            hash a KRM ResourceList or a plain YAML stream
-  confighash explain [--json] < input   show what each workload consumes and its hash
-  confighash verify [flags] < input     exit 1 when a workload lacks its current hash or the input is empty (CI guard)
-  confighash diff [flags] OLD NEW       which workloads two renders roll, and why (docs/diff.md)
-  confighash status [flags]             what the cluster runs against its configs (kubectl confighash, docs/status.md)
-  confighash version                    print the version
+  confighash [flags] < input                 hash a KRM ResourceList or a plain YAML stream
+  confighash explain [flags] [--json] [FILE] show what each workload consumes and its hash
+  confighash verify [flags] [FILE]           exit 1 when a workload lacks its current hash or the input is empty (CI guard)
+  confighash diff [flags] OLD NEW            which workloads two renders roll, and why (docs/diff.md)
+  confighash status [flags]                  what the cluster runs against its configs (kubectl confighash, docs/status.md)
+  confighash version                         print the version
 
 On standard input, a ResourceList (kind: ResourceList) runs the KRM function
 (kustomize, kpt); anything else is read as a multi-document YAML stream and
-written back with hashes (helm --post-renderer, pipelines).
+written back with hashes (helm --post-renderer, pipelines). explain and verify
+read FILE, or standard input when FILE is "-" or absent, and take the flags
+the render used. Exit status: 0, 1 on an error (verify: or a hash missing or
+stale); --help prints this on standard output.
 
 Flags:
 `
@@ -66,7 +69,7 @@ func Run(args []string, stdio IO) int {
 			return runStatus(args[1:], stdio)
 		}
 	}
-	o, err := parseFlagSet(flag.NewFlagSet("confighash", flag.ContinueOnError), args, stdio)
+	o, _, err := parseFlagSet(flag.NewFlagSet("confighash", flag.ContinueOnError), args, 0, stdio)
 	if err == nil {
 		err = run(o, stdio)
 	}
@@ -102,7 +105,9 @@ func (w workloadFlag) Set(s string) error {
 	return nil
 }
 
-func parseFlagSet(fs *flag.FlagSet, args []string, stdio IO) (options, error) {
+// parseFlagSet parses the render flags, written before or after up to
+// maxArgs arguments, and returns those.
+func parseFlagSet(fs *flag.FlagSet, args []string, maxArgs int, stdio IO) (options, []string, error) {
 	var o options
 	var keyFile string
 	fs.StringVar(&o.Prefix, "prefix", inject.DefaultPrefix, "annotation prefix")
@@ -110,18 +115,19 @@ func parseFlagSet(fs *flag.FlagSet, args []string, stdio IO) (options, error) {
 	fs.Var(workloadFlag{&o.Workloads}, "workload", "pod template of another kind, as Kind.group=path (repeatable), e.g. CloneSet.apps.kruise.io=spec/template")
 	fs.StringVar(&keyFile, "hmac-key-file", "", "file holding an HMAC key: hash with HMAC-SHA256 (also $CONFIGHASH_HMAC_KEY_FILE, or the key itself in $CONFIGHASH_HMAC_KEY)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not print warnings to standard error")
-	if err := parseFlags(fs, args, usage, stdio); err != nil {
-		return o, err
+	positional, err := parseInterspersed(fs, args, usage, stdio)
+	if err != nil {
+		return o, nil, err
 	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	if len(positional) > maxArgs {
+		return o, nil, fmt.Errorf("unexpected argument %q (see --help)", positional[maxArgs])
 	}
 	key, err := hmackey.Load(keyFile, stdio.Getenv)
 	if err != nil {
-		return o, err
+		return o, nil, err
 	}
 	o.Key = key
-	return o, o.Validate()
+	return o, positional, o.Validate()
 }
 
 // parseFlags parses args with fs. Help asked for (-h, --help) is printed

@@ -218,10 +218,11 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{[]string{"--bogus"}, 1, "flag provided but not defined: -bogus"},
 		{[]string{"explain", "--bogus"}, 1, "flag provided but not defined: -bogus"},
-		{[]string{"explain", "a.yaml"}, 1, `unexpected argument "a.yaml"`},
+		{[]string{"explain", "a.yaml", "b.yaml"}, 1, `unexpected argument "b.yaml"`},
 		{[]string{"verify", "--bogus"}, 1, "flag provided but not defined: -bogus"},
 		{[]string{"verify", "--json"}, 1, "flag provided but not defined: -json"},
-		{[]string{"verify", "a.yaml", "b.yaml"}, 1, `unexpected argument "a.yaml"`},
+		{[]string{"verify", "a.yaml", "b.yaml"}, 1, `unexpected argument "b.yaml"`},
+		{[]string{"verify", "-", "-"}, 1, `unexpected argument "-"`},
 		{[]string{"verify", "--prefix"}, 1, "flag needs an argument: -prefix"},
 		{[]string{"frobnicate"}, 1, `unexpected argument "frobnicate"`},
 		{[]string{"diff", "--bogus", "a", "b"}, 1, "flag provided but not defined: -bogus"},
@@ -378,6 +379,48 @@ func TestVerifyKeyedRender(t *testing.T) {
 	}
 }
 
+// TestExplainAndVerifyFile: explain and verify read a file named on the
+// command line ("-" or none: standard input), with flags before or after
+// it, and name the file in errors.
+func TestExplainAndVerifyFile(t *testing.T) {
+	code, rendered, errOut := run(t, configMap+"---\n"+deployment, "--namespace", "shop")
+	require.Equal(t, 0, code, errOut)
+	dir := t.TempDir()
+	good, bad, empty := filepath.Join(dir, "rendered.yaml"), filepath.Join(dir, "bad.yaml"), filepath.Join(dir, "empty.yaml")
+	require.NoError(t, os.WriteFile(good, []byte(rendered), 0o600))
+	require.NoError(t, os.WriteFile(bad, []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {password: 'CANARY-s3cr3t!'}\n"), 0o600))
+	require.NoError(t, os.WriteFile(empty, nil, 0o600))
+	for _, tc := range []struct {
+		args      []string
+		stdin     string
+		code      int
+		out, errs string
+	}{
+		{args: []string{"verify", "--namespace", "shop", good}, code: 0, out: "ok: 1 workload, every hash current"},
+		{args: []string{"verify", good, "--namespace", "shop"}, code: 0, out: "ok: 1 workload, every hash current"},
+		{args: []string{"verify", "--namespace", "shop", "-"}, stdin: rendered, code: 0, out: "ok: 1 workload"},
+		{args: []string{"verify", good}, code: 1, errs: "1 with another value"},
+		{args: []string{"explain", "--json", good}, code: 0, out: `"workload": "Deployment web"`},
+		{args: []string{"explain", good, "--namespace", "shop"}, code: 0, out: "(present)"},
+		{args: []string{"verify", bad}, code: 1, errs: bad + ": Secret s (document 0): data.password: not valid base64"},
+		{args: []string{"explain", bad}, code: 1, errs: bad + ": Secret s (document 0): data.password: not valid base64"},
+		{args: []string{"verify", filepath.Join(dir, "missing.yaml")}, code: 1, errs: "reading " + filepath.Join(dir, "missing.yaml")},
+		{args: []string{"explain", dir}, code: 1, errs: "reading " + dir},
+		{args: []string{"verify", empty}, code: 1, errs: "no objects in " + empty},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errOut := run(t, tc.stdin, tc.args...)
+			assert.Equal(t, tc.code, code, errOut)
+			if tc.code != 0 {
+				assert.Empty(t, out)
+			}
+			assert.Contains(t, out, tc.out)
+			assert.Contains(t, errOut, tc.errs)
+			assert.NotContains(t, out+errOut, "CANARY")
+		})
+	}
+}
+
 // TestVerifyNothing: verify of an input that holds no object fails: a
 // render that failed in a pipeline without pipefail (or wrote its error
 // elsewhere) leaves verify an empty stream, and "every hash current" would
@@ -402,7 +445,7 @@ func TestVerifyNothing(t *testing.T) {
 				return
 			}
 			assert.Empty(t, out)
-			assert.Contains(t, errOut, "no objects on standard input")
+			assert.Contains(t, errOut, "no objects in standard input")
 			assert.Contains(t, errOut, "pipefail")
 		})
 	}

@@ -84,7 +84,7 @@ func diff(args []string, stdio IO) error {
 		}
 		return err
 	}
-	files, err := parseInterspersed(fs, args, stdio)
+	files, err := parseInterspersed(fs, args, diffUsage, stdio)
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) && exitCodeAsked(args) {
 			// Parsing stopped at the bad flag, maybe before --exit-code:
@@ -154,10 +154,10 @@ func diff(args []string, stdio IO) error {
 
 // parseInterspersed parses flags written before, between or after the
 // positional arguments, and returns those.
-func parseInterspersed(fs *flag.FlagSet, args []string, stdio IO) ([]string, error) {
+func parseInterspersed(fs *flag.FlagSet, args []string, usage string, stdio IO) ([]string, error) {
 	var positional []string
 	for {
-		if err := parseFlags(fs, args, diffUsage, stdio); err != nil {
+		if err := parseFlags(fs, args, usage, stdio); err != nil {
 			return nil, err
 		}
 		rest := fs.Args()

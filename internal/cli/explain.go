@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -105,7 +104,7 @@ func explainAll(o options, r *inject.Report) []explained {
 func runExplain(args []string, stdio IO) error {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
-	o, r, _, err := subcommand(fs, args, stdio)
+	o, r, _, _, err := subcommand(fs, args, stdio)
 	if err != nil {
 		return err
 	}
@@ -189,13 +188,13 @@ func where(c output.Consumed) string {
 // runVerify exits non-zero when a workload consuming in-stream configs lacks
 // its current hash: the CI guard for pipelines that may skip the function.
 func runVerify(args []string, stdio IO) error {
-	o, r, input, err := subcommand(flag.NewFlagSet("verify", flag.ContinueOnError), args, stdio)
+	o, r, input, name, err := subcommand(flag.NewFlagSet("verify", flag.ContinueOnError), args, stdio)
 	if err != nil {
 		return err
 	}
 	if r.Documents == 0 {
 		// What a failed render leaves a pipeline: nothing to pass.
-		return errors.New("no objects on standard input, so nothing to verify: did the render fail? (in a shell pipeline, set -o pipefail)")
+		return fmt.Errorf("no objects in %s, so nothing to verify: did the render fail? (in a shell pipeline, set -o pipefail)", inputName(name))
 	}
 	unchecked, err := uncheckedHashes(input, annotations.Key(o.Prefix, annotations.Hash), r)
 	if err != nil {
@@ -285,17 +284,34 @@ func keyMismatch(e explained, key []byte) string {
 }
 
 // subcommand parses the shared flags, reads standard input and analyses it.
-func subcommand(fs *flag.FlagSet, args []string, stdio IO) (options, *inject.Report, []byte, error) {
-	o, err := parseFlagSet(fs, args, stdio)
+// It reads the file named on the command line, or standard input when
+// none or "-" is, and names the file in errors.
+func subcommand(fs *flag.FlagSet, args []string, stdio IO) (options, *inject.Report, []byte, string, error) {
+	o, files, err := parseFlagSet(fs, args, 1, stdio)
 	if err != nil {
-		return o, nil, nil, err
+		return o, nil, nil, "", err
 	}
-	input, err := readAll(stdio.In)
+	name := "-"
+	if len(files) == 1 {
+		name = files[0]
+	}
+	input, err := readInput(name, stdio.In)
 	if err != nil {
-		return o, nil, nil, fmt.Errorf("reading standard input: %w", err)
+		return o, nil, nil, name, err
 	}
 	r, err := analyze(o, input)
-	return o, r, input, err
+	if err != nil && name != "-" {
+		err = fmt.Errorf("%s: %w", name, err)
+	}
+	return o, r, input, name, err
+}
+
+// inputName names an input in messages.
+func inputName(name string) string {
+	if name == "-" {
+		return "standard input"
+	}
+	return name
 }
 
 // count writes n and noun, plural unless n is 1.
