@@ -77,7 +77,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) er
 	fs.StringVar(&opts.Prefix, "prefix", annotations.DefaultPrefix, "annotation prefix")
 	fs.StringVar(&keyFile, "hmac-key-file", "", "the controller's HMAC key file, when it runs keyed (also $CONFIGHASH_HMAC_KEY_FILE)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	timeout := fs.Duration("request-timeout", 30*time.Second, "give up after this long")
+	timeout := fs.Duration("request-timeout", 30*time.Second, "give up after this long (0: never)")
 	if err := fs.Parse(args); err != nil {
 		// Help asked for is the output; after a flag error, the usage
 		// follows the error on standard error.
@@ -115,7 +115,10 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) er
 	if err != nil {
 		return fmt.Errorf("making a client: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	ctx, cancel := context.WithCancel(context.Background())
+	if *timeout > 0 { // 0: no timeout, as for kubectl
+		ctx, cancel = context.WithTimeout(context.Background(), *timeout)
+	}
 	defer cancel()
 	report, collectErr := Collect(ctx, cs, opts)
 	if collectErr != nil && !errors.Is(collectErr, ErrUnreadable) && !errors.Is(collectErr, ErrKeyMismatch) {

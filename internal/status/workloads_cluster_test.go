@@ -152,6 +152,10 @@ func TestStatusOfWorkloadsUsersHave(t *testing.T) {
 		assert.NotContains(t, res.Stdout, "solo")
 		ws := asJSON(run(nil, "--kubeconfig", kc, "-n", "plain", "--json"))
 		assert.Len(t, ws, 2, "the CronJob and the Deployment")
+		// --request-timeout 0 is no timeout, as for kubectl.
+		res = run(nil, "--kubeconfig", kc, "-n", "plain", "--request-timeout", "0")
+		assert.Equal(t, 0, res.ExitCode, res.Stderr)
+		assert.Contains(t, res.Stdout, "CronJob plain/nightly")
 
 		rotate("plain")
 		res = run(nil, "--kubeconfig", kc, "-n", "plain")
