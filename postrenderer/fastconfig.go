@@ -19,7 +19,11 @@ import (
 // error. Whatever it accepts, it reads exactly as yaml.v3 would (the
 // FuzzScanConfig test holds it to that).
 func scanConfig(text []byte, buf *scanBuffers) (hashing.Content, bool) {
-	if bytes.Contains(text, []byte("needsHashSuffix")) || bytes.IndexByte(text, '\r') >= 0 || !printable(text) {
+	// The lines are read without their line feeds: a document that does
+	// not end with one (the last of a stream saved without a final
+	// newline) would give a block scalar that ends it a line feed YAML
+	// does not read there.
+	if bytes.Contains(text, []byte("needsHashSuffix")) || bytes.IndexByte(text, '\r') >= 0 || !bytes.HasSuffix(text, []byte("\n")) || !printable(text) {
 		return hashing.Content{}, false
 	}
 	buf.lines = splitLines(buf.lines[:0], text)
@@ -450,14 +454,18 @@ func plainString(v []byte) bool {
 
 // printable reports whether text is valid UTF-8 made only of the characters
 // YAML allows in a stream (tab and line feed, printable ASCII, and the
-// printable Unicode ranges), so that the parser would not refuse it.
+// printable Unicode ranges), so that the parser would not refuse it, less
+// the line breaks of YAML 1.1 the scanner does not break lines at (U+0085,
+// U+2028, U+2029): yaml.v3 and kubectl's reader do.
 func printable(text []byte) bool {
 	for i := 0; i < len(text); {
 		r, size := utf8.DecodeRune(text[i:])
 		switch {
 		case r == utf8.RuneError && size <= 1:
 			return false
-		case r == '\t' || r == '\n' || (r >= 0x20 && r <= 0x7e) || r == 0x85,
+		case r == 0x85 || r == 0x2028 || r == 0x2029:
+			return false
+		case r == '\t' || r == '\n' || (r >= 0x20 && r <= 0x7e),
 			r >= 0xa0 && r <= 0xd7ff, r >= 0xe000 && r <= 0xfffd && r != 0xfeff, r >= 0x10000 && r <= 0x10ffff:
 		default:
 			return false

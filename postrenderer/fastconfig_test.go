@@ -1,11 +1,13 @@
 package postrenderer
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/yamlnode"
@@ -69,9 +71,12 @@ func hashConfig(text []byte, fast bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r, err := inject.AnalyzeDocs([]inject.Doc{d, {Node: workload, Index: 1}}, inject.Options{})
+	r, err := inject.AnalyzeDocs([]inject.Doc{d, {Node: workload, Index: 1}}, inject.Options{DefaultNamespace: "default"})
 	if err != nil {
 		return "", err
+	}
+	if r.Workloads[0].Hash == "" {
+		return "", fmt.Errorf("the workload did not find the config: external %q", r.Workloads[0].ExternalValue())
 	}
 	return r.Workloads[0].Hash, nil
 }
@@ -165,4 +170,35 @@ func FuzzScanConfig(f *testing.F) {
 			t.Fatalf("scanner and parser disagree on\n%q", text)
 		}
 	})
+}
+
+// TestConfigsReadAsKubectlReadsThem holds stream mode to what kubectl and
+// Helm store (sigs.k8s.io/yaml) for ConfigMap values the config scanner
+// read in its own way: a block scalar that ends the stream without a line
+// feed (a file saved without a final newline) was hashed with one, and the
+// line breaks of YAML 1.1 that are not line feeds (U+0085, U+2028, U+2029),
+// which YAML readers break lines at, were hashed as text. Each value must
+// give the hash of the value kubectl stores, or an error where kubectl
+// refuses the document.
+func TestConfigsReadAsKubectlReadsThem(t *testing.T) {
+	const deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        envFrom:\n        - configMapRef: {name: cfg}\n---\n"
+	for _, value := range []string{
+		"|\n    last line", "|+\n    last line", "|\n    a\n\n    b", "|\n    a\n    b  ",
+		"\"a\u0085b\"", "'a\u0085b'", "\"a\u2028b\"", "'a\u2029b'",
+		"a\u0085b", "a\u2028b\n", "|\n    a\u2029b\n",
+	} {
+		t.Run(fmt.Sprintf("%q", value), func(t *testing.T) {
+			cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  k: " + value
+			_, report, err := Process([]byte(deploy+cm), inject.Options{})
+			j, kubectlErr := sigsyaml.YAMLToJSON([]byte(cm))
+			if kubectlErr != nil {
+				require.Error(t, err, "kubectl refuses it: %v", kubectlErr)
+				return
+			}
+			require.NoError(t, err)
+			_, want, err := Process(append([]byte(deploy), j...), inject.Options{})
+			require.NoError(t, err)
+			assert.Equal(t, want.Workloads[0].Hash, report.Workloads[0].Hash, "kubectl stores %s", j)
+		})
+	}
 }
