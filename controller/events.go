@@ -11,8 +11,11 @@ import (
 const (
 	EventReasonConfigChanged = "ConfigChanged"
 	EventReasonConfigMissing = "ConfigMissing"
-	EventActionRollout       = "Rollout"
-	EventActionWait          = "Wait"
+	// EventReasonPatchForbidden: the API server refused the controller's
+	// patch of the workload (a Role that lost patch at run time).
+	EventReasonPatchForbidden = "PatchForbidden"
+	EventActionRollout        = "Rollout"
+	EventActionWait           = "Wait"
 )
 
 // maxKeysInMessage bounds how many key names one Event lists per config.

@@ -456,6 +456,12 @@ func (r *Reconciler) send(ctx context.Context, req Request, obj client.Object, p
 		r.forget(req)
 		out.Result = "gone"
 		return reconcile.Result{}, true, nil
+	case apierrors.IsForbidden(err):
+		// Where users look (kubectl describe), not only in the logs. The
+		// note is the same at every retry, so the recorder counts repeats
+		// in one Event's series.
+		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventReasonPatchForbidden, EventActionRollout,
+			"%s; not rolling until the controller may patch it (config/clusterrole.yaml, config/namespaced/role.yaml)", err)
 	}
 	return reconcile.Result{}, true, fmt.Errorf("patching %s: %w", req, err)
 }
