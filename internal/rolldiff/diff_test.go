@@ -569,6 +569,22 @@ func TestReadAsTheAPIServerStores(t *testing.T) {
 		}
 		return "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n" + strings.Join(items, "\n") + "\n"
 	}
+	// How a stream may start and end: the same render.
+	for name, text := range map[string]string{
+		"a leading ---":                 "---\n" + base,
+		"a trailing --- and no newline": base + "---",
+		"a trailing ---":                base + "---\n",
+		"a trailing ...":                base + "...\n",
+		"a comment after ---":           strings.Replace(base, "\n---\n", "\n--- # the Secret\n", 1),
+		"CRLF":                          strings.ReplaceAll(base, "\n", "\r\n"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := compare(t, base, text, inject.Options{})
+			assert.Equal(t, 3, res.Total, res.Summary)
+			assert.Equal(t, 0, res.Rolling+res.New+res.Removed, res.Summary)
+		})
+	}
+
 	twice := strings.Replace(base, "kind: Secret\n", "kind: Secret\nstringData: {password: other-secret-value}\n", 1)
 	for _, tc := range []struct {
 		name, text string
@@ -578,6 +594,12 @@ func TestReadAsTheAPIServerStores(t *testing.T) {
 		{"key twice at the top, ResourceList", asItems(twice), []string{"new: ResourceList items[1]", `key "stringData" appears twice`}},
 		{"key twice in metadata, stream", strings.Replace(base, "metadata: {name: creds, namespace: shop}", "metadata: {name: creds, namespace: shop, name: other}", 1),
 			[]string{"new: document 1", `metadata: key "name" appears twice`}},
+		{"a document after \"...\" with no \"---\"", strings.Replace(base, "\n---\napiVersion: apps/v1", "\n...\napiVersion: apps/v1", 1),
+			[]string{"new: reading the render: document 1", `another document follows this one without a "---" line`}},
+		{"a JSON stream", `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}` + "\n" + `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}` + "\n",
+			[]string{"new: reading the render: document 0", `another document follows this one without a "---" line`}},
+		{"malformed YAML in the third document", strings.Replace(base, "kind: Deployment\nmetadata: {name: web, namespace: shop}", "kind: Deployment\nmetadata: {name: web, namespace: shop", 1),
+			[]string{"new: reading the render: document 2", "yaml: line"}},
 		{"key twice in a pod template, ResourceList", asItems(strings.Replace(base, "        image: web:1\n", "        image: web:1\n        image: web:2\n", 1)),
 			[]string{"new: ResourceList items[2]", `key "image" appears twice`}},
 	} {

@@ -1,8 +1,11 @@
 package rolldiff
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"regexp"
+	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -64,7 +67,7 @@ func Read(name string, input []byte, opts inject.Options) (*Render, error) {
 // keys expanded, and a key written twice in a mapping an error naming the
 // document or item. A v1 List stays one document, as the render reads it.
 func ReadObjects(input []byte) ([]*yaml.RNode, error) {
-	docs, err := (&kio.ByteReader{Reader: bytes.NewReader(input), OmitReaderAnnotations: true, DisableUnwrapping: true}).Read()
+	docs, err := readDocuments(input)
 	if err != nil {
 		return nil, fmt.Errorf("reading the render: %w", err)
 	}
@@ -77,6 +80,63 @@ func ReadObjects(input []byte) ([]*yaml.RNode, error) {
 		}
 	}
 	return docs, nil
+}
+
+// separator is a document separator line, as kio.ByteReader splits on.
+var separator = regexp.MustCompile(`\n---.*\n`)
+
+// readDocuments splits input into its non-empty YAML documents as
+// kio.ByteReader does (a "---" line; CRLF read as LF), and refuses a
+// document followed by another without a "---" line between them (after
+// "...", or a JSON stream), which kio would drop without a word while
+// kubectl applies it and the render refuses it. Errors name the document.
+func readDocuments(input []byte) ([]*yaml.RNode, error) {
+	text := strings.ReplaceAll(string(input), "\r\n", "\n")
+	var chunks []string
+	prev := 0
+	for _, loc := range separator.FindAllStringIndex(text, -1) {
+		if after := strings.TrimSpace(text[loc[0]+4 : loc[1]]); after != "" && after[0] != '#' {
+			return nil, fmt.Errorf("document %d: invalid document separator: %s", len(chunks), strings.TrimSpace(text[loc[0]:loc[1]]))
+		}
+		chunks = append(chunks, text[prev:loc[0]]+"\n")
+		prev = loc[1]
+	}
+	chunks = append(chunks, text[prev:])
+	var docs []*yaml.RNode
+	for _, chunk := range chunks {
+		dec := yaml.NewDecoder(strings.NewReader(chunk))
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		switch {
+		case errors.Is(err, io.EOF):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("document %d: %w", len(docs), err)
+		}
+		if err := nothingAfter(dec); err != nil {
+			return nil, fmt.Errorf("document %d: %w", len(docs), err)
+		}
+		if yaml.IsYNodeEmptyDoc(&doc) {
+			continue
+		}
+		docs = append(docs, yaml.NewRNode(&doc))
+	}
+	return docs, nil
+}
+
+// nothingAfter returns an error when dec holds another document that is
+// not empty (a "---" that ends the input starts an empty one).
+func nothingAfter(dec *yaml.Decoder) error {
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil || !yaml.IsYNodeEmptyDoc(&next):
+			return errors.New(`another document follows this one without a "---" line between them: kubectl applies every object of a JSON stream, while Helm and kustomize read only the first; separate the documents with "---"`)
+		}
+	}
 }
 
 // resourceListItems checks a ResourceList as ReadObjects checks a stream
