@@ -379,14 +379,17 @@ func parseRaw(text []byte) (*yaml.RNode, error) {
 // quietAlias rewrites yaml.v3's error for an alias that no anchor defines
 // ("unknown anchor 'name' referenced"), which quotes the alias's name: an
 // unquoted value that starts with "*", a Secret's password say, is such an
-// alias. The new error gives the line instead, and what to do.
+// alias. The new error gives the line instead, and what to do. Helm 4
+// takes the items of a List out into documents of their own before its
+// post-renderer runs, which leaves an alias in one item to an anchor in
+// another referring to nothing.
 func quietAlias(text []byte, err error) error {
 	name, prefixed := strings.CutPrefix(err.Error(), "yaml: unknown anchor '")
 	name, suffixed := strings.CutSuffix(name, "' referenced")
 	if !prefixed || !suffixed {
 		return err
 	}
-	msg := `an alias ("*" and a name) that no anchor defines: a value that starts with "*" must be quoted`
+	msg := `an alias ("*" and a name) that no anchor of this document defines (anchors do not reach into other documents): a value that starts with "*" must be quoted`
 	if i := bytes.Index(text, []byte("*"+name)); i >= 0 {
 		return fmt.Errorf("line %d: %s", bytes.Count(text[:i], []byte{'\n'})+1, msg)
 	}
