@@ -55,6 +55,9 @@ func Run(args []string, stdio IO) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "version":
+			if len(args) > 1 {
+				return exit(fmt.Errorf("unexpected argument %q (see --help)", args[1]), stdio)
+			}
 			fmt.Fprintln(stdio.Out, "confighash", Version)
 			return 0
 		case "help":

@@ -225,6 +225,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"verify", "-", "-"}, 1, `unexpected argument "-"`},
 		{[]string{"verify", "--prefix"}, 1, "flag needs an argument: -prefix"},
 		{[]string{"frobnicate"}, 1, `unexpected argument "frobnicate"`},
+		{[]string{"version", "--short"}, 1, `unexpected argument "--short"`},
 		{[]string{"diff", "--bogus", "a", "b"}, 1, "flag provided but not defined: -bogus"},
 		{[]string{"diff", "--exit-code", "--bogus", "a", "b"}, 2, "flag provided but not defined: -bogus"},
 		{[]string{"diff", "--bogus", "--exit-code", "a", "b"}, 2, "flag provided but not defined: -bogus"},
