@@ -213,7 +213,7 @@ func TestFaultLeaderKilledDuringBurst(t *testing.T) {
 	e := newEnv(t)
 	createWorkloads(t, e, n)
 	le := []string{"--leader-elect", "--leader-election-namespace", e.ns, "--leader-election-id", "confighash",
-		"--leader-election-lease-duration", "6s", "--leader-election-renew-deadline", "4s", "--leader-election-retry-period", "500ms"}
+		"--leader-election-lease-duration", "12s", "--leader-election-renew-deadline", "9s", "--leader-election-retry-period", "500ms"}
 
 	a := e.startProcess("a", le...)
 	eventually(t, "a to lead", func(context.Context) (bool, error) { return a.leads(), nil })

@@ -145,7 +145,7 @@ func TestLeaderElection(t *testing.T) {
 	t.Parallel()
 	s := processScenario(t)
 	le := []string{"--leader-elect", "--leader-election-namespace", s.ns, "--leader-election-id", "confighash",
-		"--leader-election-lease-duration", "6s", "--leader-election-renew-deadline", "4s", "--leader-election-retry-period", "500ms"}
+		"--leader-election-lease-duration", "12s", "--leader-election-renew-deadline", "9s", "--leader-election-retry-period", "500ms"}
 
 	a := s.startProcess("a", le...)
 	eventually(t, "a to lead", func(context.Context) (bool, error) { return a.leads(), nil })
