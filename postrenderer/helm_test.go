@@ -458,8 +458,9 @@ func startControlPlane(t *testing.T) (string, kubernetes.Interface) {
 
 // TestInstall runs helm install and upgrade against a real API server: the
 // hash reaches the cluster, a config change rolls the Deployment, a
-// labels-only chart bump leaves its spec alone, and a failed post-render
-// leaves the release and its objects as they were.
+// labels-only chart bump leaves its spec alone, a change of the Secret alone
+// rolls it, helm rollback brings the earlier hash and ReplicaSet back, and a
+// failed post-render leaves the release and its objects as they were.
 func TestInstall(t *testing.T) {
 	kubeconfig, client := startControlPlane(t)
 	ctx := t.Context()
@@ -512,6 +513,23 @@ func TestInstall(t *testing.T) {
 				t.Errorf("a labels-only chart bump changed the pod template: hash %s -> %s, generation %d -> %d", changed, hash, gen, g)
 			}
 
+			// Only the Secret changes: the Deployment rolls. helm rollback
+			// applies revision 3 as it was stored, hash included, so the
+			// Deployment controller goes back to that ReplicaSet.
+			mustRun("upgrade", bumped, "--set", "greeting=Bonjour", "--set", "password=rotated")
+			if hash, _ := podHash(); hash == changed || hash == "" {
+				t.Errorf("a Secret change gave hash %q, was %s", hash, changed)
+			}
+			waitForReplicaSets(t, client, name, 3)
+			if res := h.Run(t, nil, "rollback", name, "3", "--namespace", namespace); res.ExitCode != 0 {
+				t.Fatalf("helm rollback: exit %d\n%s", res.ExitCode, res.Stderr)
+			}
+			if hash, _ := podHash(); hash != changed {
+				t.Errorf("after helm rollback: hash %s, want revision 3's %s", hash, changed)
+			}
+			waitForRollout(t, client, deploy)
+			waitForReplicaSets(t, client, name, 3)
+
 			before := h.Run(t, nil, "history", name, "--namespace", namespace)
 			writeFile(t, filepath.Join(bumped, "bad-values.yaml"), "env:\n  FEATURES:\n    beta: true\n")
 			res := helmRun("upgrade", bumped, "--set", "greeting=Hallo", "--values", filepath.Join(bumped, "bad-values.yaml"))
@@ -530,6 +548,16 @@ func TestInstall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitForRollout polls until the Deployment controller has acted on the
+// Deployment's current generation.
+func waitForRollout(t *testing.T, client kubernetes.Interface, deploy string) {
+	t.Helper()
+	kubetest.Eventually(t, time.Minute, 100*time.Millisecond, "the Deployment controller to observe "+deploy, func(ctx context.Context) (bool, error) {
+		d, err := client.AppsV1().Deployments(namespace).Get(ctx, deploy, metav1.GetOptions{})
+		return err == nil && d.Status.ObservedGeneration == d.Generation, err
+	})
 }
 
 // waitForReplicaSets polls until the release's Deployment has n ReplicaSets:
