@@ -148,6 +148,9 @@ type Rollout struct {
 	// PodsUnreadable is true when the user may not list the pods (or
 	// ReplicaSets): the counts are then zero, not known.
 	PodsUnreadable bool `json:"podsUnreadable,omitempty"`
+	// Paused is true for a paused Deployment: its template changes wait
+	// for kubectl rollout resume.
+	Paused bool `json:"paused,omitempty"`
 	// Message says what is happening in words.
 	Message string `json:"message"`
 }
@@ -511,7 +514,7 @@ func eventTime(e *corev1.Event) time.Time {
 // ReplicaSet: those not of the current ReplicaSet run an older template.
 func (c collector) deploymentRollout(ctx context.Context, d *appsv1.Deployment) (Rollout, error) {
 	r := Rollout{Generation: d.Generation, ObservedGeneration: d.Status.ObservedGeneration,
-		Replicas: replicas(d.Spec.Replicas), Updated: d.Status.UpdatedReplicas, Available: d.Status.AvailableReplicas}
+		Replicas: replicas(d.Spec.Replicas), Updated: d.Status.UpdatedReplicas, Available: d.Status.AvailableReplicas, Paused: d.Spec.Paused}
 	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil {
 		return r, fmt.Errorf("selector of Deployment %s: %w", hashing.ObjectName(d.Namespace, d.Name), err)
@@ -630,6 +633,9 @@ func (r *Rollout) finish(done bool) {
 	if r.PendingPods > 0 {
 		r.Message += fmt.Sprintf("; %d %s Pending (not scheduled or not started: no node has run %s)", r.PendingPods,
 			plural(r.PendingPods, "pod is", "pods are"), plural(r.PendingPods, "it", "them"))
+	}
+	if r.Paused && !done {
+		r.Message = "paused (kubectl rollout resume to roll): " + r.Message
 	}
 }
 

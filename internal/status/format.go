@@ -120,6 +120,9 @@ func rolloutColumn(r Rollout) string {
 		return "not yet observed"
 	}
 	s := fmt.Sprintf("in progress %d/%d updated, %d available", r.Updated, r.Replicas, r.Available)
+	if r.Paused {
+		s = fmt.Sprintf("paused %d/%d updated, %d available", r.Updated, r.Replicas, r.Available)
+	}
 	if r.PendingPods > 0 {
 		s += fmt.Sprintf(", %d pending", r.PendingPods)
 	}

@@ -7,13 +7,16 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/inject"
@@ -243,6 +246,28 @@ func TestStatusOfWorkloadsUsersHave(t *testing.T) {
 			assert.Contains(t, res.Stderr, `cannot list resource "deployments"`, args)
 			assert.Contains(t, res.Stderr, `cannot list resource "cronjobs"`, args)
 		}
+	})
+
+	t.Run("paused Deployment", func(t *testing.T) {
+		// Paused, then its template changed (kubectl rollout pause, then
+		// an edit): nothing rolls until it is resumed, and status says so.
+		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			_, err := kubetest.Edit(ctx, cs.AppsV1().Deployments("keyed"), "web", "", func(d *appsv1.Deployment) {
+				d.Spec.Paused = true
+				d.Spec.Template.Labels["edited"] = "yes"
+			})
+			return err
+		}))
+		var res testtools.Result
+		eventually(t, "the Deployment controller observes the paused Deployment", func() bool {
+			res = run([]string{"CONFIGHASH_HMAC_KEY=k3y"}, "--kubeconfig", kc, "-n", "keyed")
+			return !strings.Contains(res.Stdout, "not yet observed")
+		})
+		assert.Regexp(t, `Deployment keyed/web\s+STALE \(render-hash-mismatch\)\s+\S+\s+-\s+paused`, res.Stdout)
+		assert.Contains(t, res.Stdout, "rollout: paused (kubectl rollout resume to roll): ")
+		ws := asJSON(run([]string{"CONFIGHASH_HMAC_KEY=k3y"}, "--kubeconfig", kc, "-n", "keyed", "--json"))
+		assert.True(t, ws["Deployment/web"].Rollout.Paused)
+		assert.False(t, ws["Deployment/web"].Rollout.Done)
 	})
 
 	t.Run("Secret deleted", func(t *testing.T) {
