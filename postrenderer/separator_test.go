@@ -63,12 +63,13 @@ func TestDocumentSeparators(t *testing.T) {
 			`document 0: another document follows this one without a "---" line`},
 		{"a Secret, then a JSON object", secretJSON + deployJSON, 2,
 			`document 0: another document follows this one without a "---" line`},
+		{"a directive after the end marker", cm + "...\n%YAML 1.1\n---\n" + secret + "---\n" + workload, 3, ""},
 		{"a document after the end marker", cm + "...\n" + workload, 1,
-			`document 0: another document follows this one without a "---" line`},
+			`document 0: line 8: another document follows this one without a "---" line`},
 		{"a Service, then a document after the end marker", "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n...\n" + cm, 1,
-			`document 0: another document follows this one without a "---" line`},
+			`document 0: line 6: another document follows this one without a "---" line`},
 		{"a Secret, then a document after the end marker", cm + "---\n" + secret + "...\n" + workload, 2,
-			`document 1: another document follows this one without a "---" line`},
+			`document 1: line 9: another document follows this one without a "---" line`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if n := kubectlObjects(tc.input); n != tc.kubectl {
@@ -98,7 +99,7 @@ func TestDocumentSeparators(t *testing.T) {
 				return
 			}
 			// Without the comments, the output is that of the plain stream.
-			plain := strings.NewReplacer("---\n# c\n", "", "---#c\n", "---\n", "--- # c\n", "---\n").Replace(string(out))
+			plain := strings.NewReplacer("...\n%YAML 1.1\n", "", "---\n# c\n", "", "---#c\n", "---\n", "--- # c\n", "---\n").Replace(string(out))
 			if strings.TrimPrefix(plain, "---\n") != string(want) {
 				t.Errorf("output\n%s\nwant, with its separator lines\n%s", out, want)
 			}

@@ -357,18 +357,22 @@ func parse(text []byte) (*yaml.RNode, error) {
 // parseRaw reads one document as written. yaml.Unmarshal reads from the
 // byte slice directly, which allocates far less than a Decoder over a
 // reader; but it reads the first document and ignores what follows, so a
-// document that may be followed by another within the same chunk goes
-// through a Decoder (decodeOne).
+// flow (JSON) document, which ends at its closing bracket, goes through a
+// Decoder that looks for more (decodeOne), and text after a "..." line is
+// looked at for a document (afterEnd).
 func parseRaw(text []byte) (*yaml.RNode, error) {
 	var doc yaml.Node
 	var err error
-	if mayEndEarly(text) {
+	if flowRoot(text) {
 		err = decodeOne(text, &doc)
 	} else {
 		err = yaml.Unmarshal(text, &doc)
 	}
 	if err != nil {
 		return nil, quietAlias(text, err)
+	}
+	if line := afterEnd(text); line > 0 {
+		return nil, fmt.Errorf("line %d: %w", line, errAnotherDocument)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, fmt.Errorf("empty document")
@@ -396,21 +400,22 @@ func quietAlias(text []byte, err error) error {
 	return errors.New(msg)
 }
 
-// mayEndEarly reports whether a document may end before its chunk does,
-// with more text after it and no "---" line between: a flow (JSON) root
-// ends at its closing bracket, and "..." ends any document.
-func mayEndEarly(text []byte) bool {
-	if line := bytes.TrimSpace(firstContent(text)); len(line) > 0 && (line[0] == '{' || line[0] == '[') {
-		return true
-	}
-	return bytes.HasPrefix(text, []byte("...")) || bytes.Contains(text, []byte("\n..."))
+// errAnotherDocument is the error for a document that follows another
+// without a "---" line: kubectl applies every object of a JSON stream
+// (objects one after the other, no "---" between them), while Helm,
+// kustomize and kubectl's YAML reader read only the first document of such
+// a chunk and drop the rest without a word.
+var errAnotherDocument = errors.New(`another document follows this one without a "---" line between them: kubectl applies every object of a JSON stream, while Helm and kustomize read only the first; separate the documents with "---"`)
+
+// flowRoot reports whether a document's root is a flow (JSON) mapping or
+// sequence, which ends at its closing bracket, before its chunk may.
+func flowRoot(text []byte) bool {
+	line := bytes.TrimSpace(firstContent(text))
+	return len(line) > 0 && (line[0] == '{' || line[0] == '[')
 }
 
 // decodeOne reads the one document of text into doc, and refuses text that
-// holds another after it. kubectl applies every object of a JSON stream
-// (objects one after the other, no "---" between them); Helm, kustomize
-// and kubectl's YAML reader read only the first document of such a chunk
-// and drop the rest without a word.
+// holds another after it.
 func decodeOne(text []byte, doc *yaml.Node) error {
 	dec := yaml.NewDecoder(bytes.NewReader(text))
 	if err := dec.Decode(doc); err != nil {
@@ -418,9 +423,31 @@ func decodeOne(text []byte, doc *yaml.Node) error {
 	}
 	var next yaml.Node
 	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
-		return errors.New(`another document follows this one without a "---" line between them: kubectl applies every object of a JSON stream, while Helm and kustomize read only the first; separate the documents with "---"`)
+		return errAnotherDocument
 	}
 	return nil
+}
+
+// afterEnd returns the number (from 1) of the first line after a "..."
+// line that holds a document: anything but blank lines, comments,
+// directives ("%YAML", which belong to the document after the next "---")
+// and more "..." lines. 0 if there is none.
+func afterEnd(text []byte) int {
+	if !bytes.HasPrefix(text, []byte("...")) && !bytes.Contains(text, []byte("\n...")) {
+		return 0
+	}
+	ended := false
+	for n, line := range bytes.Split(text, []byte("\n")) {
+		t := bytes.TrimSpace(line)
+		switch {
+		case isMarker(line, "..."):
+			ended = true
+		case !ended || len(t) == 0 || t[0] == '#' || line[0] == '%':
+		default:
+			return n + 1
+		}
+	}
+	return 0
 }
 
 // isConfigKind is a cheap first look: could this be a ConfigMap or Secret?
