@@ -151,6 +151,9 @@ type Rollout struct {
 	// Paused is true for a paused Deployment: its template changes wait
 	// for kubectl rollout resume.
 	Paused bool `json:"paused,omitempty"`
+	// OnDelete is true for a StatefulSet or DaemonSet whose update
+	// strategy is OnDelete: its pods take a new template only when deleted.
+	OnDelete bool `json:"onDelete,omitempty"`
 	// Message says what is happening in words.
 	Message string `json:"message"`
 }
@@ -560,7 +563,8 @@ func (c collector) deploymentRollout(ctx context.Context, d *appsv1.Deployment) 
 // label is not the update revision runs an older template.
 func (c collector) statefulSetRollout(ctx context.Context, s *appsv1.StatefulSet) (Rollout, error) {
 	r := Rollout{Generation: s.Generation, ObservedGeneration: s.Status.ObservedGeneration,
-		Replicas: replicas(s.Spec.Replicas), Updated: s.Status.UpdatedReplicas, Available: s.Status.AvailableReplicas}
+		Replicas: replicas(s.Spec.Replicas), Updated: s.Status.UpdatedReplicas, Available: s.Status.AvailableReplicas,
+		OnDelete: s.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType}
 	sel, err := metav1.LabelSelectorAsSelector(s.Spec.Selector)
 	if err != nil {
 		return r, fmt.Errorf("StatefulSet %s: selector: %w", hashing.ObjectName(s.Namespace, s.Name), err)
@@ -586,7 +590,8 @@ func (c collector) statefulSetRollout(ctx context.Context, s *appsv1.StatefulSet
 func daemonSetRollout(d *appsv1.DaemonSet) Rollout {
 	st := d.Status
 	r := Rollout{Generation: d.Generation, ObservedGeneration: st.ObservedGeneration, Replicas: st.DesiredNumberScheduled,
-		Updated: st.UpdatedNumberScheduled, Available: st.NumberAvailable, Pods: int(st.CurrentNumberScheduled)}
+		Updated: st.UpdatedNumberScheduled, Available: st.NumberAvailable, Pods: int(st.CurrentNumberScheduled),
+		OnDelete: d.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType}
 	r.StalePods = max(0, int(st.CurrentNumberScheduled-st.UpdatedNumberScheduled))
 	r.finish(st.ObservedGeneration >= d.Generation && st.UpdatedNumberScheduled == st.DesiredNumberScheduled && st.NumberAvailable == st.DesiredNumberScheduled)
 	return r
@@ -634,8 +639,11 @@ func (r *Rollout) finish(done bool) {
 		r.Message += fmt.Sprintf("; %d %s Pending (not scheduled or not started: no node has run %s)", r.PendingPods,
 			plural(r.PendingPods, "pod is", "pods are"), plural(r.PendingPods, "it", "them"))
 	}
-	if r.Paused && !done {
+	switch {
+	case r.Paused && !done:
 		r.Message = "paused (kubectl rollout resume to roll): " + r.Message
+	case r.OnDelete && !done:
+		r.Message = "OnDelete (its pods take the new template when deleted): " + r.Message
 	}
 }
 

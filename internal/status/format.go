@@ -120,8 +120,11 @@ func rolloutColumn(r Rollout) string {
 		return "not yet observed"
 	}
 	s := fmt.Sprintf("in progress %d/%d updated, %d available", r.Updated, r.Replicas, r.Available)
-	if r.Paused {
+	switch {
+	case r.Paused:
 		s = fmt.Sprintf("paused %d/%d updated, %d available", r.Updated, r.Replicas, r.Available)
+	case r.OnDelete:
+		s = fmt.Sprintf("OnDelete %d/%d updated, %d available", r.Updated, r.Replicas, r.Available)
 	}
 	if r.PendingPods > 0 {
 		s += fmt.Sprintf(", %d pending", r.PendingPods)

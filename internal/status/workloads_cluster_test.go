@@ -270,6 +270,37 @@ func TestStatusOfWorkloadsUsersHave(t *testing.T) {
 		assert.False(t, ws["Deployment/web"].Rollout.Done)
 	})
 
+	t.Run("OnDelete StatefulSet", func(t *testing.T) {
+		// Its pods take a new template only when deleted: status says so
+		// rather than "in progress" for ever.
+		const namespace = "ondelete"
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		stream := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {LOG_LEVEL: info}\n---\n" +
+			kubetest.Workload{Kind: "StatefulSet", Name: "db", Replicas: 1, Spec: []string{"serviceName: db", "updateStrategy: {type: OnDelete}"},
+				Env: []string{kubetest.EnvKey("app", "LOG_LEVEL")}}.YAML()
+		rendered, _, err := postrenderer.Process([]byte(stream), inject.Options{DefaultNamespace: namespace})
+		require.NoError(t, err)
+		require.NoError(t, kubetest.Apply(ctx, dyn, mapper, bytes.NewReader(rendered), kubetest.ApplyOptions{Namespace: namespace, FieldManager: "helm"}))
+		eventually(t, "the StatefulSet controller creates db-0", func() bool {
+			pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+			return err == nil && len(pods.Items) == 1
+		})
+		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			_, err := kubetest.Edit(ctx, cs.AppsV1().StatefulSets(namespace), "db", "", func(s *appsv1.StatefulSet) {
+				s.Spec.Template.Labels["edited"] = "yes"
+			})
+			return err
+		}))
+		var res testtools.Result
+		eventually(t, "the StatefulSet controller sees the new revision", func() bool {
+			res = run(nil, "--kubeconfig", kc, "-n", namespace)
+			return strings.Contains(res.Stdout, "1 pod runs an older template")
+		})
+		assert.Regexp(t, `StatefulSet ondelete/db\s+current\s+\S+\s+-\s+OnDelete 0/1 updated`, res.Stdout)
+		assert.Contains(t, res.Stdout, "rollout: OnDelete (its pods take the new template when deleted): ")
+	})
+
 	t.Run("Secret deleted", func(t *testing.T) {
 		require.NoError(t, cs.CoreV1().Secrets("plain").Delete(ctx, "creds", metav1.DeleteOptions{}))
 		res := run(nil, "--kubeconfig", kc, "-n", "plain")
