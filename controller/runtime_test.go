@@ -631,6 +631,23 @@ func TestOptInToggled(t *testing.T) {
 		e.assertNoCanaryInEvents()
 		assertNoCanary(t, "the controller's logs", r.logs.String())
 	})
+	t.Run("removed-restored", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.createSecret("creds", map[string]string{"password": canary})
+		r := e.start(e.testOptions())
+		w := optedIn(e, "web")
+		w.EnvFrom = []string{"{secretRef: {name: creds}}"}
+		require.NoError(t, e.apply(w.YAML(), "kubectl"))
+		r.obs.waitFor(t, 0, "in sync", deploymentOutcome("web", "in_sync"))
+		mark := r.obs.mark()
+		e.patchDeployment("web", `{"metadata":{"annotations":{"confighash.dev/enabled":null}}}`)
+		_, next := r.obs.waitFor(t, mark, "unmanaged", deploymentOutcome("web", "unmanaged"))
+		e.patchDeployment("web", `{"metadata":{"annotations":{"confighash.dev/enabled":"true"}}}`)
+		r.obs.waitFor(t, next, "in sync when opted in again", deploymentOutcome("web", "in_sync"))
+		assert.Equal(t, 1, e.revisions("Deployment", "web"), "nothing changed meanwhile: no roll")
+		assert.Zero(t, r.obs.count(0, deploymentOutcome("web", "rolled")))
+	})
 	t.Run("opted-out-render-then-in", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
