@@ -217,8 +217,12 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		cronRollout := func() (Rollout, error) {
-			return Rollout{Done: true, Generation: j.Generation, ObservedGeneration: j.Generation,
-				Message: "the next Job runs the current template"}, nil
+			r := Rollout{Done: true, Generation: j.Generation, ObservedGeneration: j.Generation,
+				Message: "the next Job runs the current template"}
+			if j.Spec.Suspend != nil && *j.Spec.Suspend {
+				r.Message = "suspended: no Job runs until it is resumed"
+			}
+			return r, nil
 		}
 		if err := c.add(ctx, &out, "CronJob", j.ObjectMeta, &j.Spec.JobTemplate.Spec.Template, cronRollout); err != nil {
 			return out, err

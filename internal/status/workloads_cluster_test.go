@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -268,6 +269,18 @@ func TestStatusOfWorkloadsUsersHave(t *testing.T) {
 		ws := asJSON(run([]string{"CONFIGHASH_HMAC_KEY=k3y"}, "--kubeconfig", kc, "-n", "keyed", "--json"))
 		assert.True(t, ws["Deployment/web"].Rollout.Paused)
 		assert.False(t, ws["Deployment/web"].Rollout.Done)
+	})
+
+	t.Run("suspended CronJob", func(t *testing.T) {
+		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			_, err := kubetest.Edit(ctx, cs.BatchV1().CronJobs("keyed"), "nightly", "", func(c *batchv1.CronJob) {
+				suspend := true
+				c.Spec.Suspend = &suspend
+			})
+			return err
+		}))
+		res := run([]string{"CONFIGHASH_HMAC_KEY=k3y"}, "--kubeconfig", kc, "-n", "keyed")
+		assert.Contains(t, res.Stdout, "CronJob keyed/nightly consumes Secret/creds (keys password)\n  rollout: suspended: no Job runs until it is resumed\n")
 	})
 
 	t.Run("OnDelete StatefulSet", func(t *testing.T) {
