@@ -586,6 +586,9 @@ func TestReadAsTheAPIServerStores(t *testing.T) {
 	}
 
 	twice := strings.Replace(base, "kind: Secret\n", "kind: Secret\nstringData: {password: other-secret-value}\n", 1)
+	const web = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web"
+	_, webOnward, found := strings.Cut(base, web)
+	require.True(t, found)
 	for _, tc := range []struct {
 		name, text string
 		want       []string
@@ -600,6 +603,7 @@ func TestReadAsTheAPIServerStores(t *testing.T) {
 			[]string{"new: reading the render: document 0", `another document follows this one without a "---" line`}},
 		{"malformed YAML in the third document", strings.Replace(base, "kind: Deployment\nmetadata: {name: web, namespace: shop}", "kind: Deployment\nmetadata: {name: web, namespace: shop", 1),
 			[]string{"new: reading the render: document 2", "yaml: line"}},
+		{"a workload twice", base + "---\n" + web + webOnward, []string{"new: Deployment shop/web is in the render twice (documents 2 and "}},
 		{"key twice in a pod template, ResourceList", asItems(strings.Replace(base, "        image: web:1\n", "        image: web:1\n        image: web:2\n", 1)),
 			[]string{"new: ResourceList items[2]", `key "image" appears twice`}},
 	} {

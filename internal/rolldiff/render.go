@@ -52,6 +52,15 @@ func Read(name string, input []byte, opts inject.Options) (*Render, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	first := map[workloadKey]inject.Workload{}
+	for _, w := range report.Workloads {
+		if f, twice := first[keyOf(w)]; twice {
+			// Which one the cluster ends with depends on the tool that
+			// applies the render: diff cannot say what rolls.
+			return nil, fmt.Errorf("%s: %s %s is in the render twice (documents %d and %d): remove one", name, w.Kind, hashing.ObjectName(w.Namespace, w.Name), f.Index, w.Index)
+		}
+		first[keyOf(w)] = w
+	}
 	r := &Render{Name: name, report: report, configs: map[configRef]hashing.Content{}, opts: opts}
 	for i, n := range nodes {
 		if err := r.addConfigs(n, opts.DefaultNamespace); err != nil {
