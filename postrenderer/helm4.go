@@ -5,6 +5,7 @@ import (
 	"regexp"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // postrenderFilename is the annotation in which Helm 4 records each
@@ -30,8 +31,15 @@ var changingBlock = regexp.MustCompile(`(?m)[ \t](>[-+1-9]{0,2}|\|[1-9]?\+|\|\+[
 // blank line for such a block there. .Files.Glob's AsConfig writes such a
 // block for a file that ends in a blank line. Any other document reads the
 // same either way.
+//
+// Helm 4 also adds its annotation to the document's annotations before its
+// post-renderer runs and removes it from there afterwards; when that map
+// has an anchor, a merge key or an alias elsewhere in the document (data
+// that merges the annotations, say) holds the annotation in the text sent
+// but not in what Helm 4 stores. So a document with an anchor is read as
+// Helm 4 stores it too.
 func helm4Installed(text []byte) ([]byte, bool) {
-	if !bytes.Contains(text, []byte(postrenderFilename+":")) || !changingBlock.Match(text) {
+	if !bytes.Contains(text, []byte(postrenderFilename+":")) || !changingBlock.Match(text) && bytes.IndexByte(text, '&') < 0 {
 		return nil, false
 	}
 	nodes, err := kio.ParseAll(string(text))
@@ -40,6 +48,9 @@ func helm4Installed(text []byte) ([]byte, bool) {
 	}
 	if k := nodes[0].GetKind(); nodes[0].GetApiVersion() != "v1" || k != "ConfigMap" && k != "Secret" {
 		return nil, false // a workload is edited in place: its text stays
+	}
+	if err := nodes[0].PipeE(yaml.ClearAnnotation(postrenderFilename)); err != nil {
+		return nil, false
 	}
 	written, err := kio.StringAll(nodes)
 	if err != nil {
