@@ -102,6 +102,10 @@ spec:
 //   - a user who may not read the Secret gets UNKNOWN naming it, exit 1; in
 //     a namespace where the user may list nothing, or with -A, only the
 //     error naming the refused lists, nothing on standard output;
+//   - a paused Deployment whose template changed, a suspended CronJob and an
+//     OnDelete StatefulSet whose template changed say so in their rollout,
+//     rather than "in progress" for ever;
+//   - --request-timeout 0 is no timeout, as for kubectl;
 //   - the Secret deleted: BLOCKED naming it.
 func TestStatusOfWorkloadsUsersHave(t *testing.T) {
 	cptest.Require(t)
