@@ -94,6 +94,12 @@ func objects(t *testing.T, stream string) map[string]*yaml.RNode {
 			}
 		}
 		for _, o := range items {
+			// An item of a typed list that names no kind is created, by
+			// kubectl and Helm, as the list's kind without "List".
+			if o.GetKind() == "" && o.GetApiVersion() == "" && n.GetKind() != "List" {
+				o.SetKind(strings.TrimSuffix(n.GetKind(), "List"))
+				o.SetApiVersion(n.GetApiVersion())
+			}
 			objs[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
 		}
 	}

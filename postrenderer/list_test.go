@@ -126,6 +126,21 @@ spec:
 // items, whose dashes start the line.
 func asList(objs []string) string { return asListIndented(objs, "") }
 
+// typedList writes objs as the items of a typed list of kind (a
+// DeploymentList) in apiVersion, each item without its apiVersion and kind
+// lines, as the API server lists them.
+func typedList(apiVersion, kind string, objs []string) string {
+	var items []string
+	for _, o := range objs {
+		lines := strings.SplitN(o, "\n", 3)
+		if !strings.HasPrefix(lines[0], "apiVersion: ") || !strings.HasPrefix(lines[1], "kind: ") {
+			panic("typedList: an item that does not start with its apiVersion and kind")
+		}
+		items = append(items, lines[2])
+	}
+	return strings.Replace(asList(items), "apiVersion: v1\nkind: List\n", "apiVersion: "+apiVersion+"\nkind: "+kind+"\n", 1)
+}
+
 // asListIndented is asList with each line of the items indented.
 func asListIndented(objs []string, indent string) string {
 	var b strings.Builder
@@ -186,6 +201,11 @@ func TestListItems(t *testing.T) {
 			"---\n" + strings.Join(listItems[3:], "\n---\n") + "\n"},
 		{"a ConfigMapList", strings.Replace(asList(listItems[:1]), "kind: List\n", "kind: ConfigMapList\n", 1) + "---\n" +
 			strings.Replace(asList(listItems[1:2]), "kind: List\n", "kind: SecretList\n", 1) + "---\n" + asList(listItems[2:])},
+		// The items of a typed list may name no apiVersion and kind:
+		// kubectl and Helm create them as the list's kind without "List".
+		{"typed lists whose items name no kind", typedList("v1", "ConfigMapList", listItems[:1]) + "---\n" +
+			typedList("v1", "SecretList", listItems[1:2]) + "---\n" + typedList("apps/v1", "DeploymentList", listItems[2:3]) + "---\n" +
+			typedList("apps/v1", "StatefulSetList", listItems[3:4]) + "---\n" + strings.Join(listItems[4:], "\n---\n") + "\n"},
 		{"CRLF line ends", strings.ReplaceAll(asList(listItems), "\n", "\r\n")},
 		// YAML reads a lone carriage return as a line break; the editor
 		// does not, so the document is written anew, every item at once.
@@ -251,15 +271,23 @@ func TestListItemsHelm(t *testing.T) {
 			h := newHelm(t, version)
 			flat := copyChart(t, exampleChart(t))
 			writeFile(t, filepath.Join(flat, "templates", "items.yaml"), strings.Join(listItems, "\n---\n")+"\n")
-			list := copyChart(t, exampleChart(t))
-			writeFile(t, filepath.Join(list, "templates", "items.yaml"), asList(listItems))
-
 			want := workloadAnnotations(objects(t, h.template(t, flat, true)))
-			got := workloadAnnotations(objects(t, h.template(t, list, true)))
 			if !strings.Contains(want["Deployment//api"], "v1-sha256:") {
 				t.Fatalf("the flat chart's Deployment is not hashed: %v", want)
 			}
-			assertByWorkload(t, fmt.Sprintf("helm%d", version), got, want)
+			for name, items := range map[string]string{
+				"a v1 List": asList(listItems),
+				// Helm creates a typed list's items that name no kind as
+				// the list's kind without "List".
+				"typed lists whose items name no kind": typedList("v1", "ConfigMapList", listItems[:1]) + "---\n" +
+					typedList("v1", "SecretList", listItems[1:2]) + "---\n" +
+					typedList("apps/v1", "DeploymentList", listItems[2:3]) + "---\n" + asList(listItems[3:]),
+			} {
+				list := copyChart(t, exampleChart(t))
+				writeFile(t, filepath.Join(list, "templates", "items.yaml"), items)
+				got := workloadAnnotations(objects(t, h.template(t, list, true)))
+				assertByWorkload(t, fmt.Sprintf("helm%d, %s", version, name), got, want)
+			}
 		})
 	}
 }

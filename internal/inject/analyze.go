@@ -147,7 +147,7 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 			if opts.skipped(sub.Node) {
 				continue
 			}
-			o, err := identify(sub, opts)
+			o, err := identifyItem(objects[i], sub, opts)
 			if err != nil {
 				return nil, fmt.Errorf("%s: items[%d]: %w", objects[i], j, err)
 			}
@@ -259,7 +259,7 @@ func (c *configIndex) addDoc(d Doc, o Object, opts Options) error {
 		if opts.skipped(sub.Node) {
 			continue
 		}
-		io, err := identify(sub, opts)
+		io, err := identifyItem(o, sub, opts)
 		if err != nil {
 			return fmt.Errorf("%s: items[%d]: %w", o, i, err)
 		}

@@ -3,6 +3,7 @@ package inject
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
@@ -42,7 +43,16 @@ func (o Object) where() string {
 // checks of aliases and metadata are for the documents confighash reads
 // (opts.Relevant): one of another kind is left as it is, as the stream mode
 // copies it unread, so that both modes accept the same documents.
-func identify(d Doc, opts Options) (Object, error) {
+func identify(d Doc, opts Options) (Object, error) { return identifyIn(Object{}, d, opts) }
+
+// identifyItem is identify for an item of the list object list. An item of
+// a typed list (a ConfigMapList, an apps/v1 DeploymentList) may name neither
+// apiVersion nor kind, as the API server lists them; kubectl and Helm create
+// it as the list's kind without "List", in the list's apiVersion, and so is
+// it read here.
+func identifyItem(list Object, d Doc, opts Options) (Object, error) { return identifyIn(list, d, opts) }
+
+func identifyIn(list Object, d Doc, opts Options) (Object, error) {
 	o := Object{Index: d.Index, Path: d.Path}
 	if d.Node == nil {
 		c := d.Config
@@ -57,6 +67,9 @@ func identify(d Doc, opts Options) (Object, error) {
 		return o, fmt.Errorf("%s is not an object", o.where())
 	}
 	o.APIVersion, o.Kind = scalar(n, "apiVersion"), scalar(n, "kind")
+	if o.APIVersion == "" && o.Kind == "" && list.isList() && list.Kind != "List" {
+		o.APIVersion, o.Kind = list.APIVersion, strings.TrimSuffix(list.Kind, "List")
+	}
 	if opts.Relevant(o.APIVersion, o.Kind) {
 		if err := checkAliases(n); err != nil {
 			return o, fmt.Errorf("%s: %w", o.where(), err)
