@@ -88,7 +88,7 @@ func documents(input []byte) ([]*yaml.Node, error) {
 			return docs, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, yamlnode.ParseError(input, err)
 		}
 		if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 && !isNull(doc.Content[0]) {
 			docs = append(docs, doc.Content[0])

@@ -7,12 +7,12 @@ import (
 	"io"
 	"reflect"
 	"slices"
-	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/yamlnode"
 	"github.com/confighash/confighash/internal/yamlnorm"
 )
 
@@ -369,7 +369,7 @@ func parseRaw(text []byte) (*yaml.RNode, error) {
 		err = yaml.Unmarshal(text, &doc)
 	}
 	if err != nil {
-		return nil, quietAlias(text, err)
+		return nil, yamlnode.ParseError(text, err)
 	}
 	if line := afterEnd(text); line > 0 {
 		return nil, fmt.Errorf("line %d: %w", line, errAnotherDocument)
@@ -378,26 +378,6 @@ func parseRaw(text []byte) (*yaml.RNode, error) {
 		return nil, fmt.Errorf("empty document")
 	}
 	return yaml.NewRNode(doc.Content[0]), nil
-}
-
-// quietAlias rewrites yaml.v3's error for an alias that no anchor defines
-// ("unknown anchor 'name' referenced"), which quotes the alias's name: an
-// unquoted value that starts with "*", a Secret's password say, is such an
-// alias. The new error gives the line instead, and what to do. Helm 4
-// takes the items of a List out into documents of their own before its
-// post-renderer runs, which leaves an alias in one item to an anchor in
-// another referring to nothing.
-func quietAlias(text []byte, err error) error {
-	name, prefixed := strings.CutPrefix(err.Error(), "yaml: unknown anchor '")
-	name, suffixed := strings.CutSuffix(name, "' referenced")
-	if !prefixed || !suffixed {
-		return err
-	}
-	msg := `an alias ("*" and a name) that no anchor of this document defines (anchors do not reach into other documents): a value that starts with "*" must be quoted`
-	if i := bytes.Index(text, []byte("*"+name)); i >= 0 {
-		return fmt.Errorf("line %d: %s", bytes.Count(text[:i], []byte{'\n'})+1, msg)
-	}
-	return errors.New(msg)
 }
 
 // errAnotherDocument is the error for a document that follows another

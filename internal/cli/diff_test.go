@@ -160,10 +160,12 @@ func TestDiffUncheckedKinds(t *testing.T) {
 }
 
 // TestSecretCanary: a recognisable Secret value, in data or stringData, in
-// either render, never reaches standard output or standard error of
+// either render, in a plain stream or a ResourceList, never reaches
+// standard error of the render, nor standard output or standard error of
 // explain, verify or diff in any format, whether the command succeeds or
 // fails on the Secret (bad base64, a null, a list, a number, a !!binary,
-// a key written twice, malformed YAML after it).
+// a key written twice, malformed YAML after it, an unquoted value that
+// starts with "*").
 func TestSecretCanary(t *testing.T) {
 	const canary = "CANARY-s3cr3t"
 	encoded := base64.StdEncoding.EncodeToString([]byte(canary))
@@ -185,21 +187,53 @@ func TestSecretCanary(t *testing.T) {
 		"key twice":        secret("stringData: {password: " + canary + ", password: " + canary + "-2}"),
 		"malformed after":  secret("stringData: {password: " + canary + "}\ndata: [unclosed"),
 		"stringData twice": secret("stringData: {password: " + canary + "}\nstringData: {password: x}"),
+		// An unquoted value that starts with "*" is a YAML alias, which
+		// yaml.v3's error names.
+		"unquoted alias": secret("stringData:\n  password: *" + canary),
 	}
 	for name, input := range inputs {
-		o, n := diffInputs(t, good, input)
-		for _, args := range [][]string{
-			{"explain"}, {"explain", "--json"}, {"verify"},
-			{"diff", o, n}, {"diff", "--json", o, n}, {"diff", "--markdown", o, n},
-			{"diff", n, o}, {"diff", "--json", "--exit-code", n, o}, {"diff", "--markdown", n, o},
-		} {
-			t.Run(name+" "+strings.Join(args[:1], ""), func(t *testing.T) {
-				_, stdout, stderr := run(t, input, args...)
-				for _, v := range []string{canary, encoded, encoded[:8]} {
-					assert.NotContains(t, stdout, v, args)
-					assert.NotContains(t, stderr, v, args)
+		// Each input as a plain stream and as the ResourceList kustomize
+		// and kpt send (the render runs as a KRM function on it).
+		for form, input := range map[string]string{"stream": input, "ResourceList": asResourceList(input)} {
+			o, n := diffInputs(t, good, input)
+			for _, args := range [][]string{
+				{}, {"explain"}, {"explain", "--json"}, {"verify"},
+				{"diff", o, n}, {"diff", "--json", o, n}, {"diff", "--markdown", o, n},
+				{"diff", n, o}, {"diff", "--json", "--exit-code", n, o}, {"diff", "--markdown", n, o},
+			} {
+				command := "render"
+				if len(args) > 0 {
+					command = args[0]
 				}
-			})
+				t.Run(name+" "+form+" "+command, func(t *testing.T) {
+					code, stdout, stderr := run(t, input, args...)
+					if command == "render" && code == 0 {
+						// The render writes its input back, the Secret with it.
+						stdout = ""
+					}
+					for _, v := range []string{canary, encoded, encoded[:8]} {
+						assert.NotContains(t, stdout, v, args)
+						assert.NotContains(t, stderr, v, args)
+					}
+				})
+			}
 		}
 	}
+}
+
+// asResourceList wraps the documents of a stream as the items of a
+// ResourceList.
+func asResourceList(stream string) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n")
+	for _, doc := range strings.Split(stream, "\n---\n") {
+		for i, line := range strings.Split(strings.TrimSuffix(doc, "\n"), "\n") {
+			if i == 0 {
+				b.WriteString("- " + line + "\n")
+			} else {
+				b.WriteString("  " + line + "\n")
+			}
+		}
+	}
+	return b.String()
 }

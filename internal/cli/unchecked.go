@@ -37,7 +37,7 @@ func uncheckedHashes(input []byte, key string, r *inject.Report) ([]string, erro
 			return out, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, yamlnode.ParseError(input, err)
 		}
 		for _, obj := range objects(&doc) {
 			kind, name := yamlnode.Child(obj, "kind"), yamlnode.Child(yamlnode.Child(obj, "metadata"), "name")

@@ -120,7 +120,7 @@ func readDocuments(input []byte) ([]*yaml.RNode, error) {
 		case errors.Is(err, io.EOF):
 			continue
 		case err != nil:
-			return nil, fmt.Errorf("document %d: %w", len(docs), err)
+			return nil, fmt.Errorf("document %d: %w", len(docs), yamlnode.ParseError([]byte(chunk), err))
 		}
 		if err := nothingAfter(dec); err != nil {
 			return nil, fmt.Errorf("document %d: %w", len(docs), err)

@@ -1,0 +1,33 @@
+package yamlnode
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ParseError returns err, an error of yaml.v3 parsing text, in a form safe
+// to show. yaml.v3 quotes the name of an alias that no anchor defines
+// ("unknown anchor 'name' referenced"), and an unquoted value that starts
+// with "*", a Secret's password say, is such an alias: the error then
+// gives the line of the alias and what to do instead. Helm 4 takes the items
+// of a List out into documents of their own, which also leaves an alias in
+// one item to an anchor in another referring to nothing. Other errors are
+// returned as they are (yaml.v3's syntax errors quote no text).
+func ParseError(text []byte, err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	start := strings.Index(msg, "unknown anchor '")
+	if start < 0 || !strings.HasSuffix(msg, "' referenced") {
+		return err
+	}
+	name := msg[start+len("unknown anchor '") : len(msg)-len("' referenced")]
+	const hint = `an alias ("*" and a name) that no anchor of this document defines (anchors do not reach into other documents): a value that starts with "*" must be quoted`
+	if i := bytes.Index(text, []byte("*"+name)); i >= 0 {
+		return fmt.Errorf("line %d: %s", bytes.Count(text[:i], []byte{'\n'})+1, hint)
+	}
+	return errors.New(hint)
+}
