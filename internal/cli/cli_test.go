@@ -178,6 +178,21 @@ func TestExternalIsReported(t *testing.T) {
 	assert.Contains(t, out, "severity: warning")
 }
 
+// TestExplainLeavesOutLocalConfig: explain reads a ResourceList's items as
+// the KRM function does, so a local-config ConfigMap (input to kustomize and
+// kpt, never applied) is external to explain as to the render.
+func TestExplainLeavesOutLocalConfig(t *testing.T) {
+	local := strings.Replace(configMap, "  name: cfg\n", "  name: cfg\n  annotations: {config.kubernetes.io/local-config: \"true\"}\n", 1)
+	require.NotEqual(t, configMap, local)
+	input := asResourceList(local + "---\n" + deployment)
+	code, out, errOut := run(t, input)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "confighash.dev/external: 'ConfigMap/cfg'", "the render")
+	code, out, errOut = run(t, input, "explain")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `ConfigMap +cfg +all keys +EXTERNAL`, out, "explain")
+}
+
 func TestVersionAndHelp(t *testing.T) {
 	code, out, _ := run(t, "", "version")
 	assert.Equal(t, 0, code)

@@ -25,11 +25,11 @@ import (
 // without writing anything.
 func analyze(o options, input []byte) (*inject.Report, error) {
 	if isResourceList(input) {
-		nodes, err := rolldiff.ReadObjects(input)
+		nodes, opts, err := rolldiff.ReadObjects(input, o.Options)
 		if err != nil {
 			return nil, err
 		}
-		return inject.Analyze(nodes, o.Options)
+		return inject.Analyze(nodes, opts)
 	}
 	_, report, err := postrenderer.Process(input, o.Options)
 	return report, err

@@ -107,7 +107,7 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 			return nil, err
 		}
 		objects[i] = o
-		if opts.skipped(d.Node) {
+		if opts.LeavesOut(d.Node) {
 			continue
 		}
 		if err := configs.addDoc(d, o, opts); err != nil {
@@ -130,7 +130,7 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 		return nil
 	}
 	for i, d := range docs {
-		if d.Node == nil || opts.skipped(d.Node) {
+		if d.Node == nil || opts.LeavesOut(d.Node) {
 			continue
 		}
 		if !objects[i].isList() {
@@ -144,7 +144,7 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 				continue
 			}
 			sub := Doc{Node: yaml.NewRNode(item), Index: d.Index, Path: d.Path}
-			if opts.skipped(sub.Node) {
+			if opts.LeavesOut(sub.Node) {
 				continue
 			}
 			o, err := identifyItem(objects[i], sub, opts)
@@ -256,7 +256,7 @@ func (c *configIndex) addDoc(d Doc, o Object, opts Options) error {
 			continue
 		}
 		sub := Doc{Node: yaml.NewRNode(item), Index: d.Index, Path: d.Path}
-		if opts.skipped(sub.Node) {
+		if opts.LeavesOut(sub.Node) {
 			continue
 		}
 		io, err := identifyItem(o, sub, opts)

@@ -45,12 +45,21 @@ func (o Object) where() string {
 // copies it unread, so that both modes accept the same documents.
 func identify(d Doc, opts Options) (Object, error) { return identifyIn(Object{}, d, opts) }
 
-// identifyItem is identify for an item of the list object list. An item of
-// a typed list (a ConfigMapList, an apps/v1 DeploymentList) may name neither
-// apiVersion nor kind, as the API server lists them; kubectl and Helm create
-// it as the list's kind without "List", in the list's apiVersion, and so is
-// it read here.
+// identifyItem is identify for an item of the list object list (see
+// ItemType).
 func identifyItem(list Object, d Doc, opts Options) (Object, error) { return identifyIn(list, d, opts) }
+
+// ItemType returns the apiVersion and kind of an item of a list of kind
+// listKind in listAPIVersion whose own are apiVersion and kind. An item of a
+// typed list (a ConfigMapList, an apps/v1 DeploymentList) may name neither,
+// as the API server lists them; kubectl and Helm create it as the list's
+// kind without "List", in the list's apiVersion.
+func ItemType(listAPIVersion, listKind, apiVersion, kind string) (string, string) {
+	if apiVersion == "" && kind == "" && listKind != "List" && strings.HasSuffix(listKind, "List") {
+		return listAPIVersion, strings.TrimSuffix(listKind, "List")
+	}
+	return apiVersion, kind
+}
 
 func identifyIn(list Object, d Doc, opts Options) (Object, error) {
 	o := Object{Index: d.Index, Path: d.Path}
@@ -67,9 +76,7 @@ func identifyIn(list Object, d Doc, opts Options) (Object, error) {
 		return o, fmt.Errorf("%s is not an object", o.where())
 	}
 	o.APIVersion, o.Kind = scalar(n, "apiVersion"), scalar(n, "kind")
-	if o.APIVersion == "" && o.Kind == "" && list.isList() && list.Kind != "List" {
-		o.APIVersion, o.Kind = list.APIVersion, strings.TrimSuffix(list.Kind, "List")
-	}
+	o.APIVersion, o.Kind = ItemType(list.APIVersion, list.Kind, o.APIVersion, o.Kind)
 	if opts.Relevant(o.APIVersion, o.Kind) {
 		if err := checkAliases(n); err != nil {
 			return o, fmt.Errorf("%s: %w", o.where(), err)

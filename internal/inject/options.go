@@ -104,10 +104,10 @@ func (o Options) templatePath(group, kind string) ([]string, bool) {
 // input to client-side tools only and never applied.
 const localConfig = "config.kubernetes.io/local-config"
 
-// skipped reports whether the object is one the options leave out: a
+// LeavesOut reports whether the object is one the options leave out: a
 // local-config object under SkipLocalConfig, read as kustomize reads the
 // annotation (present and not "false").
-func (o Options) skipped(node *yaml.RNode) bool {
+func (o Options) LeavesOut(node *yaml.RNode) bool {
 	if !o.SkipLocalConfig || node == nil {
 		return false
 	}

@@ -420,6 +420,36 @@ func TestResourceListInput(t *testing.T) {
 	assert.Equal(t, rolldiff.StatusRolls, byID(res)["Deployment/web"].Status)
 }
 
+// asResourceList writes the documents of a stream as a ResourceList's items.
+func asResourceList(stream string) string {
+	var items []string
+	for _, doc := range strings.Split(stream, "\n---\n") {
+		items = append(items, "- "+strings.ReplaceAll(strings.TrimSpace(doc), "\n", "\n  "))
+	}
+	return "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n" + strings.Join(items, "\n") + "\n"
+}
+
+// TestItemsAsTheRenderReadsThem: diff reads the objects the render reads
+// and leaves out those it leaves out. In a ResourceList, a local-config
+// ConfigMap is input to kustomize and kpt only, never applied: an edit of
+// it rolls nothing. A typed list's items that name no kind are created as
+// the list's kind: an edit of such a ConfigMap rolls its consumers.
+func TestItemsAsTheRenderReadsThem(t *testing.T) {
+	const app = "metadata: {name: app, namespace: shop}\n"
+	local := strings.Replace(base, app, "metadata: {name: app, namespace: shop, annotations: {config.kubernetes.io/local-config: \"true\"}}\n", 1)
+	require.NotEqual(t, base, local)
+	res := compare(t, asResourceList(local), asResourceList(strings.Replace(local, "LOG_LEVEL: info", "LOG_LEVEL: debug", 1)), inject.Options{})
+	assert.Equal(t, 0, res.Rolling, res.Summary)
+	assert.NotEqual(t, rolldiff.StatusRolls, byID(res)["Deployment/web"].Status)
+
+	typed := strings.Replace(base, "apiVersion: v1\nkind: ConfigMap\n"+app+"data: {LOG_LEVEL: info, UNUSED: x, PORT: \"80\"}",
+		"apiVersion: v1\nkind: ConfigMapList\nitems:\n- "+app+"  data: {LOG_LEVEL: info, UNUSED: x, PORT: \"80\"}", 1)
+	require.NotEqual(t, base, typed)
+	res = compare(t, typed, strings.Replace(typed, "LOG_LEVEL: info", "LOG_LEVEL: debug", 1), inject.Options{})
+	assert.Equal(t, 1, res.Rolling, res.Summary)
+	assert.Equal(t, rolldiff.StatusRolls, byID(res)["Deployment/web"].Status)
+}
+
 // TestKeyedHashes: with an HMAC key the hashes are keyed, and the diff is
 // the same.
 func TestKeyedHashes(t *testing.T) {

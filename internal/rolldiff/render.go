@@ -44,7 +44,7 @@ func (c configRef) String() string {
 // Read parses a render: a plain multi-document YAML (or JSON) stream, or a
 // KRM ResourceList whose items are the objects. name is used in errors.
 func Read(name string, input []byte, opts inject.Options) (*Render, error) {
-	nodes, err := ReadObjects(input)
+	nodes, opts, err := ReadObjects(input, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -63,7 +63,7 @@ func Read(name string, input []byte, opts inject.Options) (*Render, error) {
 	}
 	r := &Render{Name: name, report: report, configs: map[configRef]hashing.Content{}, opts: opts}
 	for i, n := range nodes {
-		if err := r.addConfigs(n, opts.DefaultNamespace); err != nil {
+		if err := r.addConfigs(n, "", "", opts); err != nil {
 			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
 		}
 	}
@@ -75,20 +75,24 @@ func Read(name string, input []byte, opts inject.Options) (*Render, error) {
 // render, kubectl and the API server read them: anchors, aliases and merge
 // keys expanded, and a key written twice in a mapping an error naming the
 // document or item. A v1 List stays one document, as the render reads it.
-func ReadObjects(input []byte) ([]*yaml.RNode, error) {
+// It returns opts as the objects are to be read with: for a ResourceList,
+// with SkipLocalConfig, as the KRM function reads its items.
+func ReadObjects(input []byte, opts inject.Options) ([]*yaml.RNode, inject.Options, error) {
 	docs, err := readDocuments(input)
 	if err != nil {
-		return nil, fmt.Errorf("reading the render: %w", err)
+		return nil, opts, fmt.Errorf("reading the render: %w", err)
 	}
 	if len(docs) == 1 && scalar(docs[0].YNode(), "kind") == kio.ResourceListKind {
-		return resourceListItems(docs[0].YNode())
+		opts.SkipLocalConfig = true
+		items, err := resourceListItems(docs[0].YNode())
+		return items, opts, err
 	}
 	for i, d := range docs {
 		if _, err := yamlnorm.Normalise(d.YNode()); err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
+			return nil, opts, fmt.Errorf("document %d: %w", i, err)
 		}
 	}
-	return docs, nil
+	return docs, opts, nil
 }
 
 // separator is a document separator line, as kio.ByteReader splits on.
@@ -182,15 +186,16 @@ func resourceListItems(root *yaml.Node) ([]*yaml.RNode, error) {
 // addConfigs indexes a ConfigMap or Secret, or those among a v1 List's
 // items, read as the analysis reads them (inject.ReadContent), which has
 // already accepted them.
-func (r *Render) addConfigs(n *yaml.RNode, defaultNamespace string) error {
+func (r *Render) addConfigs(n *yaml.RNode, listAPIVersion, listKind string, opts inject.Options) error {
 	y := n.YNode()
-	if y.Kind != yaml.MappingNode {
+	if y.Kind != yaml.MappingNode || opts.LeavesOut(n) {
 		return nil
 	}
-	apiVersion, kind := scalar(y, "apiVersion"), scalar(y, "kind")
+	apiVersion, kind := inject.ItemType(listAPIVersion, listKind, scalar(y, "apiVersion"), scalar(y, "kind"))
 	if apiVersion != "v1" {
 		return nil
 	}
+	defaultNamespace := opts.DefaultNamespace
 	switch kind {
 	case "List", "ConfigMapList", "SecretList":
 		items := yamlnode.Child(y, "items")
@@ -198,7 +203,7 @@ func (r *Render) addConfigs(n *yaml.RNode, defaultNamespace string) error {
 			return nil
 		}
 		for i, it := range items.Content {
-			if err := r.addConfigs(yaml.NewRNode(it), defaultNamespace); err != nil {
+			if err := r.addConfigs(yaml.NewRNode(it), apiVersion, kind, opts); err != nil {
 				return fmt.Errorf("items[%d]: %w", i, err)
 			}
 		}
