@@ -24,9 +24,11 @@ func TestExitCodes(t *testing.T) {
 		args       []string
 		env        []string
 		code       int
+		wantStdout []string
 		wantStderr []string
 	}{
-		{name: "help", args: []string{"-h"}, code: 0, wantStderr: []string{"Usage: confighash-controller [flags]", "-hmac-key-file string"}},
+		{name: "help", args: []string{"-h"}, code: 0, wantStdout: []string{"Usage: confighash-controller [flags]", "-hmac-key-file string"}},
+		{name: "help, long", args: []string{"--help"}, code: 0, wantStdout: []string{"Usage: confighash-controller [flags]"}},
 		{name: "stray argument", args: []string{"stray"}, code: 1, wantStderr: []string{"confighash-controller: unexpected arguments: stray\n"}},
 		{name: "unknown flag", args: []string{"--no-such-flag"}, code: 1, wantStderr: []string{"Usage:", "confighash-controller: flag provided but not defined: -no-such-flag\n"}},
 		{name: "bad log format", args: []string{"--log-format", "xml"}, code: 1, wantStderr: []string{`confighash-controller: --log-format "xml": want json or text`}},
@@ -48,7 +50,14 @@ func TestExitCodes(t *testing.T) {
 				require.NoError(t, err)
 			}
 			assert.Equal(t, tc.code, code, "exit code; stderr:\n%s", stderr.String())
-			assert.Empty(t, stdout.String())
+			if len(tc.wantStdout) == 0 {
+				assert.Empty(t, stdout.String())
+			} else {
+				assert.Empty(t, stderr.String())
+			}
+			for _, w := range tc.wantStdout {
+				assert.Contains(t, stdout.String(), w)
+			}
 			for _, w := range tc.wantStderr {
 				assert.Contains(t, stderr.String(), w)
 			}

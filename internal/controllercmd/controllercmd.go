@@ -5,6 +5,7 @@
 package controllercmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -39,11 +40,12 @@ const podNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespac
 const gcPercent = 50
 
 // Main runs confighash-controller with args (the command line without the
-// program name), usage, logs and errors going to stderr, until SIGTERM or
-// SIGINT. It returns the exit code: 0 after -h or a clean stop, 1 on an
-// error.
-func Main(args []string, stderr io.Writer) int {
+// program name) until SIGTERM or SIGINT: the usage asked for with -h goes to
+// stdout, logs, errors and the usage after a wrong flag to stderr. It
+// returns the exit code: 0 after -h or a clean stop, 1 on an error.
+func Main(args []string, stdout, stderr io.Writer) int {
 	return process{
+		stdout:           stdout,
 		stderr:           stderr,
 		getenv:           os.Getenv,
 		podNamespaceFile: podNamespaceFile,
@@ -51,11 +53,11 @@ func Main(args []string, stderr io.Writer) int {
 	}.main(args)
 }
 
-// process is what Main takes from the process: its error stream, its
-// environment, the file holding its pod's namespace and the context that
-// ends on a signal.
+// process is what Main takes from the process: its output and error
+// streams, its environment, the file holding its pod's namespace and the
+// context that ends on a signal.
 type process struct {
-	stderr           io.Writer
+	stdout, stderr   io.Writer
 	getenv           func(string) string
 	podNamespaceFile string
 	context          func() context.Context
@@ -73,8 +75,16 @@ func (p process) main(args []string) int {
 }
 
 func (p process) run(args []string) error {
-	c, err := ParseFlags(args, p.stderr, p.getenv)
+	var usage bytes.Buffer
+	c, err := ParseFlags(args, &usage, p.getenv)
 	if err != nil {
+		// The usage asked for is the output; after a wrong flag, it
+		// goes with the error.
+		out := p.stderr
+		if errors.Is(err, flag.ErrHelp) && p.stdout != nil {
+			out = p.stdout
+		}
+		_, _ = usage.WriteTo(out)
 		return err
 	}
 	if err := checkLeaseNamespace(c.Options, p.podNamespaceFile); err != nil {
