@@ -2,15 +2,14 @@ package cli
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/output"
+	"github.com/confighash/confighash/internal/rolldiff"
 	"github.com/confighash/confighash/internal/yamlnode"
 )
 
@@ -28,18 +27,13 @@ func uncheckedHashes(input []byte, key string, r *inject.Report) ([]string, erro
 	for _, w := range r.Workloads {
 		read[w.Kind+"/"+w.Name] = true
 	}
+	docs, _, err := rolldiff.ReadObjects(input, inject.Options{})
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	dec := yaml.NewDecoder(bytes.NewReader(input))
-	for {
-		var doc yaml.Node
-		err := dec.Decode(&doc)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, yamlnode.ParseError(input, err)
-		}
-		for _, obj := range objects(&doc) {
+	for _, doc := range docs {
+		for _, obj := range objects(doc.YNode()) {
 			kind, name := yamlnode.Child(obj, "kind"), yamlnode.Child(yamlnode.Child(obj, "metadata"), "name")
 			if kind == nil || name == nil || read[kind.Value+"/"+name.Value] {
 				continue
@@ -54,6 +48,7 @@ func uncheckedHashes(input []byte, key string, r *inject.Report) ([]string, erro
 			}
 		}
 	}
+	return out, nil
 }
 
 // objects are the objects of a document: the items of a ResourceList or of
