@@ -9,13 +9,18 @@ import (
 )
 
 // Workload is the manifest of a workload for a test: the kind and names it
-// is given, a selector and pod labels app: <Name>, and one container, named
-// after the workload, that reads config through its env and envFrom entries.
-// The image never runs: the test clusters have no kubelet.
+// is given, pod labels app: <Name> (and the selector that matches them,
+// except for a Job or CronJob, whose selector the API server writes), and
+// one container, named after the workload, that reads config through its
+// env and envFrom entries. The image never runs: the test clusters have no
+// kubelet.
 type Workload struct {
-	// APIVersion is apps/v1 when empty.
+	// APIVersion is batch/v1 for a Job or CronJob and apps/v1 for other
+	// kinds when empty.
 	APIVersion string
-	// Kind is Deployment when empty.
+	// Kind is Deployment when empty. The pod template of a Job or CronJob
+	// restarts Never; a CronJob's, scheduled daily at 03:00, is under
+	// spec.jobTemplate.spec.template.
 	Kind      string
 	Name      string
 	Namespace string
@@ -46,8 +51,14 @@ func (w Workload) YAML() string {
 		fmt.Fprintf(&b, format, args...)
 		b.WriteByte('\n')
 	}
-	line(0, "apiVersion: %s", cmp.Or(w.APIVersion, "apps/v1"))
-	line(0, "kind: %s", cmp.Or(w.Kind, "Deployment"))
+	kind := cmp.Or(w.Kind, "Deployment")
+	batch := kind == "Job" || kind == "CronJob"
+	apiVersion := "apps/v1"
+	if batch {
+		apiVersion = "batch/v1"
+	}
+	line(0, "apiVersion: %s", cmp.Or(w.APIVersion, apiVersion))
+	line(0, "kind: %s", kind)
 	line(0, "metadata:")
 	line(2, "name: %s", w.Name)
 	if w.Namespace != "" {
@@ -63,24 +74,39 @@ func (w Workload) YAML() string {
 	if w.Replicas != 0 {
 		line(2, "replicas: %d", w.Replicas)
 	}
-	line(2, "selector: {matchLabels: {app: %s}}", w.Name)
+	switch kind {
+	case "CronJob":
+		line(2, "schedule: %q", "0 3 * * *")
+	case "Job":
+	default:
+		line(2, "selector: {matchLabels: {app: %s}}", w.Name)
+	}
 	for _, l := range w.Spec {
 		line(2, "%s", l)
 	}
-	line(2, "template:")
-	line(4, "metadata: {labels: {app: %s}}", w.Name)
-	line(4, "spec:")
-	line(6, "containers:")
-	line(6, "- name: %s", w.Name)
-	line(8, "image: registry.invalid/%s:1", w.Name)
+	indent := 2 // of the pod template
+	if kind == "CronJob" {
+		line(2, "jobTemplate:")
+		line(4, "spec:")
+		indent = 6
+	}
+	line(indent, "template:")
+	line(indent+2, "metadata: {labels: {app: %s}}", w.Name)
+	line(indent+2, "spec:")
+	if batch {
+		line(indent+4, "restartPolicy: Never")
+	}
+	line(indent+4, "containers:")
+	line(indent+4, "- name: %s", w.Name)
+	line(indent+6, "image: registry.invalid/%s:1", w.Name)
 	for _, list := range []struct {
 		key     string
 		entries []string
 	}{{"env", w.Env}, {"envFrom", w.EnvFrom}} {
 		if len(list.entries) > 0 {
-			line(8, "%s:", list.key)
+			line(indent+6, "%s:", list.key)
 			for _, e := range list.entries {
-				line(8, "- %s", e)
+				line(indent+6, "- %s", e)
 			}
 		}
 	}

@@ -6,8 +6,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/internal/testing/kubetest"
@@ -57,6 +59,45 @@ func TestWorkloadOtherKinds(t *testing.T) {
 	assert.Equal(t, "argoproj.io/v1alpha1", got["apiVersion"])
 	assert.Equal(t, "Rollout", got["kind"])
 	assert.Equal(t, map[string]any{"canary": map[string]any{}}, got["spec"].(map[string]any)["strategy"])
+}
+
+// TestWorkloadBatchKinds: a Job and a CronJob read, as the API server
+// would decode them, as batch/v1 objects with no selector, a pod template
+// that restarts Never (under spec.jobTemplate for a CronJob, which has a
+// schedule) and the container's config references.
+func TestWorkloadBatchKinds(t *testing.T) {
+	envFrom := []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "job-config"}}}}
+	annotations := map[string]string{"confighash.dev/enabled": "true"}
+	t.Run("Job", func(t *testing.T) {
+		w := kubetest.Workload{Kind: "Job", Name: "migrate", Namespace: "shop", Annotations: annotations, EnvFrom: []string{"{configMapRef: {name: job-config}}"}}
+		var got batchv1.Job
+		require.NoError(t, yaml.UnmarshalStrict([]byte(w.YAML()), &got), w.YAML())
+		var want batchv1.Job
+		want.APIVersion, want.Kind = "batch/v1", "Job"
+		want.Name, want.Namespace, want.Annotations = "migrate", "shop", annotations
+		want.Spec.Template = podTemplate("migrate", envFrom)
+		assert.Equal(t, want, got)
+	})
+	t.Run("CronJob", func(t *testing.T) {
+		w := kubetest.Workload{Kind: "CronJob", Name: "nightly", Spec: []string{"suspend: true"}, EnvFrom: []string{"{configMapRef: {name: job-config}}"}}
+		var got batchv1.CronJob
+		require.NoError(t, yaml.UnmarshalStrict([]byte(w.YAML()), &got), w.YAML())
+		var want batchv1.CronJob
+		want.APIVersion, want.Kind = "batch/v1", "CronJob"
+		want.Name = "nightly"
+		want.Spec.Schedule = "0 3 * * *"
+		want.Spec.Suspend = ptr.To(true)
+		want.Spec.JobTemplate.Spec.Template = podTemplate("nightly", envFrom)
+		assert.Equal(t, want, got)
+	})
+}
+
+func podTemplate(name string, envFrom []corev1.EnvFromSource) corev1.PodTemplateSpec {
+	var p corev1.PodTemplateSpec
+	p.Labels = map[string]string{"app": name}
+	p.Spec.RestartPolicy = corev1.RestartPolicyNever
+	p.Spec.Containers = []corev1.Container{{Name: name, Image: "registry.invalid/" + name + ":1", EnvFrom: envFrom}}
+	return p
 }
 
 func deployment(name, namespace string, replicas *int32, annotations map[string]string, env []corev1.EnvVar, envFrom []corev1.EnvFromSource) appsv1.Deployment {
