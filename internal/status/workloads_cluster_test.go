@@ -46,34 +46,8 @@ metadata: {name: app}
 data: {LOG_LEVEL: info}
 ---
 ` + kubetest.Workload{Name: "web", Replicas: 1, EnvFrom: []string{"{secretRef: {name: creds}}"}}.YAML() + `---
-apiVersion: batch/v1
-kind: CronJob
-metadata: {name: nightly}
-spec:
-  schedule: "0 3 * * *"
-  jobTemplate:
-    spec:
-      template:
-        spec:
-          restartPolicy: Never
-          containers:
-          - name: c
-            image: c:1
-            env:
-            - {name: P, valueFrom: {secretKeyRef: {name: creds, key: password}}}
----
-apiVersion: apps/v1
-kind: ReplicaSet
-metadata: {name: loner}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: loner}}
-  template:
-    metadata: {labels: {app: loner}}
-    spec:
-      containers:
-      - {name: c, image: c:1, envFrom: [{configMapRef: {name: app}}]}
----
+` + kubetest.Workload{Kind: "CronJob", Name: "nightly", Env: []string{"{name: P, valueFrom: {secretKeyRef: {name: creds, key: password}}}"}}.YAML() + `---
+` + kubetest.Workload{Kind: "ReplicaSet", Name: "loner", Replicas: 1, EnvFrom: []string{"{configMapRef: {name: app}}"}}.YAML() + `---
 apiVersion: v1
 kind: Pod
 metadata: {name: solo}
