@@ -171,26 +171,8 @@ func TestCronJob(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	r := e.start(e.testOptions())
-	require.NoError(t, e.apply(render(t, fmt.Sprintf(`apiVersion: v1
-kind: ConfigMap
-metadata: {name: job-config, namespace: %[1]s}
-data: {MODE: full}
----
-apiVersion: batch/v1
-kind: CronJob
-metadata: {name: nightly, namespace: %[1]s}
-spec:
-  schedule: "0 3 * * *"
-  jobTemplate:
-    spec:
-      template:
-        spec:
-          restartPolicy: Never
-          containers:
-          - name: job
-            image: registry.invalid/job:1
-            envFrom: [{configMapRef: {name: job-config}}]
-`, e.ns)), "kubectl"))
+	manifest := kubetest.Workload{Kind: "CronJob", Name: "nightly", Namespace: e.ns, EnvFrom: []string{"{configMapRef: {name: job-config}}"}}
+	require.NoError(t, e.apply(render(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: job-config, namespace: %s}\ndata: {MODE: full}\n---\n", e.ns)+manifest.YAML()), "kubectl"))
 	cron := func(o controller.Outcome) bool { return o.Request.Kind == "CronJob" && o.Request.Name == "nightly" }
 	r.obs.waitFor(t, 0, "in sync", func(o controller.Outcome) bool { return cron(o) && o.Result == "in_sync" })
 	mark := r.obs.mark()

@@ -212,15 +212,7 @@ func TestFaultLeaderKilledDuringBurst(t *testing.T) {
 	const pace = 100 * time.Millisecond
 	e := newEnv(t)
 	createWorkloads(t, e, n)
-	le := []string{"--leader-elect", "--leader-election-namespace", e.ns, "--leader-election-id", "confighash",
-		"--leader-election-lease-duration", "12s", "--leader-election-renew-deadline", "9s", "--leader-election-retry-period", "500ms"}
-
-	a := e.startProcess("a", le...)
-	eventually(t, "a to lead", func(context.Context) (bool, error) { return a.leads(), nil })
-	e.waitMetric(a, "every workload in sync", atLeast(n), "confighash_reconciles_total", `result="in_sync"`)
-	b := e.startProcess("b", le...)
-	e.waitMetric(b, "metrics up", atLeast(0), "confighash_rollouts_total")
-	require.False(t, b.leads(), "b is a standby")
+	a, b := e.leaderAndStandby(e.leaderElection("12s", "9s"), n)
 
 	var killed time.Time
 	for i := range n {

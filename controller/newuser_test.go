@@ -44,6 +44,30 @@ func optedIn(e *env, name string) kubetest.Workload {
 		Annotations: map[string]string{"confighash.dev/enabled": "true"}}
 }
 
+// startInSync starts a controller with the test options, applies the
+// Deployments ws and waits until it has found each in sync (applyInSync).
+func (e *env) startInSync(ws ...kubetest.Workload) *running {
+	e.t.Helper()
+	r := e.start(e.testOptions())
+	e.applyInSync(r, ws...)
+	return r
+}
+
+// applyInSync applies the Deployments ws, in one stream, as kubectl, and
+// waits until r has found each in sync. The configs they read are created
+// before.
+func (e *env) applyInSync(r *running, ws ...kubetest.Workload) {
+	e.t.Helper()
+	stream := make([]string, 0, len(ws))
+	for _, w := range ws {
+		stream = append(stream, w.YAML())
+	}
+	require.NoError(e.t, e.apply(strings.Join(stream, "---\n"), "kubectl"))
+	for _, w := range ws {
+		r.obs.waitFor(e.t, 0, w.Name+" in sync", deploymentOutcome(w.Name, "in_sync"))
+	}
+}
+
 func (e *env) createConfigMap(cm *corev1.ConfigMap) {
 	e.t.Helper()
 	cm.Namespace = e.ns
@@ -59,12 +83,9 @@ func TestSharedConfigMapOneKeyEach(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.createConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Data: map[string]string{"A": "1", "B": "2"}})
-	r := e.start(e.testOptions())
 	a, b := optedIn(e, "reads-a"), optedIn(e, "reads-b")
 	a.Env, b.Env = []string{kubetest.EnvKey("shared", "A")}, []string{kubetest.EnvKey("shared", "B")}
-	require.NoError(t, e.apply(a.YAML()+"---\n"+b.YAML(), "kubectl"))
-	r.obs.waitFor(t, 0, "reads-a in sync", deploymentOutcome("reads-a", "in_sync"))
-	r.obs.waitFor(t, 0, "reads-b in sync", deploymentOutcome("reads-b", "in_sync"))
+	r := e.startInSync(a, b)
 
 	mark := r.obs.mark()
 	rv := e.editConfigMap("shared", func(cm *corev1.ConfigMap) { cm.Data["A"] = "1b" })
@@ -161,12 +182,10 @@ func TestPausedAndScaledToZero(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			e.createConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Data: map[string]string{"A": "1"}})
-			r := e.start(e.testOptions())
 			w := optedIn(e, "web")
 			w.Replicas, w.Spec = 0, c.spec
 			w.EnvFrom = []string{"{configMapRef: {name: app}}"}
-			require.NoError(t, e.apply(w.YAML(), "kubectl"))
-			r.obs.waitFor(t, 0, "in sync", deploymentOutcome("web", "in_sync"))
+			r := e.startInSync(w)
 			before := e.revisions("Deployment", "web")
 			require.LessOrEqual(t, before, 1)
 
@@ -214,11 +233,9 @@ func TestImmutableConfigMapReplaced(t *testing.T) {
 				return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Immutable: ptr.To(true), Data: map[string]string{"A": v}}
 			}
 			e.createConfigMap(immutable("1"))
-			r := e.start(e.testOptions())
 			w := optedIn(e, "web")
 			w.EnvFrom = []string{"{configMapRef: {name: app}}"}
-			require.NoError(t, e.apply(w.YAML(), "kubectl"))
-			r.obs.waitFor(t, 0, "in sync", deploymentOutcome("web", "in_sync"))
+			r := e.startInSync(w)
 
 			mark := r.obs.mark()
 			require.NoError(t, e.cs.CoreV1().ConfigMaps(e.ns).Delete(context.Background(), "app", metav1.DeleteOptions{}))
@@ -297,12 +314,10 @@ func TestRequiredKeyRemoved(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.createConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Data: map[string]string{"A": "1", "B": "2"}})
-	r := e.start(e.testOptions())
 	w := optedIn(e, "web")
 	// OPT is absent from the start and optional: that blocks nothing.
 	w.Env = []string{kubetest.EnvKey("app", "A"), "{name: OPT, valueFrom: {configMapKeyRef: {name: app, key: OPT, optional: true}}}"}
-	require.NoError(t, e.apply(w.YAML(), "kubectl"))
-	r.obs.waitFor(t, 0, "in sync", deploymentOutcome("web", "in_sync"))
+	r := e.startInSync(w)
 
 	mark := r.obs.mark()
 	e.editConfigMap("app", func(cm *corev1.ConfigMap) {

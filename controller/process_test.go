@@ -68,6 +68,28 @@ func (e *env) waitMetric(p *proc, what string, cond func(float64) bool, name str
 	})
 }
 
+// leaderElection is the flags of a controller process that takes part in
+// leader election on the Lease confighash in this namespace, of duration
+// lease, renewed within renew, tried every 500ms.
+func (e *env) leaderElection(lease, renew string) []string {
+	return []string{"--leader-elect", "--leader-election-namespace", e.ns, "--leader-election-id", "confighash",
+		"--leader-election-lease-duration", lease, "--leader-election-renew-deadline", renew, "--leader-election-retry-period", "500ms"}
+}
+
+// leaderAndStandby starts two controller processes with the flags le: a,
+// which must take the lead and count inSync in-sync reconciles, then b,
+// once its /metrics answers, which must be a standby.
+func (e *env) leaderAndStandby(le []string, inSync float64) (a, b *proc) {
+	e.t.Helper()
+	a = e.startProcess("a", le...)
+	eventually(e.t, "a to lead", func(context.Context) (bool, error) { return a.leads(), nil })
+	e.waitMetric(a, "in sync", atLeast(inSync), "confighash_reconciles_total", `result="in_sync"`)
+	b = e.startProcess("b", le...)
+	e.waitMetric(b, "metrics up", atLeast(0), "confighash_rollouts_total")
+	require.False(e.t, b.leads(), "b is a standby")
+	return a, b
+}
+
 func atLeast(n float64) func(float64) bool { return func(v float64) bool { return v >= n } }
 
 // processScenario applies the rendered app with no controller running.
@@ -144,15 +166,8 @@ func gcPercent() float64 {
 func TestLeaderElection(t *testing.T) {
 	t.Parallel()
 	s := processScenario(t)
-	le := []string{"--leader-elect", "--leader-election-namespace", s.ns, "--leader-election-id", "confighash",
-		"--leader-election-lease-duration", "12s", "--leader-election-renew-deadline", "9s", "--leader-election-retry-period", "500ms"}
-
-	a := s.startProcess("a", le...)
-	eventually(t, "a to lead", func(context.Context) (bool, error) { return a.leads(), nil })
-	s.waitMetric(a, "in sync", atLeast(1), "confighash_reconciles_total", `result="in_sync"`)
-	b := s.startProcess("b", le...)
-	s.waitMetric(b, "metrics up", atLeast(0), "confighash_rollouts_total")
-	assert.False(t, b.leads(), "b is a standby")
+	le := s.leaderElection("12s", "9s")
+	a, b := s.leaderAndStandby(le, 1)
 
 	// A change the leader rolls, then the leader dies.
 	s.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "one" })

@@ -485,34 +485,16 @@ func TestJobNotManaged(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	r := e.start(e.testOptions())
-	require.NoError(t, e.apply(render(t, fmt.Sprintf(`apiVersion: v1
-kind: ConfigMap
-metadata: {name: job-config, namespace: %[1]s}
-data: {MODE: full}
----
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: migrate
-  namespace: %[1]s
-  annotations: {confighash.dev/enabled: "true"}
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: job
-        image: registry.invalid/job:1
-        envFrom: [{configMapRef: {name: job-config}}]
-`, e.ns)), "kubectl"))
+	manifest := kubetest.Workload{Kind: "Job", Name: "migrate", Namespace: e.ns, Annotations: map[string]string{"confighash.dev/enabled": "true"},
+		EnvFrom: []string{"{configMapRef: {name: job-config}}"}}
+	require.NoError(t, e.apply(render(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: job-config, namespace: %s}\ndata: {MODE: full}\n---\n", e.ns)+manifest.YAML()), "kubectl"))
 	job, err := e.cs.BatchV1().Jobs(e.ns).Get(context.Background(), "migrate", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Contains(t, job.Spec.Template.Annotations, "confighash.dev/hash", "the render hashed the Job")
 	// A Deployment in the same namespace proves the edit was seen.
 	w := optedIn(e, "web")
 	w.EnvFrom = []string{"{configMapRef: {name: job-config}}"}
-	require.NoError(t, e.apply(w.YAML(), "kubectl"))
-	r.obs.waitFor(t, 0, "in sync", deploymentOutcome("web", "in_sync"))
+	e.applyInSync(r, w)
 	mark := r.obs.mark()
 	e.editConfigMap("job-config", func(cm *corev1.ConfigMap) { cm.Data["MODE"] = "incremental" })
 	rolled, _ := r.obs.waitFor(t, mark, "the Deployment rolled", deploymentOutcome("web", "rolled"))
@@ -535,14 +517,7 @@ spec:
 func TestLeaderStoppedCleanly(t *testing.T) {
 	t.Parallel()
 	s := processScenario(t)
-	le := []string{"--leader-elect", "--leader-election-namespace", s.ns, "--leader-election-id", "confighash",
-		"--leader-election-lease-duration", "5m", "--leader-election-renew-deadline", "4m", "--leader-election-retry-period", "500ms"}
-	a := s.startProcess("a", le...)
-	eventually(t, "a to lead", func(context.Context) (bool, error) { return a.leads(), nil })
-	s.waitMetric(a, "in sync", atLeast(1), "confighash_reconciles_total", `result="in_sync"`)
-	b := s.startProcess("b", le...)
-	s.waitMetric(b, "metrics up", atLeast(0), "confighash_rollouts_total")
-	require.False(t, b.leads(), "b is a standby")
+	a, b := s.leaderAndStandby(s.leaderElection("5m", "4m"), 1)
 
 	a.signal(syscall.SIGTERM)
 	eventually(t, "b to take over from a stopped leader", func(context.Context) (bool, error) { return b.leads(), nil })
@@ -600,19 +575,23 @@ func TestRenderHashRemoved(t *testing.T) {
 // Given to a rendered workload that was opted out and whose hash is right,
 // it rolls nothing either.
 func TestOptInToggled(t *testing.T) {
-	t.Run("removed-edited-restored", func(t *testing.T) {
-		t.Parallel()
-		e := newEnv(t)
+	// optedOut: Deployment web, opted in and reading Secret creds, in sync,
+	// then its opt-in removed: unmanaged; next is the position after that.
+	optedOut := func(t *testing.T) (e *env, r *running, next int) {
+		t.Helper()
+		e = newEnv(t)
 		e.createSecret("creds", map[string]string{"password": canary})
-		r := e.start(e.testOptions())
 		w := optedIn(e, "web")
 		w.EnvFrom = []string{"{secretRef: {name: creds}}"}
-		require.NoError(t, e.apply(w.YAML(), "kubectl"))
-		r.obs.waitFor(t, 0, "in sync", deploymentOutcome("web", "in_sync"))
-
+		r = e.startInSync(w)
 		mark := r.obs.mark()
 		e.patchDeployment("web", `{"metadata":{"annotations":{"confighash.dev/enabled":null}}}`)
-		_, next := r.obs.waitFor(t, mark, "unmanaged", deploymentOutcome("web", "unmanaged"))
+		_, next = r.obs.waitFor(t, mark, "unmanaged", deploymentOutcome("web", "unmanaged"))
+		return e, r, next
+	}
+	t.Run("removed-edited-restored", func(t *testing.T) {
+		t.Parallel()
+		e, r, next := optedOut(t)
 		rv := e.editSecret("creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte(canary + "-6") })
 		// A Deployment still opted in reads the same Secret: once it is in
 		// sync with the edit, the edit has been seen.
@@ -623,7 +602,7 @@ func TestOptInToggled(t *testing.T) {
 		assert.Equal(t, 1, e.revisions("Deployment", "web"), "not rolled without the opt-in")
 		assert.Zero(t, r.obs.count(next, func(o controller.Outcome) bool { return o.Request.Name == "web" && o.Result != "unmanaged" }))
 
-		mark = r.obs.mark()
+		mark := r.obs.mark()
 		e.patchDeployment("web", `{"metadata":{"annotations":{"confighash.dev/enabled":"true"}}}`)
 		_, next = r.obs.waitFor(t, mark, "rolled when opted in again", deploymentOutcome("web", "rolled"))
 		r.obs.waitFor(t, next, "in sync", deploymentOutcome("web", "in_sync"))
@@ -633,16 +612,7 @@ func TestOptInToggled(t *testing.T) {
 	})
 	t.Run("removed-restored", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		e.createSecret("creds", map[string]string{"password": canary})
-		r := e.start(e.testOptions())
-		w := optedIn(e, "web")
-		w.EnvFrom = []string{"{secretRef: {name: creds}}"}
-		require.NoError(t, e.apply(w.YAML(), "kubectl"))
-		r.obs.waitFor(t, 0, "in sync", deploymentOutcome("web", "in_sync"))
-		mark := r.obs.mark()
-		e.patchDeployment("web", `{"metadata":{"annotations":{"confighash.dev/enabled":null}}}`)
-		_, next := r.obs.waitFor(t, mark, "unmanaged", deploymentOutcome("web", "unmanaged"))
+		e, r, next := optedOut(t)
 		e.patchDeployment("web", `{"metadata":{"annotations":{"confighash.dev/enabled":"true"}}}`)
 		r.obs.waitFor(t, next, "in sync when opted in again", deploymentOutcome("web", "in_sync"))
 		assert.Equal(t, 1, e.revisions("Deployment", "web"), "nothing changed meanwhile: no roll")
