@@ -7,18 +7,14 @@ import (
 
 	"github.com/confighash/confighash/fn"
 	"github.com/confighash/confighash/internal/testing/benchgen"
+	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
 // BenchmarkRun is the KRM function on the generated ResourceList; `make
 // bench` prints it as a ratio against a kyaml round trip (hack/bench).
 func BenchmarkRun(b *testing.B) {
-	input := benchgen.ResourceList(benchgen.Default)
-	b.SetBytes(int64(len(input)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := fn.Run(fn.Processor{}, bytes.NewReader(input), io.Discard); err != nil {
-			b.Fatal(err)
-		}
-	}
+	testtools.Throughput(b, benchgen.ResourceList(benchgen.Default), func(input []byte) error {
+		_, err := fn.Run(fn.Processor{}, bytes.NewReader(input), io.Discard)
+		return err
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/testing/testtools"
 	"github.com/confighash/confighash/postrenderer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -122,41 +123,6 @@ spec:
             name: settings`,
 }
 
-// asList writes objects as one v1 List document, each object an item of
-// items, whose dashes start the line.
-func asList(objs []string) string { return asListIndented(objs, "") }
-
-// typedList writes objs as the items of a typed list of kind (a
-// DeploymentList) in apiVersion, each item without its apiVersion and kind
-// lines, as the API server lists them.
-func typedList(apiVersion, kind string, objs []string) string {
-	var items []string
-	for _, o := range objs {
-		lines := strings.SplitN(o, "\n", 3)
-		if !strings.HasPrefix(lines[0], "apiVersion: ") || !strings.HasPrefix(lines[1], "kind: ") {
-			panic("typedList: an item that does not start with its apiVersion and kind")
-		}
-		items = append(items, lines[2])
-	}
-	return strings.Replace(asList(items), "apiVersion: v1\nkind: List\n", "apiVersion: "+apiVersion+"\nkind: "+kind+"\n", 1)
-}
-
-// asListIndented is asList with each line of the items indented.
-func asListIndented(objs []string, indent string) string {
-	var b strings.Builder
-	b.WriteString("apiVersion: v1\nkind: List\nitems:\n")
-	for _, o := range objs {
-		for i, line := range strings.Split(o, "\n") {
-			if i == 0 {
-				b.WriteString(indent + "- " + line + "\n")
-			} else {
-				b.WriteString(indent + "  " + line + "\n")
-			}
-		}
-	}
-	return b.String()
-}
-
 // workloadAnnotations returns, for each workload, its pod template's hash and
 // its external list: what confighash writes.
 func workloadAnnotations(objs map[string]*yaml.RNode) map[string]string {
@@ -188,33 +154,33 @@ func TestListItems(t *testing.T) {
 		name   string
 		stream string
 	}{
-		{"everything in one List", asList(listItems)},
-		{"configs outside, workloads in a List", strings.Join(listItems[:2], "\n---\n") + "\n---\n" + asList(listItems[2:])},
-		{"configs in a List, workloads outside", asList(listItems[:2]) + "---\n" + strings.Join(listItems[2:], "\n---\n") + "\n"},
-		{"one workload per List", asList(listItems[:2]) + "---\n" + asList(listItems[2:3]) + "---\n" + asList(listItems[3:4]) + "---\n" + asList(listItems[4:5]) + "---\n" + asList(listItems[5:])},
+		{"everything in one List", testtools.List(listItems...)},
+		{"configs outside, workloads in a List", strings.Join(listItems[:2], "\n---\n") + "\n---\n" + testtools.List(listItems[2:]...)},
+		{"configs in a List, workloads outside", testtools.List(listItems[:2]...) + "---\n" + strings.Join(listItems[2:], "\n---\n") + "\n"},
+		{"one workload per List", testtools.List(listItems[:2]...) + "---\n" + testtools.List(listItems[2:3]...) + "---\n" + testtools.List(listItems[3:4]...) + "---\n" + testtools.List(listItems[4:5]...) + "---\n" + testtools.List(listItems[5:]...)},
 		{"a List in flow style", "apiVersion: v1\nkind: List\nitems: [" + jsonItems(t, listItems) + "]\n"},
-		{"items indented under items", asListIndented(listItems, "    ")},
+		{"items indented under items", "apiVersion: v1\nkind: List\nitems:\n" + testtools.Items("    ", listItems...)},
 		// kubectl, Helm and kustomize take the items out of any kind
 		// whose name ends in List.
 		{"a typed list of another group", strings.Join(listItems[:2], "\n---\n") + "\n---\n" +
-			strings.Replace(asList(listItems[2:3]), "apiVersion: v1\nkind: List\n", "apiVersion: apps/v1\nkind: DeploymentList\n", 1) +
+			strings.Replace(testtools.List(listItems[2:3]...), "apiVersion: v1\nkind: List\n", "apiVersion: apps/v1\nkind: DeploymentList\n", 1) +
 			"---\n" + strings.Join(listItems[3:], "\n---\n") + "\n"},
-		{"a ConfigMapList", strings.Replace(asList(listItems[:1]), "kind: List\n", "kind: ConfigMapList\n", 1) + "---\n" +
-			strings.Replace(asList(listItems[1:2]), "kind: List\n", "kind: SecretList\n", 1) + "---\n" + asList(listItems[2:])},
+		{"a ConfigMapList", strings.Replace(testtools.List(listItems[:1]...), "kind: List\n", "kind: ConfigMapList\n", 1) + "---\n" +
+			strings.Replace(testtools.List(listItems[1:2]...), "kind: List\n", "kind: SecretList\n", 1) + "---\n" + testtools.List(listItems[2:]...)},
 		// The items of a typed list may name no apiVersion and kind:
 		// kubectl and Helm create them as the list's kind without "List".
-		{"typed lists whose items name no kind", typedList("v1", "ConfigMapList", listItems[:1]) + "---\n" +
-			typedList("v1", "SecretList", listItems[1:2]) + "---\n" + typedList("apps/v1", "DeploymentList", listItems[2:3]) + "---\n" +
-			typedList("apps/v1", "StatefulSetList", listItems[3:4]) + "---\n" + strings.Join(listItems[4:], "\n---\n") + "\n"},
-		{"CRLF line ends", strings.ReplaceAll(asList(listItems), "\n", "\r\n")},
+		{"typed lists whose items name no kind", testtools.TypedList("v1", "ConfigMapList", listItems[:1]...) + "---\n" +
+			testtools.TypedList("v1", "SecretList", listItems[1:2]...) + "---\n" + testtools.TypedList("apps/v1", "DeploymentList", listItems[2:3]...) + "---\n" +
+			testtools.TypedList("apps/v1", "StatefulSetList", listItems[3:4]...) + "---\n" + strings.Join(listItems[4:], "\n---\n") + "\n"},
+		{"CRLF line ends", strings.ReplaceAll(testtools.List(listItems...), "\n", "\r\n")},
 		// YAML reads a lone carriage return as a line break; the editor
 		// does not, so the document is written anew, every item at once.
-		{"carriage returns alone", strings.ReplaceAll(asList(listItems), "\n", "\r")},
+		{"carriage returns alone", strings.ReplaceAll(testtools.List(listItems...), "\n", "\r")},
 		// A stale hash written as a block scalar cannot be edited in place:
 		// the List is written anew with every workload's annotations.
-		{"a stale hash in a block scalar", strings.Replace(asList(listItems), "confighash.dev/hash: v1-sha256:0000",
+		{"a stale hash in a block scalar", strings.Replace(testtools.List(listItems...), "confighash.dev/hash: v1-sha256:0000",
 			"confighash.dev/hash: |-\n                v1-sha256:0000", 1)},
-		{"a List with a comment and a Helm 4 file annotation", "# Source: c/templates/list.yaml\n" + strings.Replace(asList(listItems),
+		{"a List with a comment and a Helm 4 file annotation", "# Source: c/templates/list.yaml\n" + strings.Replace(testtools.List(listItems...),
 			"kind: List\n", "kind: List\nmetadata:\n  annotations:\n    postrenderer.helm.sh/postrender-filename: 'c/templates/list.yaml'\n", 1)},
 	}
 	opts := inject.Options{DefaultNamespace: namespace}
@@ -276,12 +242,12 @@ func TestListItemsHelm(t *testing.T) {
 				t.Fatalf("the flat chart's Deployment is not hashed: %v", want)
 			}
 			for name, items := range map[string]string{
-				"a v1 List": asList(listItems),
+				"a v1 List": testtools.List(listItems...),
 				// Helm creates a typed list's items that name no kind as
 				// the list's kind without "List".
-				"typed lists whose items name no kind": typedList("v1", "ConfigMapList", listItems[:1]) + "---\n" +
-					typedList("v1", "SecretList", listItems[1:2]) + "---\n" +
-					typedList("apps/v1", "DeploymentList", listItems[2:3]) + "---\n" + asList(listItems[3:]),
+				"typed lists whose items name no kind": testtools.TypedList("v1", "ConfigMapList", listItems[:1]...) + "---\n" +
+					testtools.TypedList("v1", "SecretList", listItems[1:2]...) + "---\n" +
+					testtools.TypedList("apps/v1", "DeploymentList", listItems[2:3]...) + "---\n" + testtools.List(listItems[3:]...),
 			} {
 				list := copyChart(t, exampleChart(t))
 				writeFile(t, filepath.Join(list, "templates", "items.yaml"), items)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/confighash/confighash/internal/cli"
+	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
 func run(t *testing.T, input string, args ...string) (int, string, string) {
@@ -43,17 +44,6 @@ data:
   k: v
 `
 
-func resourceList(items, fnConfig string) string {
-	rl := "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
-	for _, doc := range strings.Split(items, "---\n") {
-		rl += "- " + strings.ReplaceAll(strings.TrimRight(doc, "\n"), "\n", "\n  ") + "\n"
-	}
-	if fnConfig != "" {
-		rl += "functionConfig:\n  " + strings.ReplaceAll(strings.TrimRight(fnConfig, "\n"), "\n", "\n  ") + "\n"
-	}
-	return rl
-}
-
 // TestBadInput: every kind of bad input exits non-zero, writes nothing to
 // standard output, and names the document or field at fault.
 func TestBadInput(t *testing.T) {
@@ -83,11 +73,11 @@ func TestBadInput(t *testing.T) {
 		{name: "bad prefix flag", input: deployment, args: []string{"--prefix", "Not A Prefix"}, want: []string{"prefix"}},
 		{name: "namespace flag that is no namespace name", input: configMap + "---\n" + deployment, args: []string{"--namespace", "Shop_1"}, want: []string{"namespace", "Shop_1"}},
 		{name: "namespace flag with a trailing space", input: configMap + "---\n" + deployment, args: []string{"--namespace=shop "}, want: []string{"namespace", `"shop "`}},
-		{name: "namespace in functionConfig that is no namespace name", input: resourceList(configMap+"---\n"+deployment, "apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata: {name: x}\nnamespace: web.shop\n"), want: []string{"namespace", "web.shop"}},
-		{name: "typed functionConfig with an unknown field", input: resourceList(configMap+"---\n"+deployment, "apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata: {name: x}\nprefx: typo\n"), want: []string{"functionConfig x", "prefx"}},
-		{name: "ConfigMap functionConfig with an unknown key", input: resourceList(configMap, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fc}\ndata: {annotationPrefx: a.b}\n"), want: []string{"functionConfig fc", "annotationPrefx"}},
-		{name: "functionConfig of another kind", input: resourceList(configMap, "apiVersion: example.com/v1\nkind: Other\nmetadata: {name: o}\n"), want: []string{"not supported"}},
-		{name: "bad workload path in functionConfig", input: resourceList(configMap, "apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata: {name: x}\nworkloads: [{kind: CloneSet, path: /spec}]\n"), want: []string{"workloads[0]"}},
+		{name: "namespace in functionConfig that is no namespace name", input: testtools.ResourceList(configMap+"---\n"+deployment, "apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata: {name: x}\nnamespace: web.shop\n"), want: []string{"namespace", "web.shop"}},
+		{name: "typed functionConfig with an unknown field", input: testtools.ResourceList(configMap+"---\n"+deployment, "apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata: {name: x}\nprefx: typo\n"), want: []string{"functionConfig x", "prefx"}},
+		{name: "ConfigMap functionConfig with an unknown key", input: testtools.ResourceList(configMap, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fc}\ndata: {annotationPrefx: a.b}\n"), want: []string{"functionConfig fc", "annotationPrefx"}},
+		{name: "functionConfig of another kind", input: testtools.ResourceList(configMap, "apiVersion: example.com/v1\nkind: Other\nmetadata: {name: o}\n"), want: []string{"not supported"}},
+		{name: "bad workload path in functionConfig", input: testtools.ResourceList(configMap, "apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata: {name: x}\nworkloads: [{kind: CloneSet, path: /spec}]\n"), want: []string{"workloads[0]"}},
 		{name: "duplicate ConfigMap", input: configMap + "---\n" + configMap, want: []string{"ConfigMap cfg (document 1)", "twice"}},
 	}
 	for _, tt := range tests {
@@ -129,7 +119,7 @@ func TestMetadataThatIsNotAMap(t *testing.T) {
 					assert.Equal(t, 0, code, errOut)
 					assert.Equal(t, doc, out, "copied unread")
 				}
-				code, out, errOut = run(t, resourceList(configMap+"---\n"+doc, ""))
+				code, out, errOut = run(t, testtools.ResourceList(configMap+"---\n"+doc, ""))
 				assert.Equal(t, 1, code)
 				assert.Empty(t, out)
 				assert.Contains(t, errOut, "document 1: "+meta.want)
@@ -154,7 +144,7 @@ func TestFunctionConfigForms(t *testing.T) {
 		"typed":     "apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata: {name: fc}\nannotationPrefix: example.com\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			code, out, errOut := run(t, resourceList(items, fc))
+			code, out, errOut := run(t, testtools.ResourceList(items, fc))
 			require.Equal(t, 0, code, errOut)
 			prefix := "confighash.dev"
 			if fc != "" {
@@ -172,7 +162,7 @@ func TestExternalIsReported(t *testing.T) {
 	assert.Contains(t, out, "confighash.dev/external: ConfigMap/cfg")
 	assert.Contains(t, errOut, "warning: Deployment web (document 0): consumes ConfigMap cfg, which is not in the stream")
 
-	code, out, errOut = run(t, resourceList(deployment, ""))
+	code, out, errOut = run(t, testtools.ResourceList(deployment, ""))
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "results:")
 	assert.Contains(t, out, "severity: warning")
@@ -184,7 +174,7 @@ func TestExternalIsReported(t *testing.T) {
 func TestExplainLeavesOutLocalConfig(t *testing.T) {
 	local := strings.Replace(configMap, "  name: cfg\n", "  name: cfg\n  annotations: {config.kubernetes.io/local-config: \"true\"}\n", 1)
 	require.NotEqual(t, configMap, local)
-	input := asResourceList(local + "---\n" + deployment)
+	input := testtools.ResourceList(local+"---\n"+deployment, "")
 	code, out, errOut := run(t, input)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "confighash.dev/external: 'ConfigMap/cfg'", "the render")
@@ -264,7 +254,7 @@ func TestUsageErrors(t *testing.T) {
 // put on items come back unchanged, and a second run changes nothing.
 func TestKustomizeAnnotationsKept(t *testing.T) {
 	annotated := strings.Replace(deployment, "  name: web\n", "  name: web\n  annotations:\n    config.kubernetes.io/index: '1'\n    internal.config.kubernetes.io/path: deploy.yaml\n    internal.config.kubernetes.io/previousNames: web\n    internal.config.kubernetes.io/previousKinds: Deployment\n    internal.config.kubernetes.io/previousNamespaces: default\n", 1)
-	in := resourceList(configMap+"---\n"+annotated, "")
+	in := testtools.ResourceList(configMap+"---\n"+annotated, "")
 	code, out, errOut := run(t, in)
 	require.Equal(t, 0, code, errOut)
 	for _, a := range []string{"config.kubernetes.io/index: '1'", "internal.config.kubernetes.io/path: deploy.yaml", "internal.config.kubernetes.io/previousNames: web", "internal.config.kubernetes.io/previousKinds: Deployment"} {
@@ -504,7 +494,7 @@ func TestKeyIDAnnotation(t *testing.T) {
 	keyed := run(input, map[string]string{"CONFIGHASH_HMAC_KEY": "a-key"})
 	assert.Equal(t, []string{"confighash.dev/key-id: ecc58aa4c637408d", "ecc58aa4c637408d"}, keyID.FindStringSubmatch(keyed), keyed)
 	assert.Contains(t, keyed, "confighash.dev/hash: v1-hmac-sha256:")
-	fromKRM := run(resourceList(input, ""), map[string]string{"CONFIGHASH_HMAC_KEY": "a-key"})
+	fromKRM := run(testtools.ResourceList(input, ""), map[string]string{"CONFIGHASH_HMAC_KEY": "a-key"})
 	assert.Regexp(t, `confighash.dev/key-id: '?ecc58aa4c637408d`, fromKRM) // kyaml quotes annotation values
 
 	plain := run(keyed, nil)

@@ -194,7 +194,7 @@ func TestSecretCanary(t *testing.T) {
 	for name, input := range inputs {
 		// Each input as a plain stream and as the ResourceList kustomize
 		// and kpt send (the render runs as a KRM function on it).
-		for form, input := range map[string]string{"stream": input, "ResourceList": asResourceList(input)} {
+		for form, input := range map[string]string{"stream": input, "ResourceList": testtools.ResourceList(input, "")} {
 			o, n := diffInputs(t, good, input)
 			for _, args := range [][]string{
 				{}, {"explain"}, {"explain", "--json"}, {"verify"},
@@ -219,21 +219,4 @@ func TestSecretCanary(t *testing.T) {
 			}
 		}
 	}
-}
-
-// asResourceList wraps the documents of a stream as the items of a
-// ResourceList.
-func asResourceList(stream string) string {
-	var b strings.Builder
-	b.WriteString("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n")
-	for _, doc := range strings.Split(stream, "\n---\n") {
-		for i, line := range strings.Split(strings.TrimSuffix(doc, "\n"), "\n") {
-			if i == 0 {
-				b.WriteString("- " + line + "\n")
-			} else {
-				b.WriteString("  " + line + "\n")
-			}
-		}
-	}
-	return b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/confighash/confighash/internal/testing/testtools"
 	"github.com/confighash/confighash/internal/testing/vectors"
 )
 
@@ -27,7 +28,7 @@ func TestVectorsThroughTheBinary(t *testing.T) {
 			require.NoError(t, os.WriteFile(file, []byte(v.Key), 0o600))
 			args = append(args, "--hmac-key-file", file)
 		}
-		for mode, in := range map[string]string{"stream": input, "KRM": resourceList(input, "")} {
+		for mode, in := range map[string]string{"stream": input, "KRM": testtools.ResourceList(input, "")} {
 			code, out, errOut := run(t, in, args...)
 			require.Equal(t, 0, code, errOut)
 			m := value.FindStringSubmatch(out)
@@ -48,7 +49,7 @@ func TestRejectedVectorsThroughTheBinary(t *testing.T) {
 	for _, v := range vs {
 		t.Run(v.File, func(t *testing.T) {
 			input := v.Manifest + "\n---\n" + consumer + "\n"
-			for mode, in := range map[string]string{"stream": input, "KRM": resourceList(input, "")} {
+			for mode, in := range map[string]string{"stream": input, "KRM": testtools.ResourceList(input, "")} {
 				code, out, errOut := run(t, in, "--quiet")
 				assert.Equal(t, 1, code, "%s: exit code", mode)
 				assert.Contains(t, errOut, v.Error, mode)

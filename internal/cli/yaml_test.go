@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
 var hashLine = regexp.MustCompile(`confighash\.dev/hash: ["']?(v1-sha256:[0-9a-f]{64})`)
@@ -49,15 +51,15 @@ func TestInputTheAPIServerRefuses(t *testing.T) {
 		{"two metadata.name, stream", configMap + "---\n" + twoNames, []string{"document 1", `metadata: key "name" appears twice`}},
 		{"two spec, stream", configMap + "---\n" + twoSpecs, []string{"document 1", `key "spec" appears twice`}},
 		{"two data keys, stream", twoDataKeys + "---\n" + deployment, []string{"document 0", `"k" appears twice`}},
-		{"two metadata.name, KRM", resourceList(configMap+"---\n"+twoNames, ""), []string{"items[1]", `metadata: key "name" appears twice`}},
-		{"two spec, KRM", resourceList(configMap+"---\n"+twoSpecs, ""), []string{"items[1]", `key "spec" appears twice`}},
-		{"two data keys, KRM", resourceList(twoDataKeys+"---\n"+deployment, ""), []string{"items[0]", `"k" appears twice`}},
+		{"two metadata.name, KRM", testtools.ResourceList(configMap+"---\n"+twoNames, ""), []string{"items[1]", `metadata: key "name" appears twice`}},
+		{"two spec, KRM", testtools.ResourceList(configMap+"---\n"+twoSpecs, ""), []string{"items[1]", `key "spec" appears twice`}},
+		{"two data keys, KRM", testtools.ResourceList(twoDataKeys+"---\n"+deployment, ""), []string{"items[0]", `"k" appears twice`}},
 		{"items not a list", "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: 5\n", []string{"ResourceList", "items", "not a list"}},
 		{"items a map", "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: {a: b}\n", []string{"ResourceList", "items", "not a list"}},
 		{"item not an object", "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [5]\n", []string{"items[0]", "not an object"}},
 		{"two items keys", "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nitems: []\n", []string{"ResourceList", `key "items" appears twice`}},
 		{"alias bomb in a ConfigMap, stream", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata:\n  a: &a x\n" + laughs(), []string{"document 0", "excessive aliasing"}},
-		{"alias bomb in a ConfigMap, KRM", resourceList("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\nx:\n  a: &a [x]\n"+laughs(), ""), []string{"items[0]", "excessive aliasing"}},
+		{"alias bomb in a ConfigMap, KRM", testtools.ResourceList("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\nx:\n  a: &a [x]\n"+laughs(), ""), []string{"items[0]", "excessive aliasing"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := run(t, tc.input)
@@ -145,7 +147,7 @@ data:
 			assert.Equal(t, want, hashesOf(out), "stream mode")
 			assert.Equal(t, withoutAnnotationLines(input), withoutAnnotationLines(out), "stream mode changes annotation lines only")
 
-			code, out, errOut = run(t, resourceList(input, ""))
+			code, out, errOut = run(t, testtools.ResourceList(input, ""))
 			require.Equal(t, 0, code, errOut)
 			assert.Equal(t, want, hashesOf(out), "KRM mode")
 		})
@@ -176,7 +178,7 @@ func TestAnnotationInsideAnAlias(t *testing.T) {
 			assert.Contains(t, errOut, "Deployment web (document 1)")
 			assert.Contains(t, errOut, "alias")
 
-			code, out, errOut = run(t, resourceList(input, ""))
+			code, out, errOut = run(t, testtools.ResourceList(input, ""))
 			require.Equal(t, 0, code, errOut)
 			assert.Len(t, hashesOf(out), 1, "KRM mode annotates the expanded template once")
 		})

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/kustomize/kyaml/kio"
+
+	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
 // TestSkipLocalConfig: under SkipLocalConfig (the KRM function) an object
@@ -31,7 +33,7 @@ func TestSkipLocalConfig(t *testing.T) {
 		// kustomize drops the object for any value but "false".
 		{name: "local-config yes, KRM: external", docs: []string{local(`"yes"`), deploy}, skip: true, external: "ConfigMap/cfg", workload: true},
 		{name: "in a v1 List, KRM: external",
-			docs: []string{"apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(strings.TrimSuffix(local(`"true"`), "\n"), "\n", "\n  ") + "\n", deploy},
+			docs: []string{testtools.List(local(`"true"`)), deploy},
 			skip: true, external: "ConfigMap/cfg", workload: true},
 		{name: "a local-config workload, KRM: not analysed",
 			docs: []string{local(`"false"`), strings.Replace(deploy, "  name: web\n", "  name: web\n  annotations: {config.kubernetes.io/local-config: \"true\"}\n", 1)},

@@ -13,6 +13,7 @@ import (
 	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/rolldiff"
+	"github.com/confighash/confighash/internal/testing/testtools"
 	"github.com/confighash/confighash/postrenderer"
 )
 
@@ -409,24 +410,11 @@ func TestStaleHash(t *testing.T) {
 
 // TestResourceListInput: a KRM ResourceList is read as its items.
 func TestResourceListInput(t *testing.T) {
-	var items []string
-	for _, doc := range strings.Split(base, "\n---\n") {
-		items = append(items, "- "+strings.ReplaceAll(strings.TrimSpace(doc), "\n", "\n  "))
-	}
-	list := "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n" + strings.Join(items, "\n") + "\n"
+	list := testtools.ResourceList(base, "")
 	res := compare(t, list, edit(t, "LOG_LEVEL: info", "LOG_LEVEL: debug"), inject.Options{})
 	assert.Equal(t, 3, res.Total)
 	assert.Equal(t, 1, res.Rolling)
 	assert.Equal(t, rolldiff.StatusRolls, byID(res)["Deployment/web"].Status)
-}
-
-// asResourceList writes the documents of a stream as a ResourceList's items.
-func asResourceList(stream string) string {
-	var items []string
-	for _, doc := range strings.Split(stream, "\n---\n") {
-		items = append(items, "- "+strings.ReplaceAll(strings.TrimSpace(doc), "\n", "\n  "))
-	}
-	return "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n" + strings.Join(items, "\n") + "\n"
 }
 
 // TestItemsAsTheRenderReadsThem: diff reads the objects the render reads
@@ -438,7 +426,7 @@ func TestItemsAsTheRenderReadsThem(t *testing.T) {
 	const app = "metadata: {name: app, namespace: shop}\n"
 	local := strings.Replace(base, app, "metadata: {name: app, namespace: shop, annotations: {config.kubernetes.io/local-config: \"true\"}}\n", 1)
 	require.NotEqual(t, base, local)
-	res := compare(t, asResourceList(local), asResourceList(strings.Replace(local, "LOG_LEVEL: info", "LOG_LEVEL: debug", 1)), inject.Options{})
+	res := compare(t, testtools.ResourceList(local, ""), testtools.ResourceList(strings.Replace(local, "LOG_LEVEL: info", "LOG_LEVEL: debug", 1), ""), inject.Options{})
 	assert.Equal(t, 0, res.Rolling, res.Summary)
 	assert.NotEqual(t, rolldiff.StatusRolls, byID(res)["Deployment/web"].Status)
 
@@ -592,13 +580,6 @@ func TestReadAsTheAPIServerStores(t *testing.T) {
 		})
 	}
 
-	asItems := func(stream string) string {
-		var items []string
-		for _, doc := range strings.Split(stream, "\n---\n") {
-			items = append(items, "- "+strings.ReplaceAll(strings.TrimSpace(doc), "\n", "\n  "))
-		}
-		return "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n" + strings.Join(items, "\n") + "\n"
-	}
 	// How a stream may start and end: the same render.
 	for name, text := range map[string]string{
 		"a leading ---":                 "---\n" + base,
@@ -624,7 +605,7 @@ func TestReadAsTheAPIServerStores(t *testing.T) {
 		want       []string
 	}{
 		{"key twice at the top, stream", twice, []string{"new: document 1", `key "stringData" appears twice`}},
-		{"key twice at the top, ResourceList", asItems(twice), []string{"new: ResourceList items[1]", `key "stringData" appears twice`}},
+		{"key twice at the top, ResourceList", testtools.ResourceList(twice, ""), []string{"new: ResourceList items[1]", `key "stringData" appears twice`}},
 		{"key twice in metadata, stream", strings.Replace(base, "metadata: {name: creds, namespace: shop}", "metadata: {name: creds, namespace: shop, name: other}", 1),
 			[]string{"new: document 1", `metadata: key "name" appears twice`}},
 		{"a document after \"...\" with no \"---\"", strings.Replace(base, "\n---\napiVersion: apps/v1", "\n...\napiVersion: apps/v1", 1),
@@ -634,7 +615,7 @@ func TestReadAsTheAPIServerStores(t *testing.T) {
 		{"malformed YAML in the third document", strings.Replace(base, "kind: Deployment\nmetadata: {name: web, namespace: shop}", "kind: Deployment\nmetadata: {name: web, namespace: shop", 1),
 			[]string{"new: reading the render: document 2", "yaml: line"}},
 		{"a workload twice", base + "---\n" + web + webOnward, []string{"new: Deployment shop/web is in the render twice (documents 2 and "}},
-		{"key twice in a pod template, ResourceList", asItems(strings.Replace(base, "        image: web:1\n", "        image: web:1\n        image: web:2\n", 1)),
+		{"key twice in a pod template, ResourceList", testtools.ResourceList(strings.Replace(base, "        image: web:1\n", "        image: web:1\n        image: web:2\n", 1), ""),
 			[]string{"new: ResourceList items[2]", `key "image" appears twice`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
