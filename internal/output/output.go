@@ -1,7 +1,9 @@
 // Package output holds what confighash's reports print alike: the name of
-// a workload in text and JSON, and the JSON record of a ConfigMap or Secret
-// a workload consumes, which `confighash explain --json` and `kubectl
-// confighash status --json` both write.
+// a workload in text and JSON; the JSON record of a ConfigMap or Secret a
+// workload consumes, which `confighash explain --json` and `kubectl
+// confighash status --json` both write; and why a render-time hash cannot be
+// checked with the HMAC key a report was given, which `confighash diff` and
+// status both name.
 package output
 
 import "github.com/confighash/confighash/hashing"
@@ -28,4 +30,13 @@ type Consumed struct {
 // does not cover the object.
 func ConsumedOf(u hashing.Use, external bool) Consumed {
 	return Consumed{Kind: string(u.Kind), Name: u.Name, Keys: u.Keys, Whole: u.All, Optional: u.Optional, External: external}
+}
+
+// Plural is one when n is 1 and many otherwise: "1 workload", "2
+// workloads" in the reports' sentences.
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -135,11 +135,11 @@ type StaleHash struct {
 // Causes of a stale hash that a diff can tell.
 const (
 	// StaleKeyed: made with an HMAC key, and the diff has none.
-	StaleKeyed = "keyed"
+	StaleKeyed = output.KeyMismatchKeyed
 	// StaleUnkeyed: made without a key, and the diff has one.
-	StaleUnkeyed = "unkeyed"
+	StaleUnkeyed = output.KeyMismatchUnkeyed
 	// StaleOtherKey: made with an HMAC key whose key id is not the diff's.
-	StaleOtherKey = "other-key"
+	StaleOtherKey = output.KeyMismatchOtherKey
 )
 
 // hint says what a stale hash's cause means for the user.
@@ -255,17 +255,14 @@ func staleHashes(r *Render, w inject.Workload, side string) []StaleHash {
 		return nil
 	}
 	s := StaleHash{Render: side, Found: found, Computed: w.Hash}
-	keyed := strings.HasPrefix(found, hashing.KeyedPrefix)
-	switch {
-	case keyed && len(r.opts.Key) == 0:
-		s.Cause = StaleKeyed
-	case !keyed && strings.HasPrefix(found, hashing.PlainPrefix) && len(r.opts.Key) > 0:
-		s.Cause = StaleUnkeyed
-	case keyed:
-		id, _ := inject.Annotation(w.Template.YNode(), r.opts.Annotation(inject.KeyIDName))
-		if id != "" && id != hashing.KeyID(r.opts.Key) {
-			s.Cause, s.keyID = StaleOtherKey, id
-		}
+	var keyID string
+	if len(r.opts.Key) > 0 {
+		keyID = hashing.KeyID(r.opts.Key)
+	}
+	renderKeyID, _ := inject.Annotation(w.Template.YNode(), r.opts.Annotation(inject.KeyIDName))
+	s.Cause = output.KeyMismatch(found, renderKeyID, keyID)
+	if s.Cause == StaleOtherKey {
+		s.keyID = renderKeyID
 	}
 	return []StaleHash{s}
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/confighash/confighash/internal/output"
 )
 
 // WriteText writes the summary line, then a table of the workloads that
@@ -59,7 +61,7 @@ func WriteMarkdown(w io.Writer, r Result) error {
 		}
 	}
 	if unchanged := r.Total - len(r.Notable()); unchanged > 0 {
-		fmt.Fprintf(&b, "\n%d other %s unchanged.\n", unchanged, plural(unchanged, "workload is", "workloads are"))
+		fmt.Fprintf(&b, "\n%d other %s unchanged.\n", unchanged, output.Plural(unchanged, "workload is", "workloads are"))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

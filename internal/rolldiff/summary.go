@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/confighash/confighash/internal/output"
 )
 
 // cause is the short form of why a workload rolls, for the summary.
@@ -26,7 +28,7 @@ func (w Workload) cause() string {
 // the new and removed workloads and stale hashes.
 func summary(r Result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d of %d %s %s", r.Rolling, r.Total, plural(r.Total, "workload", "workloads"), plural(r.Rolling, "rolls", "roll"))
+	fmt.Fprintf(&b, "%d of %d %s %s", r.Rolling, r.Total, output.Plural(r.Total, "workload", "workloads"), output.Plural(r.Rolling, "rolls", "roll"))
 	counts := map[string]int{}
 	stale := 0
 	var hints []string
@@ -80,13 +82,6 @@ func summary(r Result) string {
 		b.WriteString("; " + strings.Join(extra, ", "))
 	}
 	return b.String()
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // Notable returns the workloads worth a line in a table: those that roll,

@@ -53,12 +53,12 @@ const (
 // as diff names them (rolldiff's StaleHash causes).
 const (
 	// KeyMismatchKeyed: made with an HMAC key, and status has none.
-	KeyMismatchKeyed = "keyed"
+	KeyMismatchKeyed = output.KeyMismatchKeyed
 	// KeyMismatchUnkeyed: made without a key, and status has one.
-	KeyMismatchUnkeyed = "unkeyed"
+	KeyMismatchUnkeyed = output.KeyMismatchUnkeyed
 	// KeyMismatchOtherKey: made with an HMAC key whose key id is not
 	// status's.
-	KeyMismatchOtherKey = "other-key"
+	KeyMismatchOtherKey = output.KeyMismatchOtherKey
 	// KeyMismatchUnknown: not a hash value this version of confighash
 	// knows.
 	KeyMismatchUnknown = "unknown-version"
@@ -301,7 +301,7 @@ func (c collector) keyMismatches(ws []Workload) error {
 	lines := make([]string, 0, len(causes))
 	for _, cause := range causes {
 		names := byCause[cause]
-		lines = append(lines, fmt.Sprintf("%d render-time %s %s: %s", len(names), plural(len(names), "hash", "hashes"), cause, strings.Join(names, ", ")))
+		lines = append(lines, fmt.Sprintf("%d render-time %s %s: %s", len(names), output.Plural(len(names), "hash", "hashes"), cause, strings.Join(names, ", ")))
 	}
 	return fmt.Errorf("%w (their config is reported as unknown):\n%s", ErrKeyMismatch, strings.Join(lines, "\n"))
 }
@@ -443,18 +443,17 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 // with status's key (v.UnknownHash), and the render's key id when it was
 // made with another key.
 func (c collector) keyMismatch(v controller.View) (string, string) {
-	keyed := strings.HasPrefix(v.RawRenderHash, hashing.KeyedPrefix)
-	switch {
-	case !hashing.IsValue(v.RawRenderHash):
+	if !hashing.IsValue(v.RawRenderHash) {
 		return KeyMismatchUnknown, ""
-	case keyed && c.keyID == "":
-		return KeyMismatchKeyed, ""
-	case !keyed && c.keyID != "":
-		return KeyMismatchUnkeyed, ""
-	case v.OtherKeyID != "":
-		return KeyMismatchOtherKey, v.OtherKeyID
 	}
-	return KeyMismatchUnknown, ""
+	switch cause := output.KeyMismatch(v.RawRenderHash, v.OtherKeyID, c.keyID); cause {
+	case "":
+		return KeyMismatchUnknown, ""
+	case KeyMismatchOtherKey:
+		return cause, v.OtherKeyID
+	default:
+		return cause, ""
+	}
 }
 
 // content reads one config's content; found is false when it does not
@@ -634,14 +633,14 @@ func (r *Rollout) finish(done bool) {
 		r.Message = fmt.Sprintf("in progress: %d of %d updated, %d available", r.Updated, r.Replicas, r.Available)
 	}
 	if r.StalePods > 0 {
-		r.Message += fmt.Sprintf("; %d %s an older template", r.StalePods, plural(r.StalePods, "pod runs", "pods run"))
+		r.Message += fmt.Sprintf("; %d %s an older template", r.StalePods, output.Plural(r.StalePods, "pod runs", "pods run"))
 	}
 	if r.PodsUnreadable {
 		r.Message += "; pods not counted (not allowed to list them)"
 	}
 	if r.PendingPods > 0 {
 		r.Message += fmt.Sprintf("; %d %s Pending (not scheduled or not started: no node has run %s)", r.PendingPods,
-			plural(r.PendingPods, "pod is", "pods are"), plural(r.PendingPods, "it", "them"))
+			output.Plural(r.PendingPods, "pod is", "pods are"), output.Plural(r.PendingPods, "it", "them"))
 	}
 	switch {
 	case r.Paused && !done:
@@ -649,13 +648,6 @@ func (r *Rollout) finish(done bool) {
 	case r.OnDelete && !done:
 		r.Message = "OnDelete (its pods take the new template when deleted): " + r.Message
 	}
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func replicas(p *int32) int32 {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/confighash/confighash/internal/output"
 )
 
 // WriteTable writes one line per workload (and one per extra detail), to
@@ -31,7 +33,7 @@ func WriteTable(w io.Writer, r Report, now time.Time) error {
 		}
 	}
 	fmt.Fprintf(w, "%d %s: %d not current for the live configs, %d rolling out", len(r.Workloads),
-		plural(len(r.Workloads), "workload", "workloads"), stale, rolling)
+		output.Plural(len(r.Workloads), "workload", "workloads"), stale, rolling)
 	if unknown > 0 {
 		fmt.Fprintf(w, ", %d unknown (a consumed config you may not read)", unknown)
 	}
