@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -181,41 +182,25 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 	out := Report{Workloads: []Workload{}}
 	var listDenied []error
 	deps, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
-	if err = c.listed(&listDenied, "Deployments", err); err != nil {
+	if err = addListed(c, &listDenied, "Deployments", deps.Items, err, func(d *appsv1.Deployment) error {
+		return c.add(ctx, &out, "Deployment", d.ObjectMeta, &d.Spec.Template, func() (Rollout, error) { return c.deploymentRollout(ctx, d) })
+	}); err != nil {
 		return out, err
-	}
-	for i := range deps.Items {
-		d := &deps.Items[i]
-		if err := c.add(ctx, &out, "Deployment", d.ObjectMeta, &d.Spec.Template, func() (Rollout, error) { return c.deploymentRollout(ctx, d) }); err != nil {
-			return out, err
-		}
 	}
 	sets, err := cs.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
-	if err = c.listed(&listDenied, "StatefulSets", err); err != nil {
+	if err = addListed(c, &listDenied, "StatefulSets", sets.Items, err, func(s *appsv1.StatefulSet) error {
+		return c.add(ctx, &out, "StatefulSet", s.ObjectMeta, &s.Spec.Template, func() (Rollout, error) { return c.statefulSetRollout(ctx, s) })
+	}); err != nil {
 		return out, err
-	}
-	for i := range sets.Items {
-		s := &sets.Items[i]
-		if err := c.add(ctx, &out, "StatefulSet", s.ObjectMeta, &s.Spec.Template, func() (Rollout, error) { return c.statefulSetRollout(ctx, s) }); err != nil {
-			return out, err
-		}
 	}
 	daemons, err := cs.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
-	if err = c.listed(&listDenied, "DaemonSets", err); err != nil {
+	if err = addListed(c, &listDenied, "DaemonSets", daemons.Items, err, func(d *appsv1.DaemonSet) error {
+		return c.add(ctx, &out, "DaemonSet", d.ObjectMeta, &d.Spec.Template, func() (Rollout, error) { return daemonSetRollout(d), nil })
+	}); err != nil {
 		return out, err
-	}
-	for i := range daemons.Items {
-		d := &daemons.Items[i]
-		if err := c.add(ctx, &out, "DaemonSet", d.ObjectMeta, &d.Spec.Template, func() (Rollout, error) { return daemonSetRollout(d), nil }); err != nil {
-			return out, err
-		}
 	}
 	jobs, err := cs.BatchV1().CronJobs(ns).List(ctx, metav1.ListOptions{})
-	if err = c.listed(&listDenied, "CronJobs", err); err != nil {
-		return out, err
-	}
-	for i := range jobs.Items {
-		j := &jobs.Items[i]
+	if err = addListed(c, &listDenied, "CronJobs", jobs.Items, err, func(j *batchv1.CronJob) error {
 		cronRollout := func() (Rollout, error) {
 			r := Rollout{Done: true, Generation: j.Generation, ObservedGeneration: j.Generation,
 				Message: "the next Job runs the current template"}
@@ -224,23 +209,19 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 			}
 			return r, nil
 		}
-		if err := c.add(ctx, &out, "CronJob", j.ObjectMeta, &j.Spec.JobTemplate.Spec.Template, cronRollout); err != nil {
-			return out, err
-		}
+		return c.add(ctx, &out, "CronJob", j.ObjectMeta, &j.Spec.JobTemplate.Spec.Template, cronRollout)
+	}); err != nil {
+		return out, err
 	}
 	kinds := 4
 	rollouts, served, err := listArgoRollouts(ctx, cs, ns)
 	if served {
 		kinds++
 	}
-	if err = c.listed(&listDenied, "Rollouts.argoproj.io", err); err != nil {
+	if err = addListed(c, &listDenied, "Rollouts.argoproj.io", rollouts, err, func(r *argoRollout) error {
+		return c.add(ctx, &out, controller.RolloutGVK.Kind, r.ObjectMeta, &r.Spec.Template, func() (Rollout, error) { return r.progress(), nil })
+	}); err != nil {
 		return out, err
-	}
-	for i := range rollouts {
-		r := &rollouts[i]
-		if err := c.add(ctx, &out, controller.RolloutGVK.Kind, r.ObjectMeta, &r.Spec.Template, func() (Rollout, error) { return r.progress(), nil }); err != nil {
-			return out, err
-		}
 	}
 	sort.SliceStable(out.Workloads, func(i, j int) bool {
 		a, b := out.Workloads[i], out.Workloads[j]
@@ -304,6 +285,22 @@ func (c collector) keyMismatches(ws []Workload) error {
 		lines = append(lines, fmt.Sprintf("%d render-time %s %s: %s", len(names), output.Plural(len(names), "hash", "hashes"), cause, strings.Join(names, ", ")))
 	}
 	return fmt.Errorf("%w (their config is reported as unknown):\n%s", ErrKeyMismatch, strings.Join(lines, "\n"))
+}
+
+// addListed adds each of items, the workloads of one kind (what names it in
+// errors) as listed, with add. err is the listing's error: one the API
+// server forbade is recorded in denied, as listed does; any other is
+// returned.
+func addListed[T any](c collector, denied *[]error, what string, items []T, err error, add func(*T) error) error {
+	if err := c.listed(denied, what, err); err != nil {
+		return err
+	}
+	for i := range items {
+		if err := add(&items[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // listed returns the error of listing a kind of workload, or records it
