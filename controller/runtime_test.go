@@ -272,11 +272,7 @@ func TestRBACPatchRevokedAtRuntime(t *testing.T) {
 	user := "rt-" + e.ns
 	opts := e.testOptions()
 	opts.RESTConfig = e.limitedTo(user)
-	e.createSecret("db-creds", map[string]string{"password": canary})
-	s := &scenario{env: e, kind: "Deployment", rendered: render(t, e.stream(defaultApp("Deployment")))}
-	s.ctrl = e.start(opts)
-	require.NoError(t, e.apply(s.rendered, "kubectl"))
-	s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
+	s := e.startRendered(opts, canary)
 
 	e.limitedToRole(user, func(role string) string {
 		return strings.ReplaceAll(role, "verbs: [list, watch, patch]", "verbs: [list, watch]")
@@ -322,11 +318,7 @@ func TestRBACSecretsRevokedAtRuntime(t *testing.T) {
 	cfg.WrapTransport = net.wrap
 	opts := e.testOptions()
 	opts.RESTConfig = cfg
-	e.createSecret("db-creds", map[string]string{"password": canary})
-	s := &scenario{env: e, kind: "Deployment", rendered: render(t, e.stream(defaultApp("Deployment")))}
-	s.ctrl = e.start(opts)
-	require.NoError(t, e.apply(s.rendered, "kubectl"))
-	s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
+	s := e.startRendered(opts, canary)
 
 	e.limitedToRole(user, func(role string) string {
 		return strings.ReplaceAll(role, "resources: [configmaps, secrets]", "resources: [configmaps]")

@@ -137,6 +137,20 @@ func setup(t *testing.T, kind string, tune ...func(*controller.Options)) *scenar
 	return s
 }
 
+// startRendered is a controller with opts over the rendered Deployment
+// app, its external Secret db-creds holding password: it creates the
+// Secret, starts the controller, applies the render as kubectl and waits
+// until the Deployment is in sync.
+func (e *env) startRendered(opts controller.Options, password string) *scenario {
+	e.t.Helper()
+	e.createSecret("db-creds", map[string]string{"password": password})
+	s := &scenario{env: e, kind: "Deployment", rendered: render(e.t, e.stream(defaultApp("Deployment")))}
+	s.ctrl = e.start(opts)
+	require.NoError(e.t, e.apply(s.rendered, "kubectl"))
+	s.ctrl.obs.waitFor(e.t, 0, "in sync", is("Deployment", "in_sync"))
+	return s
+}
+
 // expectRoll waits for one roll after since, then for the controller to find
 // the workload in sync again, and returns the rolled outcome.
 func (s *scenario) expectRoll(since int) controller.Outcome {

@@ -422,11 +422,7 @@ func TestRBACLimitedToOneNamespace(t *testing.T) {
 		e := newEnv(t)
 		opts := e.testOptions()
 		opts.RESTConfig = e.limitedTo("team-" + e.ns)
-		e.createSecret("db-creds", map[string]string{"password": "pw-1"})
-		s := &scenario{env: e, kind: "Deployment", rendered: render(t, e.stream(defaultApp("Deployment")))}
-		s.ctrl = e.start(opts)
-		require.NoError(t, e.apply(s.rendered, "kubectl"))
-		s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
+		s := e.startRendered(opts, "pw-1")
 		mark := s.ctrl.obs.mark()
 		e.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "debug" })
 		s.expectRoll(mark)
