@@ -518,14 +518,17 @@ func eventTime(e *corev1.Event) time.Time {
 func (c collector) deploymentRollout(ctx context.Context, d *appsv1.Deployment) (Rollout, error) {
 	r := Rollout{Generation: d.Generation, ObservedGeneration: d.Status.ObservedGeneration,
 		Replicas: replicas(d.Spec.Replicas), Updated: d.Status.UpdatedReplicas, Available: d.Status.AvailableReplicas, Paused: d.Spec.Paused}
+	// done: the controller has observed the latest generation and every
+	// replica is updated and available.
+	done := d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == r.Replicas &&
+		d.Status.Replicas == r.Replicas && d.Status.AvailableReplicas == r.Replicas
 	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil {
 		return r, fmt.Errorf("selector of Deployment %s: %w", hashing.ObjectName(d.Namespace, d.Name), err)
 	}
 	sets, err := c.cs.AppsV1().ReplicaSets(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
-		return r.podsUnreadable(d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == r.Replicas &&
-			d.Status.Replicas == r.Replicas && d.Status.AvailableReplicas == r.Replicas), fmt.Errorf("listing ReplicaSets: %w", err)
+		return r.podsUnreadable(done), fmt.Errorf("listing ReplicaSets: %w", err)
 	}
 	current := ""
 	owned := map[string]bool{}
@@ -543,8 +546,7 @@ func (c collector) deploymentRollout(ctx context.Context, d *appsv1.Deployment) 
 	}
 	pods, err := c.cs.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
-		return r.podsUnreadable(d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == r.Replicas &&
-			d.Status.Replicas == r.Replicas && d.Status.AvailableReplicas == r.Replicas), fmt.Errorf("listing Pods: %w", err)
+		return r.podsUnreadable(done), fmt.Errorf("listing Pods: %w", err)
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -554,8 +556,7 @@ func (c collector) deploymentRollout(ctx context.Context, d *appsv1.Deployment) 
 		}
 		r.countPod(p, current != "" && owner != current)
 	}
-	r.finish(d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == r.Replicas &&
-		d.Status.Replicas == r.Replicas && d.Status.AvailableReplicas == r.Replicas)
+	r.finish(done)
 	return r, nil
 }
 
@@ -565,14 +566,15 @@ func (c collector) statefulSetRollout(ctx context.Context, s *appsv1.StatefulSet
 	r := Rollout{Generation: s.Generation, ObservedGeneration: s.Status.ObservedGeneration,
 		Replicas: replicas(s.Spec.Replicas), Updated: s.Status.UpdatedReplicas, Available: s.Status.AvailableReplicas,
 		OnDelete: s.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType}
+	done := s.Status.ObservedGeneration >= s.Generation && s.Status.UpdatedReplicas == r.Replicas &&
+		s.Status.AvailableReplicas == r.Replicas
 	sel, err := metav1.LabelSelectorAsSelector(s.Spec.Selector)
 	if err != nil {
 		return r, fmt.Errorf("StatefulSet %s: selector: %w", hashing.ObjectName(s.Namespace, s.Name), err)
 	}
 	pods, err := c.cs.CoreV1().Pods(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
-		return r.podsUnreadable(s.Status.ObservedGeneration >= s.Generation && s.Status.UpdatedReplicas == r.Replicas &&
-			s.Status.AvailableReplicas == r.Replicas), fmt.Errorf("listing Pods: %w", err)
+		return r.podsUnreadable(done), fmt.Errorf("listing Pods: %w", err)
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -581,7 +583,7 @@ func (c collector) statefulSetRollout(ctx context.Context, s *appsv1.StatefulSet
 		}
 		r.countPod(p, s.Status.UpdateRevision != "" && p.Labels[appsv1.ControllerRevisionHashLabelKey] != s.Status.UpdateRevision)
 	}
-	r.finish(s.Status.ObservedGeneration >= s.Generation && s.Status.UpdatedReplicas == r.Replicas && s.Status.AvailableReplicas == r.Replicas)
+	r.finish(done)
 	return r, nil
 }
 
