@@ -459,14 +459,21 @@ func plainString(v []byte) bool {
 // U+2028, U+2029): yaml.v3 and kubectl's reader do.
 func printable(text []byte) bool {
 	for i := 0; i < len(text); {
+		// ASCII, nearly all of a manifest, without decoding a rune.
+		if c := text[i]; c < utf8.RuneSelf {
+			if c != '\t' && c != '\n' && (c < 0x20 || c > 0x7e) {
+				return false
+			}
+			i++
+			continue
+		}
 		r, size := utf8.DecodeRune(text[i:])
 		switch {
 		case r == utf8.RuneError && size <= 1:
 			return false
 		case r == 0x85 || r == 0x2028 || r == 0x2029:
 			return false
-		case r == '\t' || r == '\n' || (r >= 0x20 && r <= 0x7e),
-			r >= 0xa0 && r <= 0xd7ff, r >= 0xe000 && r <= 0xfffd && r != 0xfeff, r >= 0x10000 && r <= 0x10ffff:
+		case r >= 0xa0 && r <= 0xd7ff, r >= 0xe000 && r <= 0xfffd && r != 0xfeff, r >= 0x10000 && r <= 0x10ffff:
 		default:
 			return false
 		}
