@@ -55,7 +55,7 @@ func asGenerator(rl *ResourceList) *Result {
 		return nil
 	}
 	item, fc := rl.Items[0], rl.FunctionConfig
-	if v, ok := inject.Annotation(item.YNode(), "config.kubernetes.io/local-config"); !ok || v == "false" ||
+	if !inject.IsLocalConfig(item) ||
 		item.GetApiVersion() != fc.GetApiVersion() || item.GetKind() != fc.GetKind() || item.GetName() != fc.GetName() {
 		return nil
 	}

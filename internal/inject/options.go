@@ -105,12 +105,14 @@ func (o Options) templatePath(group, kind string) ([]string, bool) {
 const localConfig = "config.kubernetes.io/local-config"
 
 // LeavesOut reports whether the object is one the options leave out: a
-// local-config object under SkipLocalConfig, read as kustomize reads the
-// annotation (present and not "false").
+// local-config object under SkipLocalConfig.
 func (o Options) LeavesOut(node *yaml.RNode) bool {
-	if !o.SkipLocalConfig || node == nil {
-		return false
-	}
+	return o.SkipLocalConfig && node != nil && IsLocalConfig(node)
+}
+
+// IsLocalConfig reports whether the object is marked local-config, read as
+// kustomize reads the annotation (present and not "false").
+func IsLocalConfig(node *yaml.RNode) bool {
 	v, ok := Annotation(node.YNode(), localConfig)
 	return ok && v != "false"
 }
