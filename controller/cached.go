@@ -55,7 +55,7 @@ var _ client.Object = &cachedWorkload{}
 // m and pod template t.
 func newCachedWorkload(kind string, m *metav1.ObjectMeta, t *corev1.PodTemplateSpec) (*cachedWorkload, error) {
 	w := &cachedWorkload{cachedMeta: newCachedMeta(m), kind: kind, generation: m.Generation,
-		templateAnnotations: pairs(t.Annotations, ""), uses: packUses(hashing.Discover(&t.Spec), hashing.RequiredKeys(&t.Spec))}
+		templateAnnotations: pairs(t.Annotations, ""), uses: packUses(hashing.DiscoverRequired(&t.Spec))}
 	w.SetAnnotations(m.Annotations)
 	return w, nil
 }

@@ -110,7 +110,7 @@ func inspect(ns string, meta map[string]string, tmpl *corev1.PodTemplateSpec, k 
 	v.ControllerUses = ta[k.controllerUses]
 	v.Baseline = meta[k.baseline]
 
-	discovered := hashing.Discover(&tmpl.Spec)
+	discovered, required := hashing.DiscoverRequired(&tmpl.Spec)
 	v.External = map[string]bool{}
 	seen := map[string]bool{}
 	for _, u := range discovered {
@@ -129,7 +129,7 @@ func inspect(ns string, meta map[string]string, tmpl *corev1.PodTemplateSpec, k 
 	}
 	hashing.SortUses(v.Uses)
 	v.UsesPrint = UsesPrint(v.Uses)
-	v.RequiredKeys = hashing.RequiredKeys(&tmpl.Spec)
+	v.RequiredKeys = required
 	listed := annotations.ParseExternal(meta[k.external])
 	for _, u := range v.Uses {
 		if v.RenderHash == "" || listed[u.Ref()] {

@@ -43,7 +43,14 @@ func Discover(spec *corev1.PodSpec) []Use {
 // start a container whose required key is absent and to mount such a
 // volume. It reads the references Discover reads.
 func RequiredKeys(spec *corev1.PodSpec) map[string][]string {
-	d := &discovery{required: map[string][]string{}}
+	_, required := DiscoverRequired(spec)
+	return required
+}
+
+// DiscoverRequired is Discover and RequiredKeys in one walk of spec. The
+// map is nil when no key is required.
+func DiscoverRequired(spec *corev1.PodSpec) ([]Use, map[string][]string) {
+	d := &discovery{trackRequired: true}
 	if spec != nil {
 		d.read(spec)
 	}
@@ -51,7 +58,7 @@ func RequiredKeys(spec *corev1.PodSpec) map[string][]string {
 		slices.Sort(keys)
 		d.required[ref] = slices.Compact(keys)
 	}
-	return d.required
+	return d.result(), d.required
 }
 
 // read collects the references of spec.
@@ -76,8 +83,10 @@ func (d *discovery) read(spec *corev1.PodSpec) {
 // objects, so a slice beats a map. required, when not nil, collects the
 // keys referenced without optional: true, by Kind/name.
 type discovery struct {
-	uses     []Use
-	required map[string][]string
+	uses []Use
+	// trackRequired asks for required, made on the first required key.
+	trackRequired bool
+	required      map[string][]string
 }
 
 func (d *discovery) entry(kind Kind, name string, optional bool) *Use {
@@ -104,8 +113,12 @@ func (d *discovery) key(kind Kind, name, key string, optional bool) {
 	}
 	u := d.entry(kind, name, optional)
 	u.Keys = append(u.Keys, key)
-	if d.required != nil && !optional && key != "" {
-		d.required[u.Ref()] = append(d.required[u.Ref()], key)
+	if d.trackRequired && !optional && key != "" {
+		if d.required == nil {
+			d.required = map[string][]string{}
+		}
+		ref := u.Ref()
+		d.required[ref] = append(d.required[ref], key)
 	}
 }
 

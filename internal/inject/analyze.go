@@ -216,8 +216,9 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 	// References name objects as they will be once kustomize has fixed
 	// them: in-stream uses carry the names the cluster will hold.
 	r := &resolver{configs: configs, context: context, namespace: o.Namespace}
-	w.InStream, w.External = r.resolveUses(hashing.Discover(spec))
-	w.warnings = append(slices.Clip(r.findings), r.missingKeys(hashing.RequiredKeys(spec))...)
+	uses, required := hashing.DiscoverRequired(spec)
+	w.InStream, w.External = r.resolveUses(uses)
+	w.warnings = append(slices.Clip(r.findings), r.missingKeys(required)...)
 	if len(w.InStream) > 0 {
 		w.Hash = hashing.Compute(o.Namespace, w.InStream, r.lookup, hashing.Options{Key: opts.Key})
 	}

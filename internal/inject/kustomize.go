@@ -191,7 +191,8 @@ type resolver struct {
 	found map[configRef]hashing.Content
 	// findings are the ambiguous references.
 	findings []string
-	// names maps each reference as written to the name it resolved to.
+	// names maps each reference as written to the name it resolved to,
+	// where the two differ (a kustomize hash suffix).
 	names map[configRef]string
 }
 
@@ -233,11 +234,16 @@ func (r *resolver) resolve(kind hashing.Kind, name string) (string, hashing.Cont
 // (kustomize's hash suffix included), external ones too; two references
 // that end up naming one object merge as hashing.Discover merges them.
 func (r *resolver) resolveUses(uses []hashing.Use) (inStream, external []hashing.Use) {
-	r.found, r.names = map[configRef]hashing.Content{}, map[configRef]string{}
+	r.found, r.names = map[configRef]hashing.Content{}, nil
 	inIndex, outIndex := map[configRef]int{}, map[configRef]int{}
 	for _, u := range uses {
 		name, c, ok := r.resolve(u.Kind, u.Name)
-		r.names[configRef{u.Kind, u.Name}] = name
+		if name != u.Name {
+			if r.names == nil {
+				r.names = map[configRef]string{}
+			}
+			r.names[configRef{u.Kind, u.Name}] = name
+		}
 		u.Name = name
 		ref := configRef{u.Kind, name}
 		if ok {
@@ -274,7 +280,10 @@ func (r *resolver) missingKeys(required map[string][]string) []string {
 	var out []string
 	for _, ref := range refs {
 		kind, written, _ := strings.Cut(ref, "/")
-		name := r.names[configRef{hashing.Kind(kind), written}]
+		name, renamed := r.names[configRef{hashing.Kind(kind), written}]
+		if !renamed {
+			name = written
+		}
 		c, ok := r.found[configRef{hashing.Kind(kind), name}]
 		if !ok {
 			continue
