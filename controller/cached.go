@@ -32,7 +32,7 @@ import (
 // interned), the pod template's annotations (likewise), and what reference
 // discovery finds in the pod spec (hashing.Discover: per config its kind,
 // name, whole or keys, and optional flag) with the keys a pod cannot start
-// without (hashing.RequiredKeys), packed in one string. Decisions
+// without (hashing.DiscoverRequired), packed in one string. Decisions
 // read only those two of a pod template; PodTemplate gives a template that
 // has them. It implements client.Object so the informer, its key function
 // and controller-runtime's event handlers take it; the controller reads it
@@ -202,7 +202,7 @@ func (r *packedReader) string() string {
 }
 
 // podTemplate is a pod template with the cached annotations whose pod spec
-// discovery reads as the cached uses, and hashing.RequiredKeys as the cached
+// discovery reads as the cached uses, and hashing.DiscoverRequired's required keys as the cached
 // required keys (one container referring to each config: whole through
 // envFrom, by key through env, a key optional unless required), a new value
 // each call. Nothing else of the workload's template is in it.
@@ -248,7 +248,7 @@ func (w *cachedWorkload) podTemplate() (*corev1.PodTemplateSpec, error) {
 			keyRef(k, keyOptional)
 		}
 		// A required key of a config also consumed whole: discovery drops
-		// the keys of a whole use, hashing.RequiredKeys reads them.
+		// the keys of a whole use, hashing.DiscoverRequired reads them.
 		for _, k := range req {
 			if !slices.Contains(u.Keys, k) {
 				keyRef(k, nil)

@@ -66,8 +66,8 @@ func TestRequiredKeys(t *testing.T) {
 		"ConfigMap/site":  {"site.conf"},
 		"Secret/db":       {"user"},
 		"Secret/psec":     {"s1"},
-	}, hashing.RequiredKeys(spec))
-	assert.Empty(t, hashing.RequiredKeys(&corev1.PodSpec{}))
+	}, requiredKeys(spec))
+	assert.Empty(t, requiredKeys(&corev1.PodSpec{}))
 
 	// The cache keeps them: its pod template has the same uses and the
 	// same required keys.
@@ -76,7 +76,13 @@ func TestRequiredKeys(t *testing.T) {
 	cached, err := w.podTemplate()
 	require.NoError(t, err)
 	assert.Equal(t, hashing.Discover(spec), hashing.Discover(&cached.Spec))
-	assert.Equal(t, hashing.RequiredKeys(spec), hashing.RequiredKeys(&cached.Spec))
+	assert.Equal(t, requiredKeys(spec), requiredKeys(&cached.Spec))
+}
+
+// requiredKeys is the required keys hashing.DiscoverRequired finds.
+func requiredKeys(spec *corev1.PodSpec) map[string][]string {
+	_, required := hashing.DiscoverRequired(spec)
+	return required
 }
 
 func TestMissingMessageNamesKeys(t *testing.T) {

@@ -37,18 +37,12 @@ func Discover(spec *corev1.PodSpec) []Use {
 	return d.result()
 }
 
-// RequiredKeys lists, by Kind/name (sorted, without repeats), the keys a
-// pod cannot start without: those an env valueFrom or the items of a volume
-// or projected source name without optional: true. The kubelet refuses to
-// start a container whose required key is absent and to mount such a
-// volume. It reads the references Discover reads.
-func RequiredKeys(spec *corev1.PodSpec) map[string][]string {
-	_, required := DiscoverRequired(spec)
-	return required
-}
-
-// DiscoverRequired is Discover and RequiredKeys in one walk of spec. The
-// map is nil when no key is required.
+// DiscoverRequired is Discover, and in the same walk of spec the keys a pod
+// cannot start without, by Kind/name (sorted, without repeats): those an
+// env valueFrom or the items of a volume or projected source name without
+// optional: true. The kubelet refuses to start a container whose required
+// key is absent and to mount such a volume. The map is nil when no key is
+// required.
 func DiscoverRequired(spec *corev1.PodSpec) ([]Use, map[string][]string) {
 	d := &discovery{trackRequired: true}
 	if spec != nil {

@@ -268,7 +268,7 @@ func addUse(uses []hashing.Use, index map[configRef]int, ref configRef, u hashin
 	return uses
 }
 
-// missingKeys are warnings for the required keys (hashing.RequiredKeys, by
+// missingKeys are warnings for the required keys (hashing.DiscoverRequired, by
 // the names written) that a config resolveUses found in the stream lacks:
 // the kubelet will not start such a pod.
 func (r *resolver) missingKeys(required map[string][]string) []string {
