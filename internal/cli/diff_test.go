@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/confighash/confighash/internal/output"
 	"github.com/confighash/confighash/internal/rolldiff"
 	"github.com/confighash/confighash/internal/testing/testtools"
 )
@@ -95,7 +96,7 @@ func TestDiffJSON(t *testing.T) {
 	require.Len(t, res.Workloads, 1)
 	w := res.Workloads[0]
 	assert.Equal(t, rolldiff.StatusRolls, w.Status)
-	assert.Equal(t, []rolldiff.ConfigChange{{Kind: "ConfigMap", Name: "cfg", Change: rolldiff.ChangeKeys, Changed: []string{"k"}}}, w.Configs)
+	assert.Equal(t, []rolldiff.ConfigChange{{Ref: output.Ref{Kind: "ConfigMap", Name: "cfg"}, Change: rolldiff.ChangeKeys, Changed: []string{"k"}}}, w.Configs)
 	var raw map[string]any
 	require.NoError(t, json.Unmarshal([]byte(stdout), &raw))
 	for _, field := range []string{"summary", "total", "rolling", "new", "removed", "workloads"} {

@@ -14,6 +14,17 @@ func WorkloadID(kind, namespace, name string) string {
 	return kind + " " + hashing.ObjectName(namespace, name)
 }
 
+// Ref is the kind, namespace and name of a workload or config in a report's
+// JSON; the reports embed it, so the three fields lead each record.
+type Ref struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// ID names the object as WorkloadID does.
+func (r Ref) ID() string { return WorkloadID(r.Kind, r.Namespace, r.Name) }
+
 // Consumed is one ConfigMap or Secret a workload consumes: which keys, or
 // all of them, and whether the render-time hash covers it.
 type Consumed struct {

@@ -46,10 +46,8 @@ func (r Result) Changed() bool { return r.Rolling+r.New+r.Removed > 0 }
 
 // Workload is the diff of one workload.
 type Workload struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-	Status    Status `json:"status"`
+	output.Ref
+	Status Status `json:"status"`
 	// OptedOut is true when the new render (or the old one, for a removed
 	// workload) opts the workload out of confighash.
 	OptedOut bool `json:"optedOut,omitempty"`
@@ -70,9 +68,6 @@ type Workload struct {
 	Reasons []string `json:"reasons,omitempty"`
 }
 
-// ID names the workload as Kind namespace/name.
-func (w Workload) ID() string { return output.WorkloadID(w.Kind, w.Namespace, w.Name) }
-
 // Config change kinds.
 const (
 	// ChangeKeys: the config is in both renders and consumed keys differ.
@@ -92,9 +87,7 @@ const (
 
 // ConfigChange is what changed in one consumed ConfigMap or Secret.
 type ConfigChange struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
+	output.Ref
 	// OldName is the previous name of a renamed (hash-suffixed) config.
 	OldName string `json:"oldName,omitempty"`
 	Change  string `json:"change"`
@@ -182,7 +175,7 @@ func Compare(old, cur *Render) Result {
 	for _, w := range old.report.Workloads {
 		if k := keyOf(w); !seen[k] {
 			seen[k] = true
-			res.Workloads = append(res.Workloads, Workload{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name,
+			res.Workloads = append(res.Workloads, Workload{Ref: output.Ref{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name},
 				Status: StatusRemoved, OptedOut: w.OptedOut, OldHash: w.Hash})
 		}
 	}
@@ -296,15 +289,15 @@ func configChanges(old, cur *Render, ow, w inject.Workload) ([]ConfigChange, map
 		case ou.external && nu.external:
 			continue
 		case !ou.external && nu.external:
-			out = append(out, ConfigChange{Kind: string(nu.Kind), Namespace: w.Namespace, Name: nu.Name, Change: ChangeLeft, Optional: nu.Optional})
+			out = append(out, ConfigChange{Ref: output.Ref{Kind: string(nu.Kind), Namespace: w.Namespace, Name: nu.Name}, Change: ChangeLeft, Optional: nu.Optional})
 			continue
 		case ou.external && !nu.external:
-			out = append(out, ConfigChange{Kind: string(nu.Kind), Namespace: w.Namespace, Name: nu.Name, Change: ChangeJoined, Optional: nu.Optional})
+			out = append(out, ConfigChange{Ref: output.Ref{Kind: string(nu.Kind), Namespace: w.Namespace, Name: nu.Name}, Change: ChangeJoined, Optional: nu.Optional})
 			continue
 		}
 		oc, okOld := old.configs[configRef{ou.Kind, ow.Namespace, ou.Name}]
 		nc, okNew := cur.configs[configRef{nu.Kind, w.Namespace, nu.Name}]
-		c := ConfigChange{Kind: string(nu.Kind), Namespace: w.Namespace, Name: nu.Name, Change: ChangeKeys, Optional: nu.Optional}
+		c := ConfigChange{Ref: output.Ref{Kind: string(nu.Kind), Namespace: w.Namespace, Name: nu.Name}, Change: ChangeKeys, Optional: nu.Optional}
 		if oldRef != ref {
 			c.Change, c.OldName = ChangeRenamed, ou.Name
 		}

@@ -83,9 +83,7 @@ type Report struct {
 
 // Workload is the status of one managed workload.
 type Workload struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
+	output.Ref
 	// Configs are what the pods consume, as the controller watches them.
 	Configs []Config `json:"configs"`
 	// RenderHash is the render-time annotation; ControllerHash the
@@ -118,9 +116,6 @@ type Workload struct {
 	// denied are the errors of the configs in Unreadable.
 	denied []error
 }
-
-// ID names the workload as Kind namespace/name.
-func (w Workload) ID() string { return output.WorkloadID(w.Kind, w.Namespace, w.Name) }
 
 // Config is one consumed ConfigMap or Secret, as the live objects are.
 type Config struct {
@@ -349,7 +344,7 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 	if !v.Managed {
 		return Workload{}, false, nil
 	}
-	w := Workload{Kind: kind, Namespace: meta.Namespace, Name: meta.Name, RenderHash: v.RawRenderHash, ControllerHash: v.ControllerHash, Configs: []Config{}}
+	w := Workload{Ref: output.Ref{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}, RenderHash: v.RawRenderHash, ControllerHash: v.ControllerHash, Configs: []Config{}}
 	external := v.External
 	if v.UnknownHash {
 		// Inspect takes every config for external, as the controller
@@ -522,11 +517,11 @@ func (c collector) deploymentRollout(ctx context.Context, d *appsv1.Deployment) 
 	// replica is updated and available.
 	done := d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == r.Replicas &&
 		d.Status.Replicas == r.Replicas && d.Status.AvailableReplicas == r.Replicas
-	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	opts, err := selectorOf("Deployment", d.ObjectMeta, d.Spec.Selector)
 	if err != nil {
-		return r, fmt.Errorf("selector of Deployment %s: %w", hashing.ObjectName(d.Namespace, d.Name), err)
+		return r, err
 	}
-	sets, err := c.cs.AppsV1().ReplicaSets(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	sets, err := c.cs.AppsV1().ReplicaSets(d.Namespace).List(ctx, opts)
 	if err != nil {
 		return r.podsUnreadable(done), fmt.Errorf("listing ReplicaSets: %w", err)
 	}
@@ -544,20 +539,10 @@ func (c collector) deploymentRollout(ctx context.Context, d *appsv1.Deployment) 
 			current = rs.Name
 		}
 	}
-	pods, err := c.cs.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
-	if err != nil {
-		return r.podsUnreadable(done), fmt.Errorf("listing Pods: %w", err)
-	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	return c.countPods(ctx, r, done, d.Namespace, opts, func(p *corev1.Pod) (bool, bool) {
 		owner := ownerName(p.OwnerReferences, "ReplicaSet")
-		if !owned[owner] {
-			continue
-		}
-		r.countPod(p, current != "" && owner != current)
-	}
-	r.finish(done)
-	return r, nil
+		return owned[owner], current != "" && owner != current
+	})
 }
 
 // statefulSetRollout reads a StatefulSet's progress; a pod whose revision
@@ -568,20 +553,37 @@ func (c collector) statefulSetRollout(ctx context.Context, s *appsv1.StatefulSet
 		OnDelete: s.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType}
 	done := s.Status.ObservedGeneration >= s.Generation && s.Status.UpdatedReplicas == r.Replicas &&
 		s.Status.AvailableReplicas == r.Replicas
-	sel, err := metav1.LabelSelectorAsSelector(s.Spec.Selector)
+	opts, err := selectorOf("StatefulSet", s.ObjectMeta, s.Spec.Selector)
 	if err != nil {
-		return r, fmt.Errorf("StatefulSet %s: selector: %w", hashing.ObjectName(s.Namespace, s.Name), err)
+		return r, err
 	}
-	pods, err := c.cs.CoreV1().Pods(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	return c.countPods(ctx, r, done, s.Namespace, opts, func(p *corev1.Pod) (bool, bool) {
+		return ownedBy(p.OwnerReferences, s.UID),
+			s.Status.UpdateRevision != "" && p.Labels[appsv1.ControllerRevisionHashLabelKey] != s.Status.UpdateRevision
+	})
+}
+
+// selectorOf is a workload's label selector as list options.
+func selectorOf(kind string, meta metav1.ObjectMeta, selector *metav1.LabelSelector) (metav1.ListOptions, error) {
+	sel, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		return metav1.ListOptions{}, fmt.Errorf("selector of %s: %w", output.WorkloadID(kind, meta.Namespace, meta.Name), err)
+	}
+	return metav1.ListOptions{LabelSelector: sel.String()}, nil
+}
+
+// countPods counts the pods opts selects in namespace ns that belong to the
+// workload, as classify says (mine), and which of them run an older
+// template (stale), then finishes r.
+func (c collector) countPods(ctx context.Context, r Rollout, done bool, ns string, opts metav1.ListOptions, classify func(*corev1.Pod) (mine, stale bool)) (Rollout, error) {
+	pods, err := c.cs.CoreV1().Pods(ns).List(ctx, opts)
 	if err != nil {
 		return r.podsUnreadable(done), fmt.Errorf("listing Pods: %w", err)
 	}
 	for i := range pods.Items {
-		p := &pods.Items[i]
-		if !ownedBy(p.OwnerReferences, s.UID) {
-			continue
+		if mine, stale := classify(&pods.Items[i]); mine {
+			r.countPod(&pods.Items[i], stale)
 		}
-		r.countPod(p, s.Status.UpdateRevision != "" && p.Labels[appsv1.ControllerRevisionHashLabelKey] != s.Status.UpdateRevision)
 	}
 	r.finish(done)
 	return r, nil
