@@ -220,7 +220,7 @@ func TestFaultWatchExpiry(t *testing.T) {
 	if os.Getenv("CONFIGHASH_SLOW_TESTS") == "" {
 		t.Skip("slow (about a minute): set CONFIGHASH_SLOW_TESTS=1 to run it")
 	}
-	cp := cptest.PrivateWith(t, controlplane.Options{APIServerArgs: []string{"--watch-cache=false"}})
+	cp := cptest.Private(t, controlplane.Options{APIServerArgs: []string{"--watch-cache=false"}})
 	e := envOn(t, cp)
 	net := newPartition()
 	s := setupOn(t, e, func(o *controller.Options) {

@@ -38,7 +38,7 @@ func TestMain(m *testing.M) { os.Exit(cptest.Run(m)) }
 // one, with a viewer user), starting it on first use.
 func sharedControlPlane(t *testing.T) *controlplane.ControlPlane {
 	t.Helper()
-	return cptest.SharedWith(t, controlplane.Options{
+	return cptest.Shared(t, controlplane.Options{
 		Users: []controlplane.User{{Name: "viewer", Groups: []string{"confighash:viewers"}}},
 	})
 }

@@ -43,16 +43,10 @@ func Require(t testing.TB) {
 }
 
 // Shared returns the control plane shared by the test package, starting it
-// on first use. Call StopShared from TestMain to stop it.
-func Shared(t testing.TB) *controlplane.ControlPlane {
-	t.Helper()
-	return SharedWith(t, controlplane.Options{})
-}
-
-// SharedWith is Shared started with opts (extra users, say): the options of
-// the call that starts it count, so a test package passes the same ones
-// everywhere.
-func SharedWith(t testing.TB, opts controlplane.Options) *controlplane.ControlPlane {
+// on first use, with opts when given (extra users, say): the options of the
+// call that starts it count, so a test package passes the same ones
+// everywhere. Call StopShared from TestMain to stop it.
+func Shared(t testing.TB, opts ...controlplane.Options) *controlplane.ControlPlane {
 	t.Helper()
 	Require(t)
 	shared.once.Do(func() {
@@ -67,15 +61,10 @@ func SharedWith(t testing.TB, opts controlplane.Options) *controlplane.ControlPl
 	return shared.cp
 }
 
-// Private starts a control plane for one test and stops it when the test
-// ends: for tests that stop or restart components.
-func Private(t testing.TB) *controlplane.ControlPlane {
-	t.Helper()
-	return PrivateWith(t, controlplane.Options{})
-}
-
-// PrivateWith is Private with options (extra component flags, say).
-func PrivateWith(t testing.TB, opts controlplane.Options) *controlplane.ControlPlane {
+// Private starts a control plane for one test, with opts when given (extra
+// component flags, say), and stops it when the test ends: for tests that
+// stop or restart components.
+func Private(t testing.TB, opts ...controlplane.Options) *controlplane.ControlPlane {
 	t.Helper()
 	Require(t)
 	cp, err := start(opts)
@@ -90,11 +79,19 @@ func PrivateWith(t testing.TB, opts controlplane.Options) *controlplane.ControlP
 	return cp
 }
 
-// start starts a control plane with opts, within startTimeout.
-func start(opts controlplane.Options) (*controlplane.ControlPlane, error) {
+// start starts a control plane with the options given (at most one),
+// within startTimeout.
+func start(opts []controlplane.Options) (*controlplane.ControlPlane, error) {
+	if len(opts) > 1 {
+		return nil, fmt.Errorf("cptest: %d sets of options given, at most one is read", len(opts))
+	}
+	var o controlplane.Options
+	if len(opts) == 1 {
+		o = opts[0]
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	return controlplane.Start(ctx, opts)
+	return controlplane.Start(ctx, o)
 }
 
 // Run runs the test package's tests, then stops the shared control plane
