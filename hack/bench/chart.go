@@ -62,12 +62,8 @@ func helmEnv(dir, confighash string) []string {
 // chart measures helm template on the CRD chart without and with confighash
 // as the post-renderer (Helm 3: the executable; Helm 4: the plugin from
 // postrenderer/plugin against a pass-through plugin), n pairs alternated.
-func chart(corpus, helm3, helm4, bin string, n int) error {
-	tmp, err := os.MkdirTemp("", "confighash-bench-helm-")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.RemoveAll(tmp) }()
+// tmp is a scratch directory of its own.
+func chart(tmp, corpus, helm3, helm4, bin string, n int) error {
 	chartPath, err := withCorpusCRDs(corpus, tmp)
 	if err != nil {
 		return err

@@ -104,9 +104,20 @@ func runAll(bin, only, corpus, helm3, helm4 string, rounds, runs, pairsN, startR
 	if bin == "" {
 		return nil
 	}
+	// One scratch directory for the parts that write files, a folder each.
+	tmp, err := os.MkdirTemp("", "confighash-bench-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	for _, part := range []string{"streams", "chart", "startup"} {
+		if err := os.Mkdir(filepath.Join(tmp, part), 0o755); err != nil {
+			return err
+		}
+	}
 	if slices.Contains(parts, "streams") {
 		if c := corpusDir(corpus, "real-world streams"); c != "" {
-			if err := realWorld(c, bin, runs, rounds); err != nil {
+			if err := realWorld(filepath.Join(tmp, "streams"), c, bin, runs, rounds); err != nil {
 				return err
 			}
 		}
@@ -114,13 +125,13 @@ func runAll(bin, only, corpus, helm3, helm4 string, rounds, runs, pairsN, startR
 	if slices.Contains(parts, "chart") {
 		// The chart's CRDs come from the corpus.
 		if c := corpusDir(corpus, "chart render"); c != "" {
-			if err := chart(c, tool(helm3, "chart render with Helm 3"), tool(helm4, "chart render with Helm 4"), bin, pairsN); err != nil {
+			if err := chart(filepath.Join(tmp, "chart"), c, tool(helm3, "chart render with Helm 3"), tool(helm4, "chart render with Helm 4"), bin, pairsN); err != nil {
 				return err
 			}
 		}
 	}
 	if slices.Contains(parts, "startup") {
-		return startup(bin, startRuns)
+		return startup(filepath.Join(tmp, "startup"), bin, startRuns)
 	}
 	return nil
 }

@@ -20,12 +20,8 @@ const emptyProgram = "package main\n\nfunc main() {}\n"
 // startup times bin/confighash on empty input (the cost Helm pays per call
 // before any byte is read) against an empty Go program, and sums the
 // package initialisers GODEBUG=inittrace=1 reports.
-func startup(bin string, n int) error {
-	tmp, err := os.MkdirTemp("", "confighash-bench-start-")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.RemoveAll(tmp) }()
+// tmp is a scratch directory of its own.
+func startup(tmp, bin string, n int) error {
 	src := filepath.Join(tmp, "main.go")
 	if err := os.WriteFile(src, []byte(emptyProgram), 0o644); err != nil {
 		return err

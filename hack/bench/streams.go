@@ -61,12 +61,8 @@ func copyBytes(input []byte) error {
 // realWorld measures each corpus stream: confighash as a process against
 // cat of the same bytes (CPU and wall, n runs alternated), and stream mode in
 // process against an in-process copy (fastest of rounds).
-func realWorld(corpus, bin string, n, rounds int) error {
-	tmp, err := os.MkdirTemp("", "confighash-bench-")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.RemoveAll(tmp) }()
+// tmp is a scratch directory of its own.
+func realWorld(tmp, corpus, bin string, n, rounds int) error {
 	streams, err := loadCorpus(corpus, tmp)
 	if err != nil {
 		return fmt.Errorf("reading the corpus %s: %w", corpus, err)
