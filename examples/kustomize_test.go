@@ -137,6 +137,8 @@ func TestKustomizeRenames(t *testing.T) {
 		tree, build string
 		// helm inflates the kustomization's helmCharts (--enable-helm).
 		helm bool
+		// flags are more kustomize build flags, for both builds.
+		flags []string
 		// verify are the flags verify needs: the functionConfig's workloads.
 		verify []string
 		// external lists, per workload (Kind/namespace/name), what it
@@ -170,12 +172,24 @@ func TestKustomizeRenames(t *testing.T) {
 			external: map[string]string{"Deployment/shop/web": ""}},
 		{name: "several namespaces: a Secret of another namespace is no match", tree: "cross-namespace", build: ".",
 			external: map[string]string{"Deployment/shop/web": "Secret/creds"}},
+		{name: "components adding configs and patches to one workload, one merging another's generator", tree: "components-patches", build: "prod",
+			external: map[string]string{"Deployment/shop/prod-web-eu": ""}},
+		{name: "transformer configs around confighash, a generator config under generators:", tree: "transformer-order", build: ".",
+			external: map[string]string{"Deployment/shop/eu-web-v2": ""}},
+		{name: "CRD base under a prefix, openapi: schema for its patch, build metadata, legacy order", tree: "crd-openapi", build: "prod",
+			verify:   []string{"--workload=CloneSet.apps.kruise.io=spec/template"},
+			external: map[string]string{"CloneSet//prod-shop": ""}},
+		{name: "Argo CD's build options: files outside the kustomization's root", tree: "argocd", build: "apps/web",
+			flags:    []string{"--load-restrictor", "LoadRestrictionsNone"},
+			external: map[string]string{"Deployment//argo-web": ""}},
+		{name: "base and overlay both hold the transformer: the overlay's run rewrites the base's hash and external list", tree: "hashed-base", build: "prod",
+			external: map[string]string{"Deployment/shop/prod-web": ""}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyTree(t, filepath.Join("..", "testdata", "kustomize", tc.tree))
 			build := func(flags ...string) string {
-				args := append([]string{"build", "--enable-alpha-plugins"}, flags...)
+				args := append(append([]string{"build", "--enable-alpha-plugins"}, tc.flags...), flags...)
 				if tc.helm {
 					args = append(args, "--enable-helm", "--helm-command", testtools.Tool(t, "helm3"))
 				}
@@ -291,14 +305,17 @@ func TestExtraWorkloadKinds(t *testing.T) {
 	})
 }
 
-// TestKustomizeRenameAfterFunction: a function cannot know what kustomize
-// renames after it runs: an overlay adding namePrefix on top of a base that
-// holds confighash (or a component holding confighash under a kustomization
-// that renames), or references in a kind kustomize fixes only with a
-// nameReference configuration (a CRD, an Argo Rollout) when there is none.
-// The hash then names objects the final render does not reference;
-// `confighash verify` on the final render is the guard that says so.
-func TestKustomizeRenameAfterFunction(t *testing.T) {
+// TestKustomizeChangedAfterFunction: a function cannot know what kustomize
+// changes after it runs: a kustomization above a base that holds confighash
+// adding a namePrefix or a namespace, merging a generator, patching a
+// ConfigMap's data or adding a config the base lacked; confighash in a
+// component before other components and the renames of the kustomization
+// that uses it; transformers listed after it that rename and move configs;
+// references in a kind kustomize fixes only with a nameReference
+// configuration (a CRD, an Argo Rollout) when there is none. The hash then
+// is of objects the final render does not hold; `confighash verify` on the
+// final render is the guard that says so.
+func TestKustomizeChangedAfterFunction(t *testing.T) {
 	cases := []struct {
 		name, tree, build string
 		// file, old and new edit the copied fixture.
@@ -310,6 +327,28 @@ func TestKustomizeRenameAfterFunction(t *testing.T) {
 		{name: "namePrefix above the base's function", tree: "base-transformer", build: "overlay",
 			file: "overlay/kustomization.yaml", old: "resources:\n", new: "namePrefix: late-\nresources:\n",
 			workload: "Deployment//late-team-api", stale: "Deployment late-team-api"},
+		{name: "namespace above the base's function", tree: "base-transformer", build: "overlay",
+			file: "overlay/kustomization.yaml", old: "resources:\n", new: "namespace: shop\nresources:\n",
+			workload: "Deployment/shop/team-api", stale: "Deployment shop/team-api"},
+		{name: "generator merged above the base's function", tree: "base-transformer", build: "overlay",
+			file: "overlay/kustomization.yaml", old: "resources:\n",
+			new:      "configMapGenerator:\n- name: gen\n  behavior: merge\n  literals: [MODE=slow]\nresources:\n",
+			workload: "Deployment//team-api", stale: "Deployment team-api"},
+		{name: "ConfigMap data patched above the base's function", tree: "base-transformer", build: "overlay",
+			file: "overlay/kustomization.yaml", old: "resources:\n",
+			new:      "patches:\n- patch: |-\n    apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: team-cfg}\n    data: {greeting: hi}\nresources:\n",
+			workload: "Deployment//team-api", stale: "Deployment team-api"},
+		{name: "overlay without the function over a base that holds it", tree: "hashed-base", build: "prod",
+			file: "prod/kustomization.yaml", old: "transformers:\n- confighash.yaml\n", new: "",
+			workload: "Deployment/shop/prod-web", stale: "Deployment shop/prod-web"},
+		{name: "component holding the function before other components and renames", tree: "components-patches", build: "prod",
+			file: "prod/kustomization.yaml", old: "- ../flags-debug\n- ../proxy\ntransformers:\n- confighash.yaml\n",
+			new:      "- ../confighash\n- ../flags-debug\n- ../proxy\n",
+			workload: "Deployment/shop/prod-web-eu", stale: "Deployment shop/prod-web-eu"},
+		{name: "namespace and prefix transformers listed after the function", tree: "transformer-order", build: ".",
+			file: "kustomization.yaml", old: "- namespace.yaml\n- prefix.yaml\n- confighash.yaml\n",
+			new:      "- confighash.yaml\n- namespace.yaml\n- prefix.yaml\n",
+			workload: "Deployment/shop/eu-web-v2", stale: "Deployment shop/eu-web-v2"},
 		{name: "CRD without a nameReference configuration", tree: "crd-workload", build: ".",
 			file: "kustomization.yaml", old: "configurations:\n- nameref.yaml\n", new: "",
 			workload: "CloneSet//prod-shop", stale: "CloneSet prod-shop",
@@ -322,7 +361,7 @@ func TestKustomizeRenameAfterFunction(t *testing.T) {
 			out := kustomizeBuild(t, filepath.Join(dir, tc.build))
 			r := independentHashes(t, out)[tc.workload]
 			require.NotEmpty(t, r.hash, "%s got a hash\n%s", tc.workload, out)
-			assert.NotEqual(t, r.want, r.hash, "the function hashed names kustomize changed or kept after it")
+			assert.NotEqual(t, r.want, r.hash, "the function hashed objects kustomize changed, or names it kept, after it")
 			verify := testtools.Run(t, dir, nil, []byte(out), testtools.Tool(t, "confighash"), append([]string{"verify"}, tc.verifyArgs...)...)
 			assert.Equal(t, 1, verify.ExitCode)
 			assert.Contains(t, verify.Stderr, tc.stale)
