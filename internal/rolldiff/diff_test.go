@@ -13,6 +13,7 @@ import (
 	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/rolldiff"
+	"github.com/confighash/confighash/internal/testing/kubetest"
 	"github.com/confighash/confighash/internal/testing/testtools"
 	"github.com/confighash/confighash/postrenderer"
 )
@@ -79,59 +80,27 @@ spec:
 // krmInput is a kustomize function's input: its generated ConfigMap and
 // Secret carry their names without the hash suffix kustomize adds after the
 // function has run, and the workload refers to them by those names.
-const krmInput = `apiVersion: config.kubernetes.io/v1
-kind: ResourceList
-items:
-- apiVersion: v1
-  kind: ConfigMap
-  metadata:
-    name: app
-    annotations: {internal.config.kubernetes.io/needsHashSuffix: enabled}
-  data: {LOG_LEVEL: info, PORT: "80"}
-- apiVersion: v1
-  kind: Secret
-  metadata:
-    name: creds
-    annotations: {internal.config.kubernetes.io/needsHashSuffix: enabled}
-  stringData: {password: hunter2-secret-value}
-- apiVersion: apps/v1
-  kind: Deployment
-  metadata: {name: web}
-  spec:
-    template:
-      spec:
-        containers:
-        - name: web
-          image: web:1
-          env:
-          - name: PORT
-            valueFrom: {configMapKeyRef: {name: app, key: PORT}}
-          envFrom: [{secretRef: {name: creds}}]
-`
+var krmInput = testtools.ResourceList(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app
+  annotations: {internal.config.kubernetes.io/needsHashSuffix: enabled}
+data: {LOG_LEVEL: info, PORT: "80"}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: creds
+  annotations: {internal.config.kubernetes.io/needsHashSuffix: enabled}
+stringData: {password: hunter2-secret-value}
+---
+`+kubetest.Workload{Name: "web", Env: []string{kubetest.EnvKey("app", "PORT")}, EnvFrom: []string{"{secretRef: {name: creds}}"}}.YAML(), "")
 
 // helmHook is helm template's output (Helm 3, confighash as its
 // post-renderer) of a chart whose Deployment reads a hook's ConfigMap.
-const helmHook = `---
-# Source: hk/templates/deploy.yaml
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: hk
-  annotations:
-    confighash.dev/external: ConfigMap/hook-cfg
-spec:
-  selector: {matchLabels: {app: hk}}
-  template:
-    metadata: {labels: {app: hk}}
-    spec:
-      containers:
-      - name: c
-        image: c:1
-        volumeMounts: [{name: cfg, mountPath: /cfg}]
-      volumes:
-      - name: cfg
-        configMap: {name: hook-cfg}
----
+var helmHook = "---\n# Source: hk/templates/deploy.yaml\n" +
+	kubetest.Workload{Name: "hk", Annotations: map[string]string{"confighash.dev/external": "ConfigMap/hook-cfg"},
+		EnvFrom: []string{"{configMapRef: {name: hook-cfg}}"}}.YAML() + `---
 # Source: hk/templates/cm.yaml
 apiVersion: v1
 kind: ConfigMap
