@@ -55,6 +55,10 @@ func Run(args []string, stdio IO) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "version":
+			if len(args) == 2 && isHelpFlag(args[1]) {
+				args = []string{"--help"} // every command's --help is the help
+				break
+			}
 			if len(args) > 1 {
 				return exit(fmt.Errorf("unexpected argument %q (see --help)", args[1]), stdio)
 			}
@@ -77,6 +81,15 @@ func Run(args []string, stdio IO) int {
 		err = run(o, stdio)
 	}
 	return exit(err, stdio)
+}
+
+// isHelpFlag reports whether arg asks for help as the flag package reads it.
+func isHelpFlag(arg string) bool {
+	switch arg {
+	case "-h", "--h", "-help", "--help":
+		return true
+	}
+	return false
 }
 
 func exit(err error, stdio IO) int {
@@ -122,7 +135,11 @@ func parseFlagSet(fs *flag.FlagSet, args []string, maxArgs int, stdio IO) (optio
 	if err != nil {
 		return o, nil, err
 	}
-	if len(positional) > maxArgs {
+	switch {
+	case len(positional) > maxArgs && maxArgs == 0:
+		// A file to hash, or a command misspelt.
+		return o, nil, fmt.Errorf("unexpected argument %q: confighash reads the stream to hash from standard input (confighash [flags] < FILE), and its commands are explain, verify, diff, status and version (see --help)", positional[0])
+	case len(positional) > maxArgs:
 		return o, nil, fmt.Errorf("unexpected argument %q (see --help)", positional[maxArgs])
 	}
 	key, err := hmackey.Load(keyFile, stdio.Getenv)

@@ -201,6 +201,8 @@ func TestVersionAndHelp(t *testing.T) {
 		{[]string{"diff", "--help"}, "confighash diff [flags] OLD NEW"},
 		{[]string{"diff", "-h"}, "-exit-code"},
 		{[]string{"diff", "old.yaml", "--help"}, "-exit-code"},
+		{[]string{"version", "--help"}, "confighash version"},
+		{[]string{"version", "-h"}, "confighash version"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, out, errOut := run(t, "", tc.args...)
@@ -230,6 +232,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"verify", "-", "-"}, 1, `unexpected argument "-"`},
 		{[]string{"verify", "--prefix"}, 1, "flag needs an argument: -prefix"},
 		{[]string{"frobnicate"}, 1, `unexpected argument "frobnicate"`},
+		{[]string{"--namespace", "shop", "rendered.yaml"}, 1, `unexpected argument "rendered.yaml": confighash reads the stream to hash from standard input (confighash [flags] < FILE)`},
 		{[]string{"version", "--short"}, 1, `unexpected argument "--short"`},
 		{[]string{"diff", "--bogus", "a", "b"}, 1, "flag provided but not defined: -bogus"},
 		{[]string{"diff", "--exit-code", "--bogus", "a", "b"}, 2, "flag provided but not defined: -bogus"},
@@ -297,7 +300,7 @@ func TestVerifyHints(t *testing.T) {
 	for _, tt := range []struct {
 		name, input, want, not string
 	}{
-		{"missing", deployment + "---\n" + configMap, "1 without one: did the function run?", "another value"},
+		{"missing", deployment + "---\n" + configMap, "1 problem with the confighash.dev annotations (1 without one: did the function run?", "another value"},
 		{"stale", stale + "---\n" + configMap, "1 with another value: the configs changed after the render", "did the function run"},
 		{"hash on a workload that reads nothing of the stream", stale + "---\n" + strings.Replace(configMap, "name: cfg", "name: other", 1),
 			"1 on a workload that reads no config of the stream: names changed after the function ran", "did the function run"},
@@ -408,6 +411,7 @@ func TestExplainAndVerifyFile(t *testing.T) {
 		{args: []string{"verify", good}, code: 1, errs: "1 with another value"},
 		{args: []string{"explain", "--json", good}, code: 0, out: `"workload": "Deployment web"`},
 		{args: []string{"explain", good, "--namespace", "shop"}, code: 0, out: "(present)"},
+		{args: []string{"explain", good}, code: 0, out: "2 documents, 1 ConfigMap or Secret, 1 workload\n"},
 		{args: []string{"verify", bad}, code: 1, errs: bad + ": Secret s (document 0): data.password: not valid base64"},
 		{args: []string{"explain", bad}, code: 1, errs: bad + ": Secret s (document 0): data.password: not valid base64"},
 		{args: []string{"verify", filepath.Join(dir, "missing.yaml")}, code: 1, errs: "reading " + filepath.Join(dir, "missing.yaml")},

@@ -119,7 +119,8 @@ func runExplain(args []string, stdio IO) error {
 }
 
 func printExplained(w io.Writer, r *inject.Report, list []explained, key []byte) {
-	fmt.Fprintf(w, "%s, %d ConfigMaps and Secrets, %s\n", count(r.Documents, "document"), r.Configs, count(len(list), "workload"))
+	configs := fmt.Sprintf("%d %s", r.Configs, output.Plural(r.Configs, "ConfigMap or Secret", "ConfigMaps and Secrets"))
+	fmt.Fprintf(w, "%s, %s, %s\n", count(r.Documents, "document"), configs, count(len(list), "workload"))
 	for _, e := range list {
 		fmt.Fprintf(w, "\n%s  (document %d%s)\n", e.Workload, e.Document, pathSuffix(e.Path))
 		switch {
@@ -257,10 +258,10 @@ func runVerify(args []string, stdio IO) error {
 			hints = append(hints, fmt.Sprintf("%d on a kind verify does not read: pass the functionConfig's workloads as --workload Kind.group=path", len(unchecked)))
 		}
 		if unquoted > 0 {
-			hints = append(hints, fmt.Sprintf("%d annotations YAML reads as a number or bool, not a string: kubectl and helm refuse them; render again (confighash quotes them)", unquoted))
+			hints = append(hints, fmt.Sprintf("%s YAML reads as a number or bool, not a string: kubectl and helm refuse %s; render again (confighash quotes them)", count(unquoted, "annotation"), output.Plural(unquoted, "it", "them")))
 		}
-		return fmt.Errorf("%d problems with the %s annotations (%s):\n%s",
-			len(bad), o.Prefix, strings.Join(hints, "; "), strings.Join(bad, "\n"))
+		return fmt.Errorf("%s with the %s annotations (%s):\n%s",
+			count(len(bad), "problem"), o.Prefix, strings.Join(hints, "; "), strings.Join(bad, "\n"))
 	}
 	fmt.Fprintf(stdio.Out, "ok: %s, every hash current\n", count(len(r.Workloads), "workload"))
 	return nil
