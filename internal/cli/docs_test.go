@@ -1,0 +1,212 @@
+package cli_test
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/confighash/confighash/internal/testing/testtools"
+)
+
+// handUse is one use of hashing/HASHING.md section 4: a kind, a name and
+// the consumed keys with their decoded values (a key the object lacks has
+// no entry in values).
+type handUse struct {
+	kind, name string
+	keys       []string
+	values     map[string][]byte
+}
+
+// handHash computes the plain value as hashing/HASHING.md (sections 4 and
+// 5) writes it, byte by byte, without the hashing package.
+func handHash(namespace string, uses []handUse) string {
+	u32 := func(b []byte, n int) []byte { return binary.BigEndian.AppendUint32(b, uint32(n)) }
+	str := func(b []byte, s string) []byte { return append(u32(b, len(s)), s...) }
+	enc := []byte("confighash.dev/hash/v1\n")
+	enc = u32(enc, len(uses))
+	slices.SortFunc(uses, func(a, b handUse) int {
+		return strings.Compare(a.kind+"\x00"+a.name, b.kind+"\x00"+b.name)
+	})
+	for _, u := range uses {
+		enc = str(str(str(enc, u.kind), namespace), u.name)
+		enc = append(enc, 1)
+		keys := slices.Sorted(slices.Values(slices.Compact(slices.Sorted(slices.Values(u.keys)))))
+		enc = u32(enc, len(keys))
+		for _, k := range keys {
+			enc = str(enc, k)
+			v, ok := u.values[k]
+			if !ok {
+				enc = append(enc, 0)
+				continue
+			}
+			sum := sha256.Sum256(v)
+			enc = append(append(enc, 1), sum[:]...)
+		}
+	}
+	sum := sha256.Sum256(enc)
+	return "v1-sha256:" + hex.EncodeToString(sum[:])
+}
+
+// TestHashAsTheSpecWritesIt: docs/hashing.md sends the reader to
+// hashing/HASHING.md; a hash computed by hand from its text (ConfigMap data,
+// binaryData, Secret stringData over data) is the annotation bin/confighash
+// writes.
+func TestHashAsTheSpecWritesIt(t *testing.T) {
+	confighash := testtools.Tool(t, "confighash")
+	der := []byte{0x30, 0x82, 0x00, 0xff, 0x0a, 0x00, 0xfe}
+	const canary = "CANARY-hand-s3cr3t"
+	for _, tc := range []struct {
+		name, stream string
+		uses         []handUse
+	}{{
+		name: "ConfigMap data, consumed whole",
+		stream: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, labels: {a: b}}\ndata:\n  LOG_LEVEL: debug\n  motd: |\n    h\u00e9llo\n---\n" +
+			"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: c:1\n        envFrom: [{configMapRef: {name: app}}]\n",
+		uses: []handUse{{kind: "ConfigMap", name: "app", keys: []string{"motd", "LOG_LEVEL"},
+			values: map[string][]byte{"LOG_LEVEL": []byte("debug"), "motd": []byte("h\u00e9llo\n")}}},
+	}, {
+		name: "ConfigMap binaryData, one key of it through volume items",
+		stream: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: certs}\ndata: {note: unread}\nbinaryData:\n  cert.der: " + base64.StdEncoding.EncodeToString(der) + "\n---\n" +
+			"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers: [{name: c, image: c:1}]\n      volumes:\n      - name: certs\n        configMap: {name: certs, items: [{key: cert.der, path: c.der}]}\n",
+		uses: []handUse{{kind: "ConfigMap", name: "certs", keys: []string{"cert.der"}, values: map[string][]byte{"cert.der": der}}},
+	}, {
+		name: "Secret stringData over data, with a ConfigMap key, sorted by kind",
+		stream: "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\ndata:\n  password: " + base64.StdEncoding.EncodeToString([]byte("old")) + "\n  user: " + base64.StdEncoding.EncodeToString([]byte("admin")) + "\nstringData:\n  password: " + canary + "\n---\n" +
+			"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: zz}\ndata: {LOG_LEVEL: info, other: x}\n---\n" +
+			"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: c:1\n        env: [{name: L, valueFrom: {configMapKeyRef: {name: zz, key: LOG_LEVEL}}}]\n      volumes: [{name: s, secret: {secretName: db}}]\n",
+		uses: []handUse{
+			{kind: "Secret", name: "db", keys: []string{"user", "password"}, values: map[string][]byte{"password": []byte(canary), "user": []byte("admin")}},
+			{kind: "ConfigMap", name: "zz", keys: []string{"LOG_LEVEL"}, values: map[string][]byte{"LOG_LEVEL": []byte("info")}},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := testtools.Run(t, "", nil, []byte(tc.stream), confighash, "--namespace", "shop")
+			require.Equal(t, 0, res.ExitCode, res.Stderr)
+			m := regexp.MustCompile(`confighash\.dev/hash: (\S+)`).FindAllStringSubmatch(res.Stdout, -1)
+			require.Len(t, m, 1, res.Stdout)
+			assert.Equal(t, handHash("shop", tc.uses), m[0][1])
+			assert.NotContains(t, res.Stderr, canary)
+		})
+	}
+}
+
+// helpFlags returns the flags a command's -h lists.
+func helpFlags(t *testing.T, name string, args ...string) []string {
+	t.Helper()
+	res := testtools.Run(t, "", nil, nil, name, append(args, "-h")...)
+	require.Equal(t, 0, res.ExitCode, res.Stderr)
+	var flags []string
+	for _, m := range regexp.MustCompile(`(?m)^  -([A-Za-z][A-Za-z0-9-]*)`).FindAllStringSubmatch(res.Stdout, -1) {
+		flags = append(flags, m[1])
+	}
+	require.NotEmpty(t, flags, res.Stdout)
+	return flags
+}
+
+// dashed writes a flag as the docs do: --name, or -n for one letter.
+func dashed(flag string) string {
+	if len(flag) == 1 {
+		return "-" + flag
+	}
+	return "--" + flag
+}
+
+// TestFlagsDocumented: every flag a command's -h lists is in the page that
+// documents the command, and every flag a page's command lines give a
+// confighash command is one it takes.
+func TestFlagsDocumented(t *testing.T) {
+	confighash := testtools.Tool(t, "confighash")
+	plugin := testtools.Tool(t, "kubectl-confighash")
+	root := testtools.RepoRoot(t)
+	flags := map[string][]string{
+		"":        helpFlags(t, confighash),
+		"explain": helpFlags(t, confighash, "explain"),
+		"verify":  helpFlags(t, confighash, "verify"),
+		"diff":    helpFlags(t, confighash, "diff"),
+		"status":  helpFlags(t, plugin, "status"),
+		"version": nil,
+	}
+	pages := map[string]string{"": "README.md", "explain": "README.md", "verify": "README.md", "diff": "docs/diff.md", "status": "docs/status.md"}
+	for cmd, page := range pages {
+		text, err := os.ReadFile(filepath.Join(root, page))
+		require.NoError(t, err)
+		var undocumented []string
+		for _, f := range flags[cmd] {
+			if !strings.Contains(string(text), dashed(f)) {
+				undocumented = append(undocumented, dashed(f))
+			}
+		}
+		assert.Empty(t, undocumented, "flags confighash %s takes that %s does not name", cmd, page)
+	}
+
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	command := regexp.MustCompile(`^(?:kubectl\s+)?confighash(?:\s|$)`)
+	lines := 0
+	for _, page := range append(docs, filepath.Join(root, "README.md")) {
+		for _, line := range codeLines(t, page) {
+			for _, segment := range strings.Split(line, "|") {
+				segment = strings.TrimSpace(segment)
+				if !command.MatchString(segment) {
+					continue
+				}
+				fields := strings.Fields(strings.TrimPrefix(segment, "kubectl "))[1:]
+				cmd := ""
+				if len(fields) > 0 && slices.Contains([]string{"explain", "verify", "diff", "status", "version"}, fields[0]) {
+					cmd, fields = fields[0], fields[1:]
+				}
+				lines++
+				for _, f := range fields {
+					if f == "#" {
+						break
+					}
+					f = strings.Trim(f, "[]") // a usage line's [--json]
+					name, _, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
+					if !strings.HasPrefix(f, "-") || name == "" {
+						continue
+					}
+					assert.Contains(t, flags[cmd], name, "%s: %q gives confighash %s a flag it does not take", filepath.Base(page), segment, cmd)
+				}
+			}
+		}
+	}
+	assert.Greater(t, lines, 10, "command lines found")
+}
+
+// codeLines returns the lines of a Markdown page's fenced code blocks, a
+// line continued with a backslash joined to the next.
+func codeLines(t *testing.T, page string) []string {
+	t.Helper()
+	text, err := os.ReadFile(page)
+	require.NoError(t, err)
+	var lines []string
+	in, cont := false, ""
+	for _, line := range strings.Split(string(text), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "```") {
+			in = !in
+			continue
+		}
+		if !in {
+			continue
+		}
+		line = strings.TrimPrefix(line, "$ ")
+		if strings.HasSuffix(line, "\\") {
+			cont += strings.TrimSuffix(line, "\\") + " "
+			continue
+		}
+		lines = append(lines, cont+line)
+		cont = ""
+	}
+	return lines
+}
