@@ -2,10 +2,11 @@ package inject
 
 import (
 	"fmt"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/internal/yaml11"
 )
 
 // specReader reads the fields of a pod spec that reference ConfigMaps and
@@ -116,12 +117,17 @@ func (r *specReader) boolPtr(n *yaml.Node, name string) *bool {
 	if isNull(n) {
 		return nil
 	}
-	b, err := strconv.ParseBool(n.Value)
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != yaml.NodeTagBool || err != nil {
-		r.fail(name+": expected true or false", n)
-		return nil
+	// kubectl and Helm read a manifest as YAML 1.1, where a plain yes, on
+	// or y is true and no, off or n false. kustomize writes such a word
+	// quoted, so it reaches a KRM function as the string the API server
+	// refuses.
+	if n.Kind == yaml.ScalarNode && yaml11.Scalar(n) == yaml11.Bool {
+		if b, ok := yaml11.BoolValue(n.Value); ok {
+			return &b
+		}
 	}
-	return &b
+	r.fail(name+": expected true or false", n)
+	return nil
 }
 
 func (r *specReader) items(n *yaml.Node) []corev1.KeyToPath {

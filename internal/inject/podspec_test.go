@@ -4,7 +4,11 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/yamlnorm"
@@ -61,6 +65,28 @@ func compareReaders(t *testing.T, s string) {
 	}
 }
 
+// TestPodSpecReaderReadsYAML11Booleans: a plain yes, on or y (no, off, n)
+// is the boolean kubectl and Helm read (sigs.k8s.io/yaml, YAML 1.1), so a
+// reference marked optional that way is optional to confighash too; quoted,
+// it is the string the API server refuses (see the errors below).
+func TestPodSpecReaderReadsYAML11Booleans(t *testing.T) {
+	for _, word := range []string{"yes", "Yes", "YES", "on", "On", "ON", "y", "Y", "true", "no", "No", "NO", "off", "Off", "n", "N", "false"} {
+		spec := "spec:\n  containers:\n  - name: a\n" +
+			"    envFrom: [{secretRef: {name: s, optional: " + word + "}}]\n" +
+			"    env: [{name: X, valueFrom: {configMapKeyRef: {name: c, key: k, optional: " + word + "}}}]\n" +
+			"  volumes: [{name: v, configMap: {name: c2, optional: " + word + "}}]\n"
+		var kubectl struct{ Spec corev1.PodSpec }
+		require.NoError(t, sigsyaml.Unmarshal([]byte(spec), &kubectl), word)
+		require.NotNil(t, kubectl.Spec.Containers[0].EnvFrom[0].SecretRef.Optional, word)
+		node, err := yaml.Parse(spec)
+		require.NoError(t, err)
+		direct, err := podSpec(node)
+		require.NoError(t, err, word)
+		assert.Equal(t, hashing.Discover(&kubectl.Spec), hashing.Discover(direct), word)
+		assert.Equal(t, *kubectl.Spec.Containers[0].EnvFrom[0].SecretRef.Optional, *direct.Containers[0].EnvFrom[0].SecretRef.Optional, word)
+	}
+}
+
 // TestPodSpecReaderErrorsNameTheField: a refused reference names the field
 // that is wrong and its line.
 func TestPodSpecReaderErrorsNameTheField(t *testing.T) {
@@ -70,7 +96,9 @@ func TestPodSpecReaderErrorsNameTheField(t *testing.T) {
 		{"spec:\n  volumes:\n  - projected: {sources: [{configMap: {name: 1}}]}\n", "line 3: name: expected a string"},
 		{"spec:\n  containers:\n  - env: [{valueFrom: {secretKeyRef: [s]}}]\n", "line 3: keyRef: expected an object"},
 		{"spec:\n  containers:\n  - env: [{valueFrom: {configMapKeyRef: {name: c, key: 1}}}]\n", "line 3: key: expected a string"},
-		{"spec:\n  containers:\n  - envFrom: [{secretRef: {name: s, optional: yes}}]\n", "line 3: optional: expected true or false"},
+		{"spec:\n  containers:\n  - envFrom: [{secretRef: {name: s, optional: \"yes\"}}]\n", "line 3: optional: expected true or false"},
+		{"spec:\n  containers:\n  - envFrom: [{secretRef: {name: s, optional: !!str on}}]\n", "line 3: optional: expected true or false"},
+		{"spec:\n  containers:\n  - envFrom: [{secretRef: {name: s, optional: 1}}]\n", "line 3: optional: expected true or false"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

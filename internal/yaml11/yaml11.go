@@ -53,6 +53,22 @@ var words = map[string]Kind{
 	"-.inf": Number, "-.Inf": Number, "-.INF": Number,
 }
 
+// BoolValue returns the value of s when YAML 1.1 reads the plain scalar s
+// as a boolean: true for y, yes, on and true, false for n, no, off and
+// false, in the spellings words lists.
+func BoolValue(s string) (value, ok bool) {
+	if words[s] != Bool {
+		return false, false
+	}
+	switch s[0] {
+	case 'y', 'Y', 't', 'T':
+		return true, true
+	case 'o', 'O':
+		return s == "on" || s == "On" || s == "ON", true
+	}
+	return false, true
+}
+
 // float is the YAML float syntax both go-yaml versions accept.
 var float = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
 

@@ -60,6 +60,23 @@ func TestPlainAgreesWithTheReaders(t *testing.T) {
 	assert.ElementsMatch(t, []string{"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF"}, differ)
 }
 
+// TestBoolValueAgreesWithKubectl: for every candidate, BoolValue gives the
+// boolean sigs.k8s.io/yaml (kubectl, Helm) reads from the plain scalar, and
+// no value for one it reads as anything else.
+func TestBoolValueAgreesWithKubectl(t *testing.T) {
+	for _, s := range candidates {
+		j, err := sigsyaml.YAMLToJSON([]byte("v: " + s + "\n"))
+		var m map[string]any
+		if err == nil {
+			require.NoError(t, json.Unmarshal(j, &m))
+		}
+		want, isBool := m["v"].(bool)
+		got, ok := yaml11.BoolValue(s)
+		assert.Equal(t, isBool, ok, "%q: a boolean to sigs.k8s.io/yaml", s)
+		assert.Equal(t, want, got, "%q", s)
+	}
+}
+
 // FuzzPlain holds Plain to the two readers on any plain scalar.
 func FuzzPlain(f *testing.F) {
 	for _, s := range candidates {
