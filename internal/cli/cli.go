@@ -31,7 +31,7 @@ const usage = `confighash rolls workloads when the ConfigMaps and Secrets they c
 Usage:
   confighash [flags] < input                 hash a KRM ResourceList or a plain YAML stream
   confighash explain [flags] [--json] [FILE] show what each workload consumes and its hash
-  confighash verify [flags] [FILE]           exit 1 when a workload lacks its current hash or the input is empty (CI guard)
+  confighash verify [flags] [FILE]           exit 1 when a workload lacks its current hash or external list, or the input is empty (CI guard)
   confighash diff [flags] OLD NEW            which workloads two renders roll, and why (docs/diff.md)
   confighash status [flags]                  what the cluster runs against its configs (kubectl confighash, docs/status.md)
   confighash version                         print the version
@@ -40,8 +40,8 @@ On standard input, a ResourceList (kind: ResourceList) runs the KRM function
 (kustomize, kpt); anything else is read as a multi-document YAML stream and
 written back with hashes (helm --post-renderer, pipelines). explain and verify
 read FILE, or standard input when FILE is "-" or absent, and take the flags
-the render used. Exit status: 0, 1 on an error (verify: or a hash missing or
-stale); --help prints this on standard output.
+the render used. Exit status: 0, 1 on an error (verify: or a hash or external
+list missing or stale); --help prints this on standard output.
 
 Flags:
 `

@@ -315,6 +315,36 @@ func TestVerifyHints(t *testing.T) {
 	}
 }
 
+// TestVerifyExternalList: the controller manages a workload that consumes
+// only configs from outside the stream by the external list the render
+// writes on it, so verify checks that list too (as a set, as the controller
+// reads it): a render that skipped confighash, or whose configs joined or
+// left the stream since, fails.
+func TestVerifyExternalList(t *testing.T) {
+	external := strings.Replace(deployment, "name: cfg", "name: ext", 1)
+	listing := func(list string) string {
+		return strings.Replace(external, "  name: web\n", "  name: web\n  annotations:\n    confighash.dev/external: "+list+"\n", 1)
+	}
+	for _, tc := range []struct {
+		name, input string
+		code        int
+		want        string
+	}{
+		{"missing", external + "---\n" + configMap, 1, `1 problem with the confighash.dev annotations (1 without the confighash.dev/external list the render writes`},
+		{"another list", listing("ConfigMap/old") + "---\n" + configMap, 1, `Deployment web (document 0): confighash.dev/external: want "ConfigMap/ext", found "ConfigMap/old"`},
+		{"a config that joined the stream", listing("ConfigMap/ext") + "---\n" + strings.Replace(configMap, "name: cfg", "name: ext", 1), 1, "1 with another external list than the render writes"},
+		{"the render's", listing("ConfigMap/ext") + "---\n" + configMap, 0, "ok: 1 workload"},
+		{"the same set written otherwise", listing("' ConfigMap/ext,'") + "---\n" + configMap, 0, "ok: 1 workload"},
+		{"opted out", strings.Replace(external, "  name: web\n", "  name: web\n  annotations: {confighash.dev/enabled: \"false\"}\n", 1), 0, "ok: 1 workload"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, tc.input, "verify")
+			assert.Equal(t, tc.code, code, errOut)
+			assert.Contains(t, out+errOut, tc.want)
+		})
+	}
+}
+
 // TestVerifyKeyedRender: verify of a render hashed with an HMAC key passes
 // with that key (flag or environment) and, without it, with another key, or
 // given a key for a plain render, fails saying which (as diff's staleHashes

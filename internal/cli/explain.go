@@ -50,6 +50,11 @@ type explained struct {
 	NotString []notString `json:"notString,omitempty"`
 	// keyID is the key id annotation next to the hash, when it is a string.
 	keyID string
+	// external is the external list found on the workload, when it is a
+	// string; wantExternal the one the render writes, which it writes only
+	// on a workload with a pod template (writesExternal).
+	external, wantExternal string
+	writesExternal         bool
 }
 
 type notString struct {
@@ -63,6 +68,7 @@ func explainAll(o options, r *inject.Report) []explained {
 		e := explained{
 			Workload: output.WorkloadID(w.Kind, w.Namespace, w.Name),
 			Document: w.Index, Path: w.Path, Hash: w.Hash, OptedOut: w.OptedOut, Consumes: []output.Consumed{},
+			wantExternal: w.ExternalValue(), writesExternal: !w.OptedOut && w.Template != nil,
 		}
 		// Annotations are read as YAML reads them, not as raw text.
 		type holder struct {
@@ -86,6 +92,8 @@ func explainAll(o options, r *inject.Report) []explained {
 				e.Current = value
 			case a.name == inject.KeyIDName:
 				e.keyID = value
+			case a.name == inject.ExternalName:
+				e.external = value
 			}
 		}
 		for _, group := range []struct {
@@ -206,12 +214,21 @@ func runVerify(args []string, stdio IO) error {
 		bad = append(bad, "  "+u)
 	}
 	missing, stale, orphan, unquoted := 0, 0, 0, 0
+	noExternal, otherExternal := 0, 0
 	keyed, unkeyed := 0, 0
 	otherKeys := map[string]int{}
 	for _, e := range explainAll(o, r) {
 		for _, n := range e.NotString {
 			bad = append(bad, fmt.Sprintf("  %s (document %d%s): %s is %s, not a string", e.Workload, e.Document, pathSuffix(e.Path), n.Annotation, n.Text))
 			unquoted++
+		}
+		if e.writesExternal && !sameExternal(e.external, e.wantExternal) {
+			bad = append(bad, fmt.Sprintf("  %s (document %d%s): %s: want %q, found %q", e.Workload, e.Document, pathSuffix(e.Path), o.Annotation(inject.ExternalName), e.wantExternal, e.external))
+			if e.external == "" {
+				noExternal++
+			} else {
+				otherExternal++
+			}
 		}
 		if !e.OptedOut && e.Current != e.Hash {
 			bad = append(bad, fmt.Sprintf("  %s (document %d%s): want %q, found %q", e.Workload, e.Document, pathSuffix(e.Path), e.Hash, e.Current))
@@ -254,6 +271,12 @@ func runVerify(args []string, stdio IO) error {
 		if orphan > 0 {
 			hints = append(hints, fmt.Sprintf("%d on a workload that reads no config of the stream: names changed after the function ran (run confighash last, in the outermost kustomization that renames; kustomize fixes the references of other kinds only with a nameReference configuration), or the configs left the stream", orphan))
 		}
+		if noExternal > 0 {
+			hints = append(hints, fmt.Sprintf("%d without the %s list the render writes: the controller manages a workload that consumes configs from outside the stream by it, so render the stream with confighash", noExternal, o.Annotation(inject.ExternalName)))
+		}
+		if otherExternal > 0 {
+			hints = append(hints, fmt.Sprintf("%d with another external list than the render writes: configs joined or left the stream after the render, or their names changed", otherExternal))
+		}
 		if len(unchecked) > 0 {
 			hints = append(hints, fmt.Sprintf("%d on a kind verify does not read: pass the functionConfig's workloads as --workload Kind.group=path", len(unchecked)))
 		}
@@ -265,6 +288,13 @@ func runVerify(args []string, stdio IO) error {
 	}
 	fmt.Fprintf(stdio.Out, "ok: %s, every hash current\n", count(len(r.Workloads), "workload"))
 	return nil
+}
+
+// sameExternal reports whether two external lists name the same configs,
+// read as the controller reads them: a set, white space around entries and
+// empty entries ignored.
+func sameExternal(found, want string) bool {
+	return maps.Equal(annotations.ParseExternal(found), annotations.ParseExternal(want))
 }
 
 // keyMismatch tells whether a hash that differs from the computed one was
