@@ -302,6 +302,8 @@ func TestVerifyHints(t *testing.T) {
 	}{
 		{"missing", deployment + "---\n" + configMap, "1 problem with the confighash.dev annotations (1 without one: did the function run?", "another value"},
 		{"stale", stale + "---\n" + configMap, "1 with another value: the configs changed after the render", "did the function run"},
+		{"a Helm hook Helm 3's post-renderer never saw", strings.Replace(deployment, "  name: web\n", "  name: web\n  annotations: {helm.sh/hook: post-install}\n", 1) + "---\n" + configMap,
+			"1 without one on a Helm hook: Helm 3's --post-renderer never sees hooks, which helm template prints as rendered", "did the function run?"},
 		{"hash on a workload that reads nothing of the stream", stale + "---\n" + strings.Replace(configMap, "name: cfg", "name: other", 1),
 			"1 on a workload that reads no config of the stream: names changed after the function ran", "did the function run"},
 	} {

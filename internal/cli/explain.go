@@ -35,6 +35,9 @@ func analyze(o options, input []byte) (*inject.Report, error) {
 	return report, err
 }
 
+// helmHook is the annotation that makes an object a Helm hook.
+const helmHook = "helm.sh/hook"
+
 // explained is one workload in `explain --json` output.
 type explained struct {
 	Workload string            `json:"workload"`
@@ -55,6 +58,9 @@ type explained struct {
 	// on a workload with a pod template (writesExternal).
 	external, wantExternal string
 	writesExternal         bool
+	// helmHook is true for a Helm hook (helm.sh/hook), which Helm 3 does
+	// not send its post-renderer.
+	helmHook bool
 }
 
 type notString struct {
@@ -69,6 +75,9 @@ func explainAll(o options, r *inject.Report) []explained {
 			Workload: output.WorkloadID(w.Kind, w.Namespace, w.Name),
 			Document: w.Index, Path: w.Path, Hash: w.Hash, OptedOut: w.OptedOut, Consumes: []output.Consumed{},
 			wantExternal: w.ExternalValue(), writesExternal: !w.OptedOut && w.Template != nil,
+		}
+		if w.Node != nil {
+			e.helmHook = w.Node.GetAnnotations()[helmHook] != ""
 		}
 		// Annotations are read as YAML reads them, not as raw text.
 		type holder struct {
@@ -213,7 +222,7 @@ func runVerify(args []string, stdio IO) error {
 	for _, u := range unchecked {
 		bad = append(bad, "  "+u)
 	}
-	missing, stale, orphan, unquoted := 0, 0, 0, 0
+	missing, hooks, stale, orphan, unquoted := 0, 0, 0, 0, 0
 	noExternal, otherExternal := 0, 0
 	keyed, unkeyed := 0, 0
 	otherKeys := map[string]int{}
@@ -233,6 +242,8 @@ func runVerify(args []string, stdio IO) error {
 		if !e.OptedOut && e.Current != e.Hash {
 			bad = append(bad, fmt.Sprintf("  %s (document %d%s): want %q, found %q", e.Workload, e.Document, pathSuffix(e.Path), e.Hash, e.Current))
 			switch {
+			case e.Current == "" && e.helmHook:
+				hooks++
 			case e.Current == "":
 				missing++
 			case e.Hash == "":
@@ -255,6 +266,9 @@ func runVerify(args []string, stdio IO) error {
 		var hints []string
 		if missing > 0 {
 			hints = append(hints, fmt.Sprintf("%d without one: did the function run? kustomize needs --enable-alpha-plugins --enable-exec", missing))
+		}
+		if hooks > 0 {
+			hints = append(hints, fmt.Sprintf("%d without one on a Helm hook: Helm 3's --post-renderer never sees hooks, which helm template prints as rendered, so verify what `helm template … | confighash` writes, which hashes them (else the function did not run)", hooks))
 		}
 		if keyed > 0 {
 			hints = append(hints, fmt.Sprintf("%d made with an HMAC key verify was not given: pass it with --hmac-key-file (or $%s, $%s)", keyed, hmackey.EnvFile, hmackey.EnvKey))
