@@ -151,7 +151,10 @@ func TestFlagsDocumented(t *testing.T) {
 
 	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	require.NoError(t, err)
-	command := regexp.MustCompile(`^(?:kubectl\s+)?confighash(?:\s|$)`)
+	examples, err := filepath.Glob(filepath.Join(root, "examples", "*", "README.md"))
+	require.NoError(t, err)
+	docs = append(docs, examples...)
+	command := regexp.MustCompile(`^(?:kubectl\s+|\S*/)?confighash(?:\s|$)`)
 	lines := 0
 	for _, page := range append(docs, filepath.Join(root, "README.md")) {
 		for _, line := range codeLines(t, page) {
@@ -160,7 +163,7 @@ func TestFlagsDocumented(t *testing.T) {
 				if !command.MatchString(segment) {
 					continue
 				}
-				fields := strings.Fields(strings.TrimPrefix(segment, "kubectl "))[1:]
+				fields := strings.Fields(strings.TrimPrefix(segment, "kubectl "))[1:] // after confighash or a path to it
 				cmd := ""
 				if len(fields) > 0 && slices.Contains([]string{"explain", "verify", "diff", "status", "version"}, fields[0]) {
 					cmd, fields = fields[0], fields[1:]
@@ -180,6 +183,7 @@ func TestFlagsDocumented(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("%d confighash command lines in the docs' code blocks", lines)
 	assert.Greater(t, lines, 10, "command lines found")
 }
 
