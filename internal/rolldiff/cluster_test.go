@@ -54,6 +54,13 @@ spec:
           valueFrom: {configMapKeyRef: {name: app, key: LOG_LEVEL}}
 `
 
+// probes are a container's probes and lifecycle handler, with the fields
+// the API server defaults left out.
+const probes = `        livenessProbe: {httpGet: {port: 80}}
+        readinessProbe: {tcpSocket: {port: 80}, periodSeconds: 5}
+        lifecycle: {preStop: {httpGet: {port: 80, path: /stop}}}
+`
+
 // TestClusterAgrees: what diff says of a Deployment is what the real
 // Deployment controller does when the two renders, hashed by confighash,
 // are applied one after the other: a new ReplicaSet exactly when diff says
@@ -86,6 +93,34 @@ func TestClusterAgrees(t *testing.T) {
 			"      tolerations: []\n", "      tolerations: []\n      restartPolicy: Always\n      dnsPolicy: ClusterFirst\n      terminationGracePeriodSeconds: 30\n      schedulerName: default-scheduler\n      securityContext: {}\n",
 		}, false},
 		{"a default changed", nil, []string{"        image: web:1\n", "        image: web:1\n        imagePullPolicy: Always\n"}, true},
+		{"probe, handler and field reference defaults written out", []string{
+			"        image: web:1\n", "        image: web:1\n" + probes,
+			"        env:\n", "        env:\n        - {name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n",
+		}, []string{
+			"        livenessProbe: {httpGet: {port: 80}}\n", "        livenessProbe: {httpGet: {port: 80, path: /, scheme: HTTP}, timeoutSeconds: 1, periodSeconds: 10, successThreshold: 1, failureThreshold: 3}\n",
+			"        readinessProbe: {tcpSocket: {port: 80}, periodSeconds: 5}\n", "        readinessProbe: {tcpSocket: {port: 80}, periodSeconds: 5, timeoutSeconds: 0}\n",
+			"{preStop: {httpGet: {port: 80, path: /stop}}}", "{preStop: {httpGet: {port: 80, path: /stop, scheme: HTTP}}}",
+			"{fieldRef: {fieldPath: metadata.name}}", "{fieldRef: {fieldPath: metadata.name, apiVersion: v1}}",
+		}, false},
+		// Written out, these are not what the API server defaults to: the
+		// Deployment rolls.
+		{"enableServiceLinks written out", nil, []string{"      tolerations: []\n", "      tolerations: []\n      enableServiceLinks: true\n"}, true},
+		{"a resource field reference's divisor written out", []string{"        env:\n", "        env:\n        - {name: CPU, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}\n"},
+			[]string{"{resource: limits.cpu}", "{resource: limits.cpu, divisor: \"1\"}"}, true},
+		{"volume defaults written out", []string{"      tolerations: []\n", "      tolerations: []\n      volumes:\n" +
+			"      - {name: d, downwardAPI: {items: [{path: name, fieldRef: {fieldPath: metadata.name}}]}}\n" +
+			"      - {name: p, projected: {sources: [{downwardAPI: {items: [{path: name, fieldRef: {fieldPath: metadata.name}}]}}]}}\n" +
+			"      - {name: h, hostPath: {path: /tmp}}\n"},
+			[]string{"{name: d, downwardAPI: {items: [{path: name, fieldRef: {fieldPath: metadata.name}}]}}", "{name: d, downwardAPI: {defaultMode: 420, items: [{path: name, fieldRef: {fieldPath: metadata.name, apiVersion: v1}}]}}",
+				"{downwardAPI: {items: [{path: name, fieldRef: {fieldPath: metadata.name}}]}}", "{downwardAPI: {items: [{path: name, fieldRef: {fieldPath: metadata.name, apiVersion: v1}}]}}",
+				"{path: /tmp}", "{path: /tmp, type: \"\"}"}, false},
+		{"the service account under its old name too", []string{"      tolerations: []\n", "      tolerations: []\n      serviceAccountName: sa\n"},
+			[]string{"      serviceAccountName: sa\n", "      serviceAccountName: sa\n      serviceAccount: sa\n"}, false},
+		{"the service account under its old name only", []string{"      tolerations: []\n", "      tolerations: []\n      serviceAccountName: sa\n"},
+			[]string{"      serviceAccountName: sa\n", "      serviceAccount: sa\n"}, false},
+		{"a probe's period changed", []string{
+			"        image: web:1\n", "        image: web:1\n" + probes,
+		}, []string{"periodSeconds: 5", "periodSeconds: 6"}, true},
 	}
 	edit := func(t *testing.T, s string, pairs []string) string {
 		t.Helper()

@@ -224,7 +224,7 @@ func asStored(t map[string]any) map[string]any {
 		kept := make([]any, len(items))
 		for i, it := range items {
 			if c, ok := it.(map[string]any); ok {
-				c = withDefaults(c, containerDefaults(c))
+				c = withHandlerDefaults(withDefaults(c, containerDefaults(c)))
 				if r, ok := c["resources"].(map[string]any); ok {
 					c["resources"] = canonicalResources(r)
 					if len(r) == 0 {
@@ -238,6 +238,16 @@ func asStored(t map[string]any) map[string]any {
 		spec[list] = kept
 	}
 	spec = withDefaults(spec, podDefaults)
+	// serviceAccount is the old name of serviceAccountName: the API server
+	// stores the one that is set under both.
+	if sa, _ := spec["serviceAccountName"].(string); sa == "" {
+		if old, _ := spec["serviceAccount"].(string); old != "" {
+			spec["serviceAccountName"] = old
+		}
+	}
+	if sa, _ := spec["serviceAccountName"].(string); sa != "" && spec["serviceAccount"] == nil {
+		spec["serviceAccount"] = sa
+	}
 	if r, ok := spec["resources"].(map[string]any); ok {
 		spec["resources"] = canonicalResources(r)
 	}
@@ -252,12 +262,16 @@ func asStored(t map[string]any) map[string]any {
 				vol = withField(vol, "emptyDir", canonicalQuantities(ed, "sizeLimit"))
 				v = vol
 			}
-			for _, source := range []string{"configMap", "secret", "projected"} {
+			for _, source := range []string{"configMap", "secret", "projected", "downwardAPI"} {
 				if src, ok := vol[source].(map[string]any); ok {
 					vol = maps.Clone(vol)
-					vol[source] = withDefaults(src, map[string]any{"defaultMode": defaultMode})
+					vol[source] = withVolumeDefaults(source, withDefaults(src, map[string]any{"defaultMode": defaultMode}))
 					v = vol
 				}
+			}
+			if hp := asMap(vol["hostPath"]); hp != nil && hp["type"] == nil {
+				vol = withField(vol, "hostPath", withDefaults(hp, map[string]any{"type": ""}))
+				v = vol
 			}
 			kept[i] = v
 		}
@@ -298,6 +312,108 @@ func containerDefaults(c map[string]any) map[string]any {
 		"terminationMessagePath":   "/dev/termination-log",
 		"terminationMessagePolicy": "File",
 	}
+}
+
+// probeDefaults are the timings the API server gives a probe that leaves
+// them out or sets them to 0.
+var probeDefaults = map[string]any{"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3}
+
+// withHandlerDefaults returns container c with the fields the API server
+// sets on its probes (the timings, and an httpGet's path and scheme), on its
+// lifecycle handlers' httpGet, and on its env's field references (apiVersion
+// v1) when they are left out.
+func withHandlerDefaults(c map[string]any) map[string]any {
+	out := maps.Clone(c)
+	for _, k := range []string{"livenessProbe", "readinessProbe", "startupProbe"} {
+		if p := asMap(c[k]); p != nil {
+			p = maps.Clone(p)
+			for f, v := range probeDefaults {
+				if p[f] == nil || p[f] == 0 {
+					p[f] = v
+				}
+			}
+			out[k] = withHTTPGetDefaults(p)
+		}
+	}
+	if l := asMap(c["lifecycle"]); l != nil {
+		l = maps.Clone(l)
+		for _, k := range []string{"postStart", "preStop"} {
+			if h := asMap(l[k]); h != nil {
+				l[k] = withHTTPGetDefaults(h)
+			}
+		}
+		out["lifecycle"] = l
+	}
+	if env, ok := c["env"].([]any); ok {
+		out["env"] = mapItems(env, func(e map[string]any) map[string]any {
+			from := asMap(e["valueFrom"])
+			if ref := asMap(from["fieldRef"]); ref != nil {
+				return withField(e, "valueFrom", withField(from, "fieldRef", withDefaults(ref, map[string]any{"apiVersion": "v1"})))
+			}
+			return e
+		})
+	}
+	return out
+}
+
+// withVolumeDefaults returns the source of a downwardAPI or projected
+// volume with the apiVersion v1 the API server gives a field reference that
+// names none.
+func withVolumeDefaults(source string, src map[string]any) map[string]any {
+	switch source {
+	case "downwardAPI":
+		if items, ok := src["items"].([]any); ok {
+			src = maps.Clone(src)
+			src["items"] = mapItems(items, func(it map[string]any) map[string]any {
+				if ref := asMap(it["fieldRef"]); ref != nil {
+					return withField(it, "fieldRef", withDefaults(ref, map[string]any{"apiVersion": "v1"}))
+				}
+				return it
+			})
+		}
+	case "projected":
+		if sources, ok := src["sources"].([]any); ok {
+			src = maps.Clone(src)
+			src["sources"] = mapItems(sources, func(ps map[string]any) map[string]any {
+				if d := asMap(ps["downwardAPI"]); d != nil {
+					return withField(ps, "downwardAPI", withVolumeDefaults("downwardAPI", d))
+				}
+				return ps
+			})
+		}
+	}
+	return src
+}
+
+// mapItems returns a list with f applied to each of its items that is a
+// mapping.
+func mapItems(items []any, f func(map[string]any) map[string]any) []any {
+	out := make([]any, len(items))
+	for i, it := range items {
+		if m, ok := it.(map[string]any); ok {
+			it = f(m)
+		}
+		out[i] = it
+	}
+	return out
+}
+
+// withHTTPGetDefaults returns a probe or handler whose httpGet has the path
+// and scheme the API server sets when they are left out or empty.
+func withHTTPGetDefaults(h map[string]any) map[string]any {
+	g := asMap(h["httpGet"])
+	if g == nil {
+		return h
+	}
+	g = maps.Clone(g)
+	for f, v := range map[string]any{"path": "/", "scheme": "HTTP"} {
+		if g[f] == nil || g[f] == "" {
+			g[f] = v
+		}
+	}
+	h = maps.Clone(h)
+	h["httpGet"] = g
+	return h
 }
 
 // withDefaults returns a copy of m with each field of defaults that m
