@@ -20,15 +20,22 @@ const (
 
 // Load returns the key: from file when it is not empty, else from the file
 // $CONFIGHASH_HMAC_KEY_FILE names, else $CONFIGHASH_HMAC_KEY itself, each
-// without the white space around it (hashing.TrimKey). Empty means no key,
-// the plain hash; an empty key file is an error. getenv is os.Getenv, or a
-// test's environment. Errors never hold the key.
+// without the white space around it (hashing.TrimKey). No key at all (an
+// empty or unset variable) means the plain hash; a key file, or a variable,
+// that holds only white space is an error, as it is a key that went missing
+// on its way (an empty Secret value, say) more often than a choice. getenv
+// is os.Getenv, or a test's environment. Errors never hold the key.
 func Load(file string, getenv func(string) string) ([]byte, error) {
 	if file == "" {
 		file = getenv(EnvFile)
 	}
 	if file == "" {
-		return hashing.TrimKey([]byte(getenv(EnvKey))), nil
+		raw := getenv(EnvKey)
+		key := hashing.TrimKey([]byte(raw))
+		if len(key) == 0 && raw != "" {
+			return nil, fmt.Errorf("$%s holds only white space: set it to the key, or unset it for the plain hash", EnvKey)
+		}
+		return key, nil
 	}
 	return ReadFile(file)
 }

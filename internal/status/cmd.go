@@ -75,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) er
 	fs.BoolVar(&opts.AllNamespaces, "all-namespaces", false, "every namespace")
 	fs.BoolVar(&opts.AllNamespaces, "A", false, "every namespace (short for --all-namespaces)")
 	fs.StringVar(&opts.Prefix, "prefix", annotations.DefaultPrefix, "annotation prefix")
-	fs.StringVar(&keyFile, "hmac-key-file", "", "the controller's HMAC key file, when it runs keyed (also $CONFIGHASH_HMAC_KEY_FILE)")
+	fs.StringVar(&keyFile, "hmac-key-file", "", "the controller's HMAC key file, when it runs keyed (also $CONFIGHASH_HMAC_KEY_FILE, or the key itself in $CONFIGHASH_HMAC_KEY)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	timeout := fs.Duration("request-timeout", 30*time.Second, "give up after this long (0: never)")
 	if err := fs.Parse(args); err != nil {
