@@ -112,6 +112,10 @@ type Options struct {
 	// stores reads the workloads the cache holds in their cached form; set
 	// by NewManager, which builds the cache that fills it.
 	stores *stores
+	// events records the controller's Events and writes the last ones
+	// before the manager stops; set by NewManager (nil: the manager's
+	// recorder).
+	events *eventRecorder
 	// accessReviews is how many SelfSubjectAccessReviews NewManager's
 	// permission check made, for the metric.
 	accessReviews int

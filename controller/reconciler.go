@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -25,6 +26,10 @@ import (
 // conflictRetry is how soon a roll is retried after the workload changed
 // under it (a status update, a new render): the cache catches up first.
 const conflictRetry = 100 * time.Millisecond
+
+// writeTimeout bounds one patch of a workload, which is not cancelled with
+// the reconcile (see send).
+const writeTimeout = 10 * time.Second
 
 // dryRunRecheck is when a dry run looks again after a write it only
 // pretended to make (a real write would trigger a workload event).
@@ -72,6 +77,9 @@ type Reconciler struct {
 	limiter *rate.Limiter
 	now     func() time.Time
 	log     logr.Logger
+	// active counts the reconciles running, for the Event flush at the
+	// end of the process.
+	active atomic.Int64
 }
 
 // newReconciler wires a reconciler; kinds are the workload kinds served.
@@ -90,6 +98,8 @@ func newReconciler(reader client.Reader, writer client.Writer, rec EventRecorder
 
 // Reconcile implements reconcile.TypedReconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Result, error) {
+	r.active.Add(1)
+	defer r.active.Add(-1)
 	start := time.Now()
 	out := Outcome{Request: req}
 	res, err := r.reconcile(ctx, req, &out)
@@ -443,7 +453,17 @@ func (r *Reconciler) roll(ctx context.Context, req Request, kind *workloadKind, 
 
 // send applies a patch. done is true when the caller should return res and
 // err: the workload changed under the controller (retry soon) or is gone.
+//
+// The patch is not cancelled with the reconcile. When the process is told to
+// stop (SIGTERM, as at each rolling update of the controller), the manager
+// cancels the workers' context and waits for them before it releases the
+// Lease: a patch cancelled in flight may have been applied by the API server
+// all the same, and its roll then went without its log line, count and
+// Event, reported as a "Reconciler error" (context canceled) instead. It
+// completes, bounded by writeTimeout.
 func (r *Reconciler) send(ctx context.Context, req Request, obj client.Object, patch []byte, out *Outcome) (reconcile.Result, bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
 	err := r.writer.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(r.opts.FieldManager))
 	switch {
 	case err == nil:

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -31,6 +32,9 @@ import (
 
 	"github.com/confighash/confighash/hashing"
 )
+
+// recorderName is the reporting controller of the controller's Events.
+const recorderName = controllerName + "-controller"
 
 // Run builds the manager and runs it until ctx is done.
 //
@@ -74,6 +78,11 @@ func NewManager(opts Options) (manager.Manager, *Reconciler, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the manager: %w", err)
 	}
+	evc, err := eventsv1client.NewForConfigAndClient(cfg, mgr.GetHTTPClient())
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the Events client: %w", err)
+	}
+	opts.events = newEventRecorder(evc, mgr.GetScheme(), recorderName, mgr.GetLogger().WithName("events"))
 	r, err := Setup(mgr, opts)
 	if err != nil {
 		return nil, nil, err
@@ -238,7 +247,16 @@ func Setup(mgr manager.Manager, opts Options) (*Reconciler, error) {
 		kinds = append(kinds, k)
 	}
 	log := mgr.GetLogger().WithName(controllerName)
-	r := newReconciler(mgr.GetCache(), mgr.GetClient(), mgr.GetEventRecorder(controllerName+"-controller"), kinds, m, opts, log)
+	var rec EventRecorder = mgr.GetEventRecorder(recorderName)
+	if opts.events != nil {
+		rec = opts.events
+	}
+	r := newReconciler(mgr.GetCache(), mgr.GetClient(), rec, kinds, m, opts, log)
+	if opts.events != nil {
+		if err := mgr.Add(flusher{events: opts.events, busy: func() bool { return r.active.Load() > 0 }}); err != nil {
+			return nil, fmt.Errorf("adding the Event flush: %w", err)
+		}
+	}
 	b := builder.TypedControllerManagedBy[Request](mgr).
 		Named(controllerName).
 		WithOptions(ctrlcontroller.TypedOptions[Request]{

@@ -48,7 +48,13 @@ import (
 // waitTimeout bounds every poll; the machines running these tests are busy.
 const waitTimeout = 90 * time.Second
 
-func TestMain(m *testing.M) { os.Exit(cptest.Run(m)) }
+func TestMain(m *testing.M) {
+	code := cptest.Run(m)
+	if controllerBin.path != "" {
+		_ = os.RemoveAll(filepath.Dir(controllerBin.path))
+	}
+	os.Exit(code)
+}
 
 func chartDir(t *testing.T) string {
 	return filepath.Join(testtools.RepoRoot(t), "charts", "confighash-controller")
