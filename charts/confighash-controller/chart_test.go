@@ -214,6 +214,49 @@ func TestChartTemplate(t *testing.T) {
 			assert.InDelta(t, 50.0, opts.KubeAPIQPS, 0)
 			assert.Equal(t, 100, opts.KubeAPIBurst)
 		})
+		t.Run("each-value-sets-its-flag", func(t *testing.T) {
+			for _, tc := range []struct {
+				set   []string
+				check func(t *testing.T, c controllercmd.Config)
+			}{
+				{[]string{"coalesceWindow=750ms"}, func(t *testing.T, c controllercmd.Config) { assert.Equal(t, 750*time.Millisecond, c.CoalesceWindow) }},
+				{[]string{"minRollInterval=1m"}, func(t *testing.T, c controllercmd.Config) { assert.Equal(t, time.Minute, c.MinRollInterval) }},
+				{[]string{"maxRolloutsPerSecond=0.5", "rolloutBurst=3"}, func(t *testing.T, c controllercmd.Config) {
+					assert.InDelta(t, 0.5, c.RolloutsPerSecond, 0)
+					assert.Equal(t, 3, c.RolloutBurst)
+				}},
+				{[]string{"annotationPrefix=acme.io"}, func(t *testing.T, c controllercmd.Config) { assert.Equal(t, "acme.io", c.AnnotationPrefix) }},
+				{[]string{"argoRollouts=disabled"}, func(t *testing.T, c controllercmd.Config) {
+					assert.Equal(t, controller.ArgoRolloutsDisabled, c.ArgoRollouts)
+				}},
+				{[]string{"dryRun=true"}, func(t *testing.T, c controllercmd.Config) { assert.True(t, c.DryRun) }},
+				{[]string{"logFormat=text", "logLevel=debug"}, func(t *testing.T, c controllercmd.Config) {
+					assert.Equal(t, "text", c.LogFormat)
+					assert.Equal(t, "debug", c.LogLevel)
+				}},
+				{[]string{"metrics.bindAddress=:9090", "health.bindAddress=0"}, func(t *testing.T, c controllercmd.Config) {
+					assert.Equal(t, ":9090", c.MetricsBindAddress)
+					assert.Equal(t, "0", c.HealthProbeBindAddress)
+				}},
+				{[]string{"leaderElection.enabled=true", "leaderElection.id=lock", "leaderElection.namespace=kube-system"}, func(t *testing.T, c controllercmd.Config) {
+					assert.True(t, c.LeaderElect)
+					assert.Equal(t, "lock", c.LeaderElectionID)
+					assert.Equal(t, "kube-system", c.LeaderElectionNamespace)
+				}},
+				{[]string{"extraArgs={--concurrency=9}"}, func(t *testing.T, c controllercmd.Config) { assert.Equal(t, 9, c.Concurrency) }},
+			} {
+				t.Run(strings.Join(tc.set, ","), func(t *testing.T) {
+					var values []string
+					for _, v := range tc.set {
+						values = append(values, "--set", v)
+					}
+					_, d := templateOps(t, h, values...)
+					c, err := controllercmd.ParseFlags(d.Spec.Template.Spec.Containers[0].Args, io.Discard, func(string) string { return "" })
+					require.NoError(t, err, "the rendered args are the controller's flags")
+					tc.check(t, c)
+				})
+			}
+		})
 		t.Run("keyed-servicemonitor-no-leader-election", func(t *testing.T) {
 			objs, d := templateOps(t, h, "--set", "hmacKey.existingSecret=confighash-key", "--set", "serviceMonitor.enabled=true",
 				"--set", "replicaCount=3", "--set", "leaderElection.enabled=false")
