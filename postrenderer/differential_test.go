@@ -107,6 +107,14 @@ func differential(t *testing.T, input []byte, opts inject.Options) bool {
 	want := semantic(t, krm)
 	require.Len(t, got, len(want), "documents")
 	for i := range want {
+		if postrenderer.ReadAsHelm4Installs(input) {
+			// Stream mode reads Helm 4's stream (documents with its
+			// postrender-filename annotation) as Helm 4 installs it, which
+			// no KRM function is given: TestGolden holds it
+			// (testdata/helm4-hooks).
+			t.Log("a Helm 4 stream read as Helm 4 installs it: not compared with KRM mode")
+			break
+		}
 		if !reflect.DeepEqual(got[i], want[i]) {
 			t.Errorf("document %d differs:\nstream mode: %v\nKRM mode:    %v", i, got[i], want[i])
 		}

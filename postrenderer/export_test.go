@@ -23,10 +23,12 @@ func Unread(input []byte, opts inject.Options) ([]byte, int) {
 }
 
 // ReadAsHelm4Installs reports whether Process reads a document of input as
-// Helm 4 will install it rather than as written (helm4Installed).
+// Helm 4 will install it rather than as written (helm4Installed), or leaves
+// out a hook config Helm 4 does not create on every install and upgrade
+// (helm4SkipsHook).
 func ReadAsHelm4Installs(input []byte) bool {
 	for _, c := range split(input) {
-		if _, ok := helm4Installed(c.text); ok {
+		if _, ok := helm4Installed(c.text); ok || helm4SkipsHook(c.text) {
 			return true
 		}
 	}

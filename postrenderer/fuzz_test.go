@@ -57,9 +57,11 @@ func checkProcess(t *testing.T, input []byte, opts inject.Options) {
 	out, report, err := postrenderer.Process(input, opts)
 	if err != nil || postrenderer.ReadAsHelm4Installs(input) {
 		// A ConfigMap or Secret of Helm 4's stream with a block that keeps
-		// its blank lines is hashed as Helm 4 will store it, which the
-		// filter, given the text as sent, does not know
-		// (TestHelmInstallsWhatWasHashed checks that one).
+		// its blank lines is hashed as Helm 4 will store it, and a hook
+		// config Helm 4 does not create on every install and upgrade is
+		// left out, which the filter, given the text as sent, does not know
+		// (TestHelmInstallsWhatWasHashed and examples' TestHelmHookConfigs
+		// check those).
 		return
 	}
 	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(input), OmitReaderAnnotations: true}).Read()

@@ -3,6 +3,7 @@ package postrenderer
 import (
 	"bytes"
 	"regexp"
+	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -62,4 +63,56 @@ func helm4Installed(text []byte) ([]byte, bool) {
 		written += "\n"
 	}
 	return []byte(written), true
+}
+
+// helmHook is the annotation that makes a document a Helm hook; its value
+// lists the events on which Helm creates it.
+const helmHook = "helm.sh/hook"
+
+// helm4SkipsHook reports whether a document of Helm 4's stream is a
+// ConfigMap or Secret hook that Helm does not create on install and on
+// upgrade alike: one made on install only (a generated password, say), on
+// upgrade only, or on other events (test, delete, rollback). Helm 4 sends
+// every hook to its post-renderer, but an upgrade applies only its upgrade
+// hooks, so such a config's rendered content is not what the cluster holds
+// after each install and upgrade: hashing it would roll its consumers on an
+// upgrade that changed nothing (a password rendered anew and never applied)
+// or when nothing they read changed. It is read as Helm 3 reads every hook,
+// which it never sends: as a config the release does not hold, recorded in
+// confighash.dev/external of the workloads that consume it. A plain stream
+// (helm template piped into confighash, applied by kubectl or Argo CD,
+// which create every document they are given) is read as it is.
+func helm4SkipsHook(text []byte) bool {
+	if !bytes.Contains(text, []byte(postrenderFilename+":")) || !bytes.Contains(text, []byte(helmHook)) {
+		return false
+	}
+	nodes, err := kio.ParseAll(string(text))
+	if err != nil || len(nodes) != 1 {
+		return false // reading the text as it is reports the error
+	}
+	if k := nodes[0].GetKind(); nodes[0].GetApiVersion() != "v1" || k != "ConfigMap" && k != "Secret" {
+		return false
+	}
+	events, hook := nodes[0].GetAnnotations()[helmHook]
+	return hook && !onInstallAndUpgrade(events)
+}
+
+// onInstallAndUpgrade reports whether Helm creates a hook with these events
+// (the value of helm.sh/hook) on install and on upgrade, reading the value
+// as Helm 4's manifest sorter does: comma-separated, case and spaces
+// ignored; a hook with an event it does not know is never created.
+func onInstallAndUpgrade(events string) bool {
+	var install, upgrade bool
+	for e := range strings.SplitSeq(events, ",") {
+		switch strings.ToLower(strings.TrimSpace(e)) {
+		case "pre-install", "post-install":
+			install = true
+		case "pre-upgrade", "post-upgrade":
+			upgrade = true
+		case "pre-delete", "post-delete", "pre-rollback", "post-rollback", "test", "test-success":
+		default:
+			return false
+		}
+	}
+	return install && upgrade
 }

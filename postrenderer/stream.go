@@ -124,6 +124,11 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 		if h, ok := readHeader(text); ok && !opts.Relevant(h.apiVersion, h.kind) {
 			continue
 		}
+		// A hook config Helm 4 does not create on every install and
+		// upgrade is none of the release's configs (helm4SkipsHook).
+		if helm4SkipsHook(text) {
+			continue
+		}
 		d := inject.Doc{Index: index, Path: sourceComment(text)}
 		read := text // as it will be installed; the output is edited from text
 		if installed, ok := helm4Installed(text); ok {
