@@ -320,3 +320,68 @@ func TestGenerateHelmLikeArgoCD(t *testing.T) {
 		})
 	}
 }
+
+// TestGenerateCorpus runs the generate command, as the cmp-server does, on
+// charts and trees written by other projects: the corpus's promtail chart
+// (Helm 3 and Helm 4) and the kube-prometheus manifests under a
+// kustomization listing them. What it prints must pass confighash verify
+// with the namespace Argo CD deploys to, and a second sync of the same
+// commit must print the same bytes (no diff, nothing rolls).
+func TestGenerateCorpus(t *testing.T) {
+	corpus := testtools.Corpus(t)
+	kubePrometheus := t.TempDir()
+	files, err := filepath.Glob(filepath.Join(corpus, "kube-prometheus", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no kube-prometheus manifests in the corpus: %v", err)
+	}
+	kustomization := "resources:\n"
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(kubePrometheus, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		kustomization += "- " + filepath.Base(f) + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(kubePrometheus, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	promtail := filepath.Join(corpus, "charts", "promtail")
+	cases := []struct {
+		name, helm, app, namespace string
+		hashed                     []string
+	}{
+		{"promtail, helm 3", "3", promtail, "logs", []string{"DaemonSet/web-promtail"}},
+		{"promtail, helm 4", "4", promtail, "logs", []string{"DaemonSet/web-promtail"}},
+		{"kube-prometheus, kustomize", "3", kubePrometheus, "monitoring",
+			[]string{"Deployment/blackbox-exporter", "Deployment/grafana", "Deployment/prometheus-adapter"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newArgo(t, tc.helm)
+			out, stderr, err := a.generate(t, tc.app, "apps/web", tc.namespace)
+			if err != nil {
+				t.Fatalf("generate: %v\n%s", err, stderr)
+			}
+			got := podHashes(t, out)
+			for _, id := range tc.hashed {
+				if !strings.HasPrefix(got[id], "v1-") {
+					t.Errorf("%s: hash %q, want one; all: %v", id, got[id], got)
+				}
+			}
+			verify := testtools.Run(t, "", nil, []byte(out), testtools.Tool(t, "confighash"), "verify", "--namespace", tc.namespace)
+			if verify.ExitCode != 0 {
+				t.Errorf("confighash verify --namespace %s: exit %d\n%s", tc.namespace, verify.ExitCode, verify.Stderr)
+			}
+			again, stderr, err := a.generate(t, tc.app, "apps/web", tc.namespace)
+			if err != nil {
+				t.Fatalf("generate again: %v\n%s", err, stderr)
+			}
+			if again != out {
+				t.Errorf("a second generate of the same app printed other manifests")
+			}
+		})
+	}
+}
