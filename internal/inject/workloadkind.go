@@ -62,5 +62,9 @@ func ParseWorkload(s string) (WorkloadKind, error) {
 		return WorkloadKind{}, fmt.Errorf("%q: want Kind.group=path, like CloneSet.apps.kruise.io=spec/template", s)
 	}
 	kind, group, _ := strings.Cut(kindGroup, ".")
-	return WorkloadKind{Group: group, Kind: kind, Path: path}, nil
+	w := WorkloadKind{Group: group, Kind: kind, Path: path}
+	if err := w.validate(); err != nil {
+		return WorkloadKind{}, fmt.Errorf("%q: %w", s, err)
+	}
+	return w, nil
 }

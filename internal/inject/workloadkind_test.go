@@ -17,6 +17,11 @@ func TestParseWorkload(t *testing.T) {
 		{"CloneSet.apps.kruise.io=spec/template", WorkloadKind{Group: "apps.kruise.io", Kind: "CloneSet", Path: "spec/template"}, ""},
 		{"PodTemplate=template", WorkloadKind{Kind: "PodTemplate", Path: "template"}, ""},
 		{"CloneSet.apps.kruise.io", WorkloadKind{}, "want Kind.group=path"},
+		// A wrong path is refused where it is written (the flag, the
+		// functionConfig's entry), not later as a list index.
+		{"CloneSet.apps.kruise.io=/spec", WorkloadKind{}, `"CloneSet.apps.kruise.io=/spec": path "/spec" for kind CloneSet: use field names separated by single slashes`},
+		{"CloneSet.apps.kruise.io=", WorkloadKind{}, `"CloneSet.apps.kruise.io=": path is required for kind CloneSet`},
+		{".apps=spec/template", WorkloadKind{}, `".apps=spec/template": kind is required`},
 	}
 	for _, tt := range tests {
 		got, err := ParseWorkload(tt.in)
