@@ -610,6 +610,38 @@ func TestOptInToggled(t *testing.T) {
 		assert.Equal(t, 1, e.revisions("Deployment", "web"), "nothing changed meanwhile: no roll")
 		assert.Zero(t, r.obs.count(0, deploymentOutcome("web", "rolled")))
 	})
+	t.Run("never-opted-in-then-annotated", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.createSecret("creds", map[string]string{"password": canary})
+		// other, opted in, reads the same Secret: once it is in sync with
+		// an edit, the controller has seen the edit.
+		other := optedIn(e, "other")
+		other.EnvFrom = []string{"{secretRef: {name: creds}}"}
+		r := e.startInSync(other)
+		plain := kubetest.Workload{Name: "web", Namespace: e.ns, Replicas: 1, EnvFrom: other.EnvFrom}
+		require.NoError(t, e.apply(plain.YAML(), "kubectl"))
+		rv := e.editSecret("creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte(canary + "-7") })
+		_, next := r.obs.waitFor(t, 0, "other in sync with the edit", inSyncHaving("other", "Secret/creds", rv))
+		assert.Zero(t, r.obs.count(0, func(o controller.Outcome) bool { return o.Request.Name == "web" && o.Result != "unmanaged" }),
+			"a Deployment never opted in is not reconciled")
+
+		// Opted in after the edit: its pods' content is unknown, the live
+		// one becomes its baseline, nothing rolls.
+		e.patchDeployment("web", `{"metadata":{"annotations":{"confighash.dev/enabled":"true"}}}`)
+		_, next = r.obs.waitFor(t, next, "baseline when opted in", deploymentOutcome("web", "baseline_recorded"))
+		_, next = r.obs.waitFor(t, next, "in sync", inSyncHaving("web", "Secret/creds", rv))
+		assert.Equal(t, 1, e.revisions("Deployment", "web"), "opted in: no roll")
+		assert.Contains(t, e.deployment("web").Annotations["confighash.dev/external-baseline"], "Secret/creds=")
+
+		// From now on an edit rolls it once.
+		rv = e.editSecret("creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte(canary + "-8") })
+		_, next = r.obs.waitFor(t, next, "rolled", deploymentOutcome("web", "rolled"))
+		r.obs.waitFor(t, next, "in sync with the edit", inSyncHaving("web", "Secret/creds", rv))
+		assert.Equal(t, 2, e.revisions("Deployment", "web"), "the edit after the opt-in, once")
+		e.waitEvent("web", controller.EventReasonConfigChanged)
+		e.assertNoCanaryInEvents()
+	})
 	t.Run("opted-out-render-then-in", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)

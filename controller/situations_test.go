@@ -216,6 +216,7 @@ func TestConfigDeletedAndRecreated(t *testing.T) {
 		want   int
 	}{
 		{"in-stream-ConfigMap/same", "ConfigMap", "app-config", appConfig, 0},
+		{"in-stream-ConfigMap/other-content", "ConfigMap", "app-config", map[string]string{"LOG_LEVEL": "debug", "UNUSED": "1", "site.conf": "listen 8080\n"}, 1},
 		{"external-Secret/same", "Secret", "db-creds", dbCreds, 0},
 		{"external-Secret/other-content", "Secret", "db-creds", map[string]string{"password": "pw-2", "user": "app"}, 1},
 	} {
