@@ -280,7 +280,7 @@ func runVerify(args []string, stdio IO) error {
 			hints = append(hints, fmt.Sprintf("%d made with another HMAC key (key-id %s; verify's is %s)", otherKeys[id], id, hashing.KeyID(o.Key)))
 		}
 		if stale > 0 {
-			hints = append(hints, fmt.Sprintf("%d with another value: the configs changed after the render, or it used another --namespace or HMAC key", stale))
+			hints = append(hints, fmt.Sprintf("%d with another value: the configs changed after the render (a kustomization above the one that lists confighash renamed or edited them, say: list it in the outermost one), or it used another --namespace or HMAC key", stale))
 		}
 		if orphan > 0 {
 			hints = append(hints, fmt.Sprintf("%d on a workload that reads no config of the stream: names changed after the function ran (run confighash last, in the outermost kustomization that renames; kustomize fixes the references of other kinds only with a nameReference configuration), or the configs left the stream", orphan))
@@ -289,7 +289,7 @@ func runVerify(args []string, stdio IO) error {
 			hints = append(hints, fmt.Sprintf("%d without the %s list the render writes: the controller manages a workload that consumes configs from outside the stream by it, so render the stream with confighash", noExternal, o.Annotation(inject.ExternalName)))
 		}
 		if otherExternal > 0 {
-			hints = append(hints, fmt.Sprintf("%d with another external list than the render writes: configs joined or left the stream after the render, or their names changed", otherExternal))
+			hints = append(hints, fmt.Sprintf("%d with another external list than the render writes: configs joined or left the stream after the render, or their names changed (a kustomization above the one that lists confighash, say)", otherExternal))
 		}
 		if len(unchecked) > 0 {
 			hints = append(hints, fmt.Sprintf("%d on a kind verify does not read: pass the functionConfig's workloads as --workload Kind.group=path", len(unchecked)))
