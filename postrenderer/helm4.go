@@ -83,7 +83,7 @@ const helmHook = "helm.sh/hook"
 // (helm template piped into confighash, applied by kubectl or Argo CD,
 // which create every document they are given) is read as it is.
 func helm4SkipsHook(text []byte) bool {
-	if !bytes.Contains(text, []byte(postrenderFilename+":")) || !bytes.Contains(text, []byte(helmHook)) {
+	if !bytes.Contains(text, []byte(helmHook)) || !bytes.Contains(text, []byte(postrenderFilename+":")) {
 		return false
 	}
 	nodes, err := kio.ParseAll(string(text))
