@@ -165,7 +165,8 @@ var greeter = []string{"--set", "replicas=0", "--set", "smokeTest.enabled=false"
 // (--reuse-values) does not, --dry-run=server prints the hash the upgrade
 // then writes and changes nothing, and an upgrade that fails after the
 // post-renderer ran (--atomic in Helm 3, --rollback-on-failure in Helm 4)
-// leaves the hash it had.
+// leaves the hash it had; an upgrade without the post-renderer drops the
+// hash and rolls it.
 func TestHelmLifecycle(t *testing.T) {
 	chart := filepath.Join(testtools.RepoRoot(t), "examples", "helm")
 	for _, version := range []int{3, 4} {
@@ -207,6 +208,14 @@ func TestHelmLifecycle(t *testing.T) {
 			cm, err := r.client.CoreV1().ConfigMaps(r.namespace).Get(t.Context(), deploy, metav1.GetOptions{})
 			require.NoError(t, err)
 			assert.Equal(t, "Hello from confighash", cm.Data["GREETING"], "the ConfigMap after the rollback")
+
+			// An upgrade without the post-renderer drops the hash: one
+			// rollout, though no config changed.
+			res = r.helm(t, h, "upgrade", chart, []string{}, "--reuse-values")
+			require.Zero(t, res.ExitCode, res.Stderr)
+			plain := r.deployment(t, deploy)
+			assert.Empty(t, plain.hash(), "the hash after an upgrade without the post-renderer")
+			assertRolledOnce(t, "an upgrade without the post-renderer", changed, plain)
 		})
 	}
 }
