@@ -109,8 +109,8 @@ func (a argo) generate(t *testing.T, app, sourcePath, namespace string, env ...s
 		"ARGOCD_APP_SOURCE_PATH="+sourcePath,
 		"ARGOCD_APP_SOURCE_REPO_URL=https://git.example.com/shop/deploy.git",
 		"ARGOCD_APP_SOURCE_TARGET_REVISION=main",
-		"KUBE_VERSION=1.33.0",
-		"KUBE_API_VERSIONS=v1,apps/v1,batch/v1",
+		"KUBE_VERSION=1.33",
+		"KUBE_API_VERSIONS=v1,apps/v1,batch/v1,monitoring.coreos.com/v1,monitoring.coreos.com/v1/ServiceMonitor",
 	)
 	cmd.Env = append(cmd.Env, env...)
 	var out, errb bytes.Buffer
@@ -263,7 +263,9 @@ func TestGenerateFails(t *testing.T) {
 // user moving to the plugin expects: a chart whose dependencies are not
 // vendored (charts/ absent) has them built first, and value files named in
 // the Application (spec.source.plugin.env HELM_VALUES, which Argo CD passes
-// as ARGOCD_ENV_HELM_VALUES) are used, in order, with Helm 3 and Helm 4.
+// as ARGOCD_ENV_HELM_VALUES) are used, in order, and the chart renders for
+// the cluster's version and API versions (KUBE_VERSION, KUBE_API_VERSIONS),
+// with Helm 3 and Helm 4.
 func TestGenerateHelmLikeArgoCD(t *testing.T) {
 	greeter := filepath.Join(testtools.RepoRoot(t), "examples", "helm")
 	// An umbrella chart depending on examples/helm by a local path.
@@ -277,6 +279,14 @@ func TestGenerateHelmLikeArgoCD(t *testing.T) {
 		"values.yaml":      "greeter:\n  greeting: from the umbrella\n",
 		"values-prod.yaml": "greeter:\n  env:\n    LOG_LEVEL: warn\n",
 		"values-eu.yaml":   "greeter:\n  env:\n    LOG_LEVEL: error\n",
+		// What the chart sees of the cluster (KUBE_VERSION and
+		// KUBE_API_VERSIONS in the build environment).
+		"templates/capabilities.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: capabilities\ndata:\n" +
+			"  kube: {{ .Capabilities.KubeVersion.Version | quote }}\n" +
+			"  monitoring: {{ .Capabilities.APIVersions.Has \"monitoring.coreos.com/v1/ServiceMonitor\" | quote }}\n",
+	}
+	if err := os.MkdirAll(filepath.Join(umbrella, "templates"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(umbrella, name), []byte(content), 0o644); err != nil {
@@ -296,6 +306,11 @@ func TestGenerateHelmLikeArgoCD(t *testing.T) {
 			}
 			if !strings.Contains(plain, "from the umbrella") {
 				t.Errorf("the umbrella's values.yaml was not used:\n%s", plain)
+			}
+			// Argo CD's own Helm renders for the cluster's version and API
+			// versions; each Helm's defaults differ (v1.20, v1.37).
+			if !strings.Contains(plain, `kube: "v1.33"`) || !strings.Contains(plain, `monitoring: "true"`) {
+				t.Errorf("the chart did not see KUBE_VERSION and KUBE_API_VERSIONS:\n%s", plain)
 			}
 			prod, stderr, err := a.generate(t, umbrella, "apps/web", "shop", "ARGOCD_ENV_HELM_VALUES=values-prod.yaml values-eu.yaml")
 			if err != nil {
