@@ -110,6 +110,9 @@ metadata:
 data: {k: a}
 `
 
+// fileLine is the line, counted from 1, of byte offset i of text.
+func fileLine(text string, i int) int { return strings.Count(text[:i], "\n") + 1 }
+
 // edit applies string replacements to base, each of which must match.
 func edit(t *testing.T, pairs ...string) string {
 	t.Helper()
@@ -573,7 +576,9 @@ func TestReadAsTheAPIServerStores(t *testing.T) {
 		name, text string
 		want       []string
 	}{
-		{"key twice at the top, stream", twice, []string{"new: document 1", `key "stringData" appears twice`}},
+		// Lines are the file's, counted from its first line.
+		{"key twice at the top, stream", twice, []string{"new: document 1", fmt.Sprintf(`key "stringData" appears twice (lines %d and %d)`,
+			fileLine(twice, strings.Index(twice, "stringData:")), fileLine(twice, strings.LastIndex(twice, "stringData:")))}},
 		{"key twice at the top, ResourceList", testtools.ResourceList(twice, ""), []string{"new: ResourceList items[1]", `key "stringData" appears twice`}},
 		{"key twice in metadata, stream", strings.Replace(base, "metadata: {name: creds, namespace: shop}", "metadata: {name: creds, namespace: shop, name: other}", 1),
 			[]string{"new: document 1", `metadata: key "name" appears twice`}},
@@ -582,7 +587,9 @@ func TestReadAsTheAPIServerStores(t *testing.T) {
 		{"a JSON stream", `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}` + "\n" + `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}` + "\n",
 			[]string{"new: reading the render: document 0", `another document follows this one without a "---" line`}},
 		{"malformed YAML in the third document", strings.Replace(base, "kind: Deployment\nmetadata: {name: web, namespace: shop}", "kind: Deployment\nmetadata: {name: web, namespace: shop", 1),
-			[]string{"new: reading the render: document 2", "yaml: line"}},
+			[]string{"new: reading the render: document 2", fmt.Sprintf("yaml: line %d: did not find expected ',' or '}'", fileLine(base, strings.Index(base, "metadata: {name: web, namespace: shop}")))}},
+		{"a field of the wrong type in the third document", strings.Replace(base, "image: web:1\n", "image: web:1\n        envFrom: [{configMapRef: {name: 1}}]\n", 1),
+			[]string{"new: Deployment shop/web (document 2)", fmt.Sprintf("line %d: name: expected a string", fileLine(base, strings.Index(base, "image: web:1"))+1)}},
 		{"a workload twice", base + "---\n" + web + webOnward, []string{"new: Deployment shop/web is in the render twice (documents 2 and "}},
 		{"key twice in a pod template, ResourceList", testtools.ResourceList(strings.Replace(base, "        image: web:1\n", "        image: web:1\n        image: web:2\n", 1), ""),
 			[]string{"new: ResourceList items[2]", `key "image" appears twice`}},

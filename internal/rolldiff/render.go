@@ -105,26 +105,32 @@ var separator = regexp.MustCompile(`\n---.*\n`)
 // kubectl applies it and the render refuses it. Errors name the document.
 func readDocuments(input []byte) ([]*yaml.RNode, error) {
 	text := strings.ReplaceAll(string(input), "\r\n", "\n")
-	var chunks []string
+	// A chunk is parsed on its own; its lines are shifted by the lines
+	// before it, so that errors name lines of the file.
+	type chunk struct {
+		text  string
+		shift int
+	}
+	var chunks []chunk
 	prev := 0
 	for _, loc := range separator.FindAllStringIndex(text, -1) {
 		if after := strings.TrimSpace(text[loc[0]+4 : loc[1]]); after != "" && after[0] != '#' {
-			return nil, fmt.Errorf("document %d: invalid document separator: %s", len(chunks), strings.TrimSpace(text[loc[0]:loc[1]]))
+			return nil, fmt.Errorf("document %d: line %d: invalid document separator: %s", len(chunks), yamlnode.LineOf([]byte(text), loc[0]+1), strings.TrimSpace(text[loc[0]:loc[1]]))
 		}
-		chunks = append(chunks, text[prev:loc[0]]+"\n")
+		chunks = append(chunks, chunk{text[prev:loc[0]] + "\n", yamlnode.LineOf([]byte(text), prev) - 1})
 		prev = loc[1]
 	}
-	chunks = append(chunks, text[prev:])
+	chunks = append(chunks, chunk{text[prev:], yamlnode.LineOf([]byte(text), prev) - 1})
 	var docs []*yaml.RNode
-	for _, chunk := range chunks {
-		dec := yaml.NewDecoder(strings.NewReader(chunk))
+	for _, c := range chunks {
+		dec := yaml.NewDecoder(strings.NewReader(c.text))
 		var doc yaml.Node
 		err := dec.Decode(&doc)
 		switch {
 		case errors.Is(err, io.EOF):
 			continue
 		case err != nil:
-			return nil, fmt.Errorf("document %d: %w", len(docs), yamlnode.ParseError([]byte(chunk), err))
+			return nil, fmt.Errorf("document %d: %w", len(docs), yamlnode.ShiftErrorLine(yamlnode.ParseError([]byte(c.text), err), c.shift))
 		}
 		if err := nothingAfter(dec); err != nil {
 			return nil, fmt.Errorf("document %d: %w", len(docs), err)
@@ -132,6 +138,7 @@ func readDocuments(input []byte) ([]*yaml.RNode, error) {
 		if yaml.IsYNodeEmptyDoc(&doc) {
 			continue
 		}
+		yamlnode.ShiftLines(&doc, c.shift)
 		docs = append(docs, yaml.NewRNode(&doc))
 	}
 	return docs, nil

@@ -7,6 +7,16 @@ import (
 	"strings"
 )
 
+// parserErrors are the problems yaml.v3's parser (not its scanner) reports.
+var parserErrors = []string{
+	"did not find expected <document start>",
+	"did not find expected node content",
+	"did not find expected key",
+	"did not find expected '-' indicator",
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+}
+
 // ParseError returns err, an error of yaml.v3 parsing text, in a form safe
 // to show. yaml.v3 quotes the name of an alias that no anchor defines
 // ("unknown anchor 'name' referenced"), and an unquoted value that starts
@@ -15,6 +25,9 @@ import (
 // of a List out into documents of their own, which also leaves an alias in
 // one item to an anchor in another referring to nothing. Other errors are
 // returned as they are (yaml.v3's syntax errors quote no text).
+//
+// yaml.v3 writes the line of a parser error (as opposed to a scanner error)
+// counted from 0: ParseError counts it from 1, as every other line is.
 func ParseError(text []byte, err error) error {
 	if err == nil {
 		return nil
@@ -22,6 +35,11 @@ func ParseError(text []byte, err error) error {
 	msg := err.Error()
 	start := strings.Index(msg, "unknown anchor '")
 	if start < 0 || !strings.HasSuffix(msg, "' referenced") {
+		for _, p := range parserErrors {
+			if strings.HasSuffix(msg, ": "+p) && strings.HasPrefix(msg, "yaml: line ") {
+				return ShiftErrorLine(err, 1)
+			}
+		}
 		return err
 	}
 	name := msg[start+len("unknown anchor '") : len(msg)-len("' referenced")]

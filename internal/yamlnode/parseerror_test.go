@@ -17,7 +17,13 @@ func TestParseError(t *testing.T) {
 			`line 3: an alias ("*" and a name) that no anchor of this document defines (anchors do not reach into other documents): a value that starts with "*" must be quoted`},
 		{"an alias in a flow mapping", "{a: 1, b: *pw}",
 			`line 1: an alias ("*" and a name) that no anchor of this document defines (anchors do not reach into other documents): a value that starts with "*" must be quoted`},
-		{"a syntax error is kept", "a: [unclosed\n", "yaml: line 1: did not find expected ',' or ']'"},
+		// yaml.v3 counts a parser error's line from 0, a scanner error's
+		// from 1: both read from 1 here, the line of the flow's "[", of
+		// the key out of place.
+		{"a parser error: an unclosed flow", "a: 1\nb: [x\n", "yaml: line 2: did not find expected ',' or ']'"},
+		{"a parser error: a key out of place", "a: 1\nb:\n  c: 1\n d: 2\n", "yaml: line 4: did not find expected key"},
+		{"a scanner error is kept", "a: 1\nb: \"x\n", "yaml: line 2: found unexpected end of stream"},
+		{"a scanner error is kept: a tab", "a: 1\n\tb: 2\n", "yaml: line 2: found a tab character that violates indentation"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
