@@ -53,4 +53,3 @@ func TestShiftErrorLine(t *testing.T) {
 	}
 	assert.NoError(t, yamlnode.ShiftErrorLine(nil, 3))
 }
-
