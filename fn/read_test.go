@@ -95,6 +95,12 @@ func FuzzReadResourceList(f *testing.F) {
 	f.Add([]byte("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}\n"))
 	f.Add([]byte("kind: List\nitems: [{a: &x 1, b: *x}]\nfunctionConfig: {k: v}\nresults: []\n"))
 	f.Add([]byte("kind: ResourceList\r\nitems:\r\n  - a: b\r\n---\r\n"))
+	// Items as the shared corpus writes them: a Secret whose stringData
+	// holds a YAML document in a "|-" block, quoted keys and values, a
+	// Deployment reading it by key next to an optional ConfigMap key, a
+	// kpt ConfigMap functionConfig.
+	f.Add([]byte("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata:\n    labels:\n      app.kubernetes.io/name: alertmanager\n    name: alertmanager-main\n    namespace: monitoring\n  stringData:\n    alertmanager.yaml: |-\n      \"global\":\n        \"resolve_timeout\": \"5m\"\n      \"receivers\":\n      - \"name\": \"Default\"\n  type: Opaque\n"))
+	f.Add([]byte("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: argocd-server}\n  spec:\n    template:\n      spec:\n        containers:\n        - env:\n          - name: REDIS_PASSWORD\n            valueFrom:\n              secretKeyRef:\n                key: auth\n                name: argocd-redis\n          - name: ARGOCD_SERVER_INSECURE\n            valueFrom:\n              configMapKeyRef:\n                key: server.insecure\n                name: argocd-cmd-params-cm\n                optional: true\n          name: argocd-server\nfunctionConfig:\n  apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: config}\n  data: {prefix: example.com}\n"))
 	f.Fuzz(func(t *testing.T, input []byte) {
 		if err := readBoth(input); err != nil {
 			t.Fatal(err)

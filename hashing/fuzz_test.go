@@ -15,6 +15,16 @@ import (
 func FuzzDiscover(f *testing.F) {
 	f.Add(`{"containers":[{"envFrom":[{"configMapRef":{"name":"a"}}],"env":[{"name":"x","valueFrom":{"secretKeyRef":{"name":"s","key":"k"}}}]}]}`)
 	f.Add(`{"volumes":[{"name":"v","projected":{"sources":[{"configMap":{"name":"c","items":[{"key":"b","path":"b"},{"key":"a","path":"a"}]}}]}}],"imagePullSecrets":[{"name":"p"}]}`)
+	// Patterns of the shared corpus (argo-cd, kube-prometheus): one
+	// ConfigMap read key by key, optional, by many env entries; a Secret
+	// volume with items and optional; the same Secret read whole by one
+	// container and by key by another; a projected service account token
+	// next to config sources; a volume naming neither kind.
+	f.Add(`{"containers":[{"name":"a","env":[{"name":"A","valueFrom":{"configMapKeyRef":{"name":"argocd-cmd-params-cm","key":"server.insecure","optional":true}}},{"name":"B","valueFrom":{"configMapKeyRef":{"name":"argocd-cmd-params-cm","key":"server.basehref","optional":true}}},{"name":"REDIS_PASSWORD","valueFrom":{"secretKeyRef":{"name":"argocd-redis","key":"auth"}}}]}]}`)
+	f.Add(`{"volumes":[{"name":"tls","secret":{"secretName":"argocd-repo-server-tls","optional":true,"items":[{"key":"tls.crt","path":"tls.crt"},{"key":"tls.key","path":"tls.key"},{"key":"ca.crt","path":"ca.crt"}]}},{"name":"known","configMap":{"name":"argocd-ssh-known-hosts-cm"}},{"name":"tmp","emptyDir":{}}]}`)
+	f.Add(`{"initContainers":[{"name":"i","envFrom":[{"secretRef":{"name":"s"}}]}],"containers":[{"name":"a","env":[{"name":"X","valueFrom":{"secretKeyRef":{"name":"s","key":"k"}}}]}]}`)
+	f.Add(`{"volumes":[{"name":"p","projected":{"sources":[{"serviceAccountToken":{"path":"token"}},{"secret":{"name":"grafana-datasources","optional":false}},{"configMap":{"name":"grafana-dashboards"}},{"downwardAPI":{"items":[{"path":"labels","fieldRef":{"fieldPath":"metadata.labels"}}]}}]}}]}`)
+	f.Add(`{"ephemeralContainers":[{"name":"debug","envFrom":[{"configMapRef":{"name":"c","optional":true},"prefix":"P_"}]}],"volumes":[{"name":"empty","configMap":{"name":""}}]}`)
 	f.Fuzz(func(t *testing.T, raw string) {
 		var spec corev1.PodSpec
 		if json.Unmarshal([]byte(raw), &spec) != nil {
@@ -54,6 +64,12 @@ func FuzzDiscover(f *testing.F) {
 func FuzzNormalise(f *testing.F) {
 	f.Add("password", []byte("s3cr3t"), "other", "x")
 	f.Add("", []byte{0, 1, 2}, "k", "")
+	// Keys and values as the shared corpus writes them: a YAML document
+	// as one key's value, PEM with and without its final newline, the same
+	// key as both data and stringData, a value of one space.
+	f.Add("alertmanager.yaml", []byte("\"global\":\n  \"resolve_timeout\": \"5m\"\n"), "alertmanager.yaml", "route: {}")
+	f.Add("tls.crt", []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), "tls.key", "-----BEGIN EC PRIVATE KEY-----\nMHc\n-----END EC PRIVATE KEY-----")
+	f.Add("auth", []byte("\xff\xfe"), "server.secretkey", " ")
 	f.Fuzz(func(t *testing.T, key string, value []byte, key2, value2 string) {
 		asData := &corev1.Secret{Data: map[string][]byte{key: value, key2: []byte(value2)}}
 		asString := &corev1.Secret{StringData: map[string]string{key: string(value)}, Data: map[string][]byte{key2: []byte(value2)}}

@@ -147,6 +147,17 @@ func FuzzSplit(f *testing.F) {
 	for _, s := range []string{"---\na: b\n---\nc: d\n", "a\n--- x\n---\r\n", "\n---"} {
 		f.Add([]byte(s))
 	}
+	// Layouts of the shared corpus: Helm's "---\n# Source:" headers, a
+	// literal block whose text holds "---" indented, a document of
+	// comments only, a stream that ends without a newline.
+	for _, s := range []string{
+		"---\n# Source: promtail/templates/secret.yaml\napiVersion: v1\nkind: Secret\n---\n# Source: promtail/templates/configmap.yaml\nkind: ConfigMap\n",
+		"kind: ConfigMap\ndata:\n  a.yaml: |\n    ---\n    b: c\n    ---\n---\nkind: Secret\n",
+		"# only a comment\n---\n---\n# another\n",
+		"apiVersion: v1\nkind: List\nitems: []",
+	} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, input []byte) {
 		got, want := split(input), splitByLine(input)
 		if len(got) != len(want) {

@@ -45,6 +45,11 @@ func FuzzParseList(f *testing.F) {
 func FuzzExternalRoundTrip(f *testing.F) {
 	f.Add("a", "b.c")
 	f.Add("web-config", "web-config")
+	// Names of the shared corpus: kustomize-style suffixes, dots, digits.
+	f.Add("argocd-cmd-params-cm", "argocd-redis")
+	f.Add("grafana-dashboard-k8s-resources-cluster", "grafana-datasources")
+	f.Add("adapter-config", "alertmanager-main-generated")
+	f.Add("kube-root-ca.crt", "prometheus-k8s-tls-assets-0")
 	f.Fuzz(func(t *testing.T, cm, secret string) {
 		if len(validation.IsDNS1123Subdomain(cm)) > 0 || len(validation.IsDNS1123Subdomain(secret)) > 0 {
 			return

@@ -47,6 +47,12 @@ func TestUncheckedHashes(t *testing.T) {
 func FuzzUncheckedHashes(f *testing.F) {
 	f.Add("kind: CloneSet\nmetadata: {name: a}\nspec: {template: {metadata: {annotations: {" + hashKey + ": x}}}}\n")
 	f.Add("kind: List\nitems: [{kind: X, metadata: {name: b}, spec: {t: [{annotations: {" + hashKey + ": y}}]}}]\n---\na: &x [*x]\n")
+	// Kinds of the shared corpus that hold a pod template confighash reads
+	// only when told to: a Prometheus and an Alertmanager (podMetadata),
+	// an Argo Rollout in a namespace, and the hash key as a value, not a key.
+	f.Add("apiVersion: monitoring.coreos.com/v1\nkind: Prometheus\nmetadata:\n  name: k8s\n  namespace: monitoring\nspec:\n  podMetadata:\n    annotations:\n      " + hashKey + ": v1-sha256:00\n    labels:\n      app.kubernetes.io/name: prometheus\n")
+	f.Add("apiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata: {name: r, namespace: argocd}\nspec:\n  template:\n    metadata:\n      annotations: {\"" + hashKey + "\": x}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {k: " + hashKey + "}\n")
+	f.Add("kind: Alertmanager\nmetadata: {name: main}\nspec:\n  podMetadata: {annotations: {" + hashKey + ": a}}\n  containers: [{name: c, env: [{name: X, value: " + hashKey + "}]}]\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		got, err := uncheckedHashes([]byte(s), hashKey, &inject.Report{})
 		if err != nil {
