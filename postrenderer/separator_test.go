@@ -22,7 +22,7 @@ import (
 // yaml.v3, kyaml and Helm as nothing, while kubectl applies every object of
 // a JSON stream: stream mode hashed the first and let the others through
 // without a hash. Both are refused with an error naming the document and
-// the line, and nothing is written.
+// the line (of the stream, from 1), and nothing is written.
 func TestDocumentSeparators(t *testing.T) {
 	const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  a: one\n"
 	const secret = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\nstringData:\n  p: CANARY-s3cr3t\n"
@@ -45,16 +45,16 @@ func TestDocumentSeparators(t *testing.T) {
 		{"the first line a marker and a comment", "---#c\n" + cm + "---\n" + secret + "---\n" + workload, -1,
 			`document 0: line 1: kubectl reads "---#" here as the first line of the document`},
 		{"a marker and a comment after another marker", cm + "---\n---#c\n" + secret + "---\n" + workload, -1,
-			`document 1: line 1: kubectl reads "---#" here as the first line of the document`},
+			`document 1: line 8: kubectl reads "---#" here as the first line of the document`},
 		{"CRLF, a comment right after the marker", crlf(cm + "---#c\n" + secret + "---\n" + workload), 3, ""},
 		{"a tag after the marker", cm + "---\n" + secret + "--- !!map\n" + workload, -1,
-			`document 2: line 1: text after the document marker "---"`},
+			`document 2: line 14: text after the document marker "---"`},
 		{"a document on the marker line", cm + "---\n" + workload + "--- " + strings.TrimSpace(secretJSON) + "\n", -1,
-			`document 2: line 1: text after the document marker "---"`},
+			`document 2: line 17: text after the document marker "---"`},
 		{"a block scalar after the marker", cm + "--- |\n  text\n---\n" + workload, -1,
-			`document 1: line 1: text after the document marker "---"`},
+			`document 1: line 7: text after the document marker "---"`},
 		{"a word glued to the marker", cm + "---\n" + secret + "---x\n" + workload, -1,
-			`document 1: line 8: text after the document marker "---"`},
+			`document 1: line 14: text after the document marker "---"`},
 		{"four dashes", cm + "----\n" + secret, -1,
 			`document 0: line 7: text after the document marker "---"`},
 		{"JSON objects one after the other", cmJSON + deployJSON, 2,
@@ -69,7 +69,7 @@ func TestDocumentSeparators(t *testing.T) {
 		{"a Service, then a document after the end marker", "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n...\n" + cm, 1,
 			`document 0: line 6: another document follows this one without a "---" line`},
 		{"a Secret, then a document after the end marker", cm + "---\n" + secret + "...\n" + workload, 2,
-			`document 1: line 9: another document follows this one without a "---" line`},
+			`document 1: line 15: another document follows this one without a "---" line`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if n := kubectlObjects(tc.input); n != tc.kubectl {

@@ -86,7 +86,10 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 	var marks map[int]int                // by chunk: where a byte order mark was taken out
 	var glued map[int]bool               // by chunk: a "---#c" line, read as "--- #c"
 	fresh := true                        // kubectl's document buffer is empty at the chunk's first line
+	lines := 0                           // of the input before the chunk: errors name lines of the input
 	for i, c := range chunks {
+		offset := lines
+		lines += bytes.Count(c.text, []byte{'\n'})
 		text := c.text
 		chunkFresh := fresh
 		// kubectl keeps a separator line that reaches an empty buffer
@@ -111,7 +114,7 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 			continue
 		}
 		if err := checkSeparators(c.text, len(chunkOf), chunkFresh); err != nil {
-			return output{}, nil, err
+			return output{}, nil, yamlnode.ShiftErrorLine(err, offset)
 		}
 		if isNullDocument(text) {
 			continue
@@ -129,7 +132,7 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 		if helm4SkipsHook(text) {
 			continue
 		}
-		d := inject.Doc{Index: index, Path: sourceComment(text)}
+		d := inject.Doc{Index: index, Path: sourceComment(text), LineOffset: offset}
 		read := text // as it will be installed; the output is edited from text
 		if installed, ok := helm4Installed(text); ok {
 			read = installed
@@ -153,7 +156,7 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 	for j, n := range nodes {
 		d := &docs[parsedDoc[j]]
 		if errs[j] != nil {
-			return output{}, nil, fmt.Errorf("%s: %w", where(*d), errs[j])
+			return output{}, nil, fmt.Errorf("%s: %w", where(*d), yamlnode.ShiftErrorLine(errs[j], d.LineOffset))
 		}
 		d.Node = n
 		normOf[d.Index] = norms[j]

@@ -73,6 +73,10 @@ type Doc struct {
 	// (a kustomize path annotation or a Helm "# Source:" comment), if known.
 	Index int
 	Path  string
+	// LineOffset is the number of lines of the stream before the text
+	// Node was parsed from, when its lines count from that text: errors
+	// about the document add it, to name lines of the stream.
+	LineOffset int
 }
 
 // Analyze reads a stream without changing it: it indexes its ConfigMaps and
@@ -104,14 +108,14 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 	for i, d := range docs {
 		o, err := identify(d, opts)
 		if err != nil {
-			return nil, err
+			return nil, yamlnode.ShiftErrorLine(err, d.LineOffset)
 		}
 		objects[i] = o
 		if opts.LeavesOut(d.Node) {
 			continue
 		}
 		if err := configs.addDoc(d, o, opts); err != nil {
-			return nil, err
+			return nil, yamlnode.ShiftErrorLine(err, d.LineOffset)
 		}
 	}
 	r := &Report{Documents: len(docs), Configs: configs.count()}
@@ -135,7 +139,7 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 		}
 		if !objects[i].isList() {
 			if err := add(d.Node, objects[i], -1); err != nil {
-				return nil, err
+				return nil, yamlnode.ShiftErrorLine(err, d.LineOffset)
 			}
 			continue
 		}
@@ -149,10 +153,10 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 			}
 			o, err := identifyItem(objects[i], sub, opts)
 			if err != nil {
-				return nil, fmt.Errorf("%s: items[%d]: %w", objects[i], j, err)
+				return nil, yamlnode.ShiftErrorLine(fmt.Errorf("%s: items[%d]: %w", objects[i], j, err), d.LineOffset)
 			}
 			if err := add(sub.Node, o, j); err != nil {
-				return nil, err
+				return nil, yamlnode.ShiftErrorLine(err, d.LineOffset)
 			}
 		}
 	}

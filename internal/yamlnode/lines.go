@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"strconv"
+	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -31,12 +32,14 @@ func ShiftLines(n *yaml.Node, by int) {
 	}
 }
 
-// errorLine is the line yaml.v3 and ParseError write into an error.
-var errorLine = regexp.MustCompile(`\bline (\d+):`)
+// errorLine is a line, or a pair of lines, that yaml.v3, yamlnorm and the
+// readers write into an error: "line 3:", "lines 3 and 5".
+var errorLine = regexp.MustCompile(`\bline (\d+):|\blines (\d+) and (\d+)\b`)
 
-// ShiftErrorLine returns err with the first "line N:" of its message moved
-// by by lines (err itself when it names no line or by is 0). The error is
-// rewritten to its message: it wraps nothing a caller tests for.
+// ShiftErrorLine returns err with the first line (or pair of lines) its
+// message names moved by by lines (err itself when it names none or by is
+// 0). The error is rewritten to its message: it wraps nothing a caller
+// tests for.
 func ShiftErrorLine(err error, by int) error {
 	if err == nil || by == 0 {
 		return err
@@ -46,11 +49,23 @@ func ShiftErrorLine(err error, by int) error {
 	if loc == nil {
 		return err
 	}
-	n, convErr := strconv.Atoi(msg[loc[2]:loc[3]])
-	if convErr != nil {
-		return err
+	var b strings.Builder
+	last := 0
+	for g := 1; g < len(loc)/2; g++ {
+		start, end := loc[2*g], loc[2*g+1]
+		if start < 0 {
+			continue
+		}
+		n, convErr := strconv.Atoi(msg[start:end])
+		if convErr != nil {
+			return err
+		}
+		b.WriteString(msg[last:start])
+		b.WriteString(strconv.Itoa(n + by))
+		last = end
 	}
-	return lineError(msg[:loc[2]] + strconv.Itoa(n+by) + msg[loc[3]:])
+	b.WriteString(msg[last:])
+	return lineError(b.String())
 }
 
 type lineError string

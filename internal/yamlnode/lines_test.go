@@ -43,7 +43,8 @@ func TestShiftErrorLine(t *testing.T) {
 		want string
 	}{
 		{"yaml: line 2: did not find expected ',' or ']'", 3, "yaml: line 5: did not find expected ',' or ']'"},
-		{"data: key \"k\" appears twice (lines 7 and 8)", 3, "data: key \"k\" appears twice (lines 7 and 8)"},
+		{"data: key \"k\" appears twice (lines 7 and 8); the API server would keep only one", 3, "data: key \"k\" appears twice (lines 10 and 11); the API server would keep only one"},
+		{"document 2: line 4: text after the marker, line 9: more", 2, "document 2: line 6: text after the marker, line 9: more"},
 		{"line 3: an alias", 10, "line 13: an alias"},
 		{"no line here", 4, "no line here"},
 		{"yaml: line 2: x", 0, "yaml: line 2: x"},
