@@ -64,9 +64,6 @@ func buildController(t *testing.T) string {
 	return controllerBin.path
 }
 
-// addUser serialises ControlPlane.AddUser calls.
-var addUser sync.Mutex
-
 // chartProc is one controller process started with the chart's arguments.
 type chartProc struct {
 	*kubetest.Process
@@ -128,9 +125,7 @@ func installRBAC(t *testing.T, cp *controlplane.ControlPlane, h testtools.Helm, 
 	require.NoError(t, kubetest.Apply(ctx, dyn, mapper, strings.NewReader(strings.Join(rbac, "\n---\n")), kubetest.ApplyOptions{FieldManager: "helm"}))
 
 	id := sa(relNS, deploy.Spec.Template.Spec.ServiceAccountName)
-	addUser.Lock() // envtest's certificate authority is not safe for concurrent use
 	user, err := cp.AddUser(id.UserName, id.Groups)
-	addUser.Unlock()
 	require.NoError(t, err)
 	config := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, controlplane.WriteKubeconfig(user, config))

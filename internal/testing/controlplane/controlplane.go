@@ -114,6 +114,10 @@ type ControlPlane struct {
 	timings  Timings
 	stopOnce sync.Once
 	stopErr  error
+
+	// addUser serialises AddUser: envtest's certificate authority is not
+	// safe for concurrent use, and parallel tests add users.
+	addUser sync.Mutex
 }
 
 // Start creates a temporary directory, starts etcd and kube-apiserver
@@ -375,11 +379,13 @@ func (cp *ControlPlane) UserConfig(name string) (*rest.Config, error) {
 // AddUser issues a client certificate for a user with the given groups
 // (through envtest) and returns a client configuration using it. No restart
 // is needed. The identity has no permissions until RBAC grants them (unless
-// groups contains system:masters).
+// groups contains system:masters). Tests may call it concurrently.
 func (cp *ControlPlane) AddUser(name string, groups []string) (*rest.Config, error) {
 	if name == "" {
 		return nil, errors.New("controlplane: AddUser: empty user name")
 	}
+	cp.addUser.Lock()
+	defer cp.addUser.Unlock()
 	u, err := cp.plane.AddUser(User{Name: name, Groups: groups}, &rest.Config{QPS: 100, Burst: 200})
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: add user %q: %w", name, err)
