@@ -40,13 +40,20 @@ const helmHook = "helm.sh/hook"
 
 // explained is one workload in `explain --json` output.
 type explained struct {
-	Workload string            `json:"workload"`
-	Document int               `json:"document"`
-	Path     string            `json:"path,omitempty"`
-	Hash     string            `json:"hash,omitempty"`
-	Current  string            `json:"current,omitempty"`
-	OptedOut bool              `json:"optedOut,omitempty"`
-	Consumes []output.Consumed `json:"consumes"`
+	Workload string `json:"workload"`
+	Document int    `json:"document"`
+	Path     string `json:"path,omitempty"`
+	Hash     string `json:"hash,omitempty"`
+	Current  string `json:"current,omitempty"`
+	// KeyMismatch says, when Current is not Hash, that it was made in
+	// another HMAC mode than explain's (output.KeyMismatchKeyed, …), as
+	// kubectl confighash status --json says it: a hash explain cannot
+	// check, not a stale one. RenderKeyID is the render's key id, for
+	// output.KeyMismatchOtherKey.
+	KeyMismatch string            `json:"keyMismatch,omitempty"`
+	RenderKeyID string            `json:"renderKeyID,omitempty"`
+	OptedOut    bool              `json:"optedOut,omitempty"`
+	Consumes    []output.Consumed `json:"consumes"`
 	// NotString lists the confighash annotations present whose value YAML
 	// does not read as a string (an unquoted 9178192511668845 is a
 	// number): kubectl and Helm refuse the object.
@@ -111,6 +118,12 @@ func explainAll(o options, r *inject.Report) []explained {
 		}{{w.InStream, false}, {w.External, true}} {
 			for _, u := range group.uses {
 				e.Consumes = append(e.Consumes, output.ConsumedOf(u, group.external))
+			}
+		}
+		if e.Current != "" && e.Current != e.Hash {
+			e.KeyMismatch = keyMismatch(e, o.Key)
+			if e.KeyMismatch == output.KeyMismatchOtherKey {
+				e.RenderKeyID = e.keyID
 			}
 		}
 		out = append(out, e)
