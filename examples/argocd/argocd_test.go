@@ -141,6 +141,24 @@ func podHashes(t *testing.T, stream string) map[string]string {
 	return out
 }
 
+// generateHashed runs the plugin's generate command on app for namespace
+// and checks that each workload of hashed (Kind/name) has a hash; it
+// returns the manifests and the hash of each workload.
+func generateHashed(t *testing.T, a argo, app, namespace string, hashed []string) (string, map[string]string) {
+	t.Helper()
+	out, stderr, err := a.generate(t, app, "apps/web", namespace)
+	if err != nil {
+		t.Fatalf("generate: %v\n%s", err, stderr)
+	}
+	got := podHashes(t, out)
+	for _, id := range hashed {
+		if !strings.HasPrefix(got[id], "v1-") {
+			t.Errorf("%s: hash %q, want one; all: %v", id, got[id], got)
+		}
+	}
+	return out, got
+}
+
 func TestGenerate(t *testing.T) {
 	root := testtools.RepoRoot(t)
 	cases := []struct {
@@ -158,16 +176,7 @@ func TestGenerate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newArgo(t, tc.helm)
-			out, stderr, err := a.generate(t, tc.app, "apps/web", "shop")
-			if err != nil {
-				t.Fatalf("generate: %v\n%s", err, stderr)
-			}
-			got := podHashes(t, out)
-			for _, id := range tc.hashed {
-				if !strings.HasPrefix(got[id], "v1-") {
-					t.Errorf("%s: hash %q, want one; all: %v", id, got[id], got)
-				}
-			}
+			_, got := generateHashed(t, a, tc.app, "shop", tc.hashed)
 			for _, id := range tc.plain {
 				if h, ok := got[id]; !ok || h != "" {
 					t.Errorf("%s: present %v, hash %q; want present without hash", id, ok, h)
@@ -376,16 +385,7 @@ func TestGenerateCorpus(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newArgo(t, tc.helm)
-			out, stderr, err := a.generate(t, tc.app, "apps/web", tc.namespace)
-			if err != nil {
-				t.Fatalf("generate: %v\n%s", err, stderr)
-			}
-			got := podHashes(t, out)
-			for _, id := range tc.hashed {
-				if !strings.HasPrefix(got[id], "v1-") {
-					t.Errorf("%s: hash %q, want one; all: %v", id, got[id], got)
-				}
-			}
+			out, _ := generateHashed(t, a, tc.app, tc.namespace, tc.hashed)
 			verify := testtools.Run(t, "", nil, []byte(out), testtools.Tool(t, "confighash"), "verify", "--namespace", tc.namespace)
 			if verify.ExitCode != 0 {
 				t.Errorf("confighash verify --namespace %s: exit %d\n%s", tc.namespace, verify.ExitCode, verify.Stderr)
