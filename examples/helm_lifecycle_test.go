@@ -58,6 +58,19 @@ func (r *release) helmV(version int) testtools.Helm {
 	return r.h4
 }
 
+// eachHelm runs f in a parallel subtest for Helm 3 and for Helm 4, each
+// with a release named name in a namespace of its own (<prefix>-helm3,
+// <prefix>-helm4).
+func eachHelm(t *testing.T, name, prefix string, f func(t *testing.T, version int, r *release, h testtools.Helm)) {
+	for _, version := range []int{3, 4} {
+		t.Run(fmt.Sprintf("helm%d", version), func(t *testing.T) {
+			t.Parallel()
+			r := newRelease(t, name, fmt.Sprintf("%s-helm%d", prefix, version))
+			f(t, version, r, r.helmV(version))
+		})
+	}
+}
+
 // postRenderer is what a user adds to a helm command to run confighash: the
 // binary for Helm 3, the plugin for Helm 4, and the release namespace.
 func (r *release) postRenderer(t *testing.T, h testtools.Helm) []string {
@@ -169,55 +182,50 @@ var greeter = []string{"--set", "replicas=0", "--set", "smokeTest.enabled=false"
 // hash and rolls it.
 func TestHelmLifecycle(t *testing.T) {
 	chart := filepath.Join(testtools.RepoRoot(t), "examples", "helm")
-	for _, version := range []int{3, 4} {
-		t.Run(fmt.Sprintf("helm%d", version), func(t *testing.T) {
-			t.Parallel()
-			r := newRelease(t, "web", fmt.Sprintf("lifecycle-helm%d", version))
-			h := r.helmV(version)
-			deploy := "web-greeter"
+	eachHelm(t, "web", "lifecycle", func(t *testing.T, version int, r *release, h testtools.Helm) {
+		deploy := "web-greeter"
 
-			r.mustHelm(t, h, "upgrade", chart, append([]string{"--install", "--create-namespace"}, greeter...)...)
-			installed := r.deployment(t, deploy)
-			require.NotEmpty(t, installed.hash(), "upgrade --install of a new release")
-			require.Equal(t, 1, installed.replicaSets)
+		r.mustHelm(t, h, "upgrade", chart, append([]string{"--install", "--create-namespace"}, greeter...)...)
+		installed := r.deployment(t, deploy)
+		require.NotEmpty(t, installed.hash(), "upgrade --install of a new release")
+		require.Equal(t, 1, installed.replicaSets)
 
-			r.mustHelm(t, h, "upgrade", chart, "--reuse-values")
-			assertNoRoll(t, "upgrade --reuse-values", installed, r.deployment(t, deploy))
+		r.mustHelm(t, h, "upgrade", chart, "--reuse-values")
+		assertNoRoll(t, "upgrade --reuse-values", installed, r.deployment(t, deploy))
 
-			change := []string{"--reuse-values", "--set", "env.LOG_LEVEL=debug"}
-			dry := r.mustHelm(t, h, "upgrade", chart, append(change, "--dry-run=server")...)
-			assertNoRoll(t, "upgrade --dry-run=server", installed, r.deployment(t, deploy))
-			predicted := hashLine.FindStringSubmatch(dry)
-			require.NotNil(t, predicted, "no hash in the dry run:\n%s", dry)
+		change := []string{"--reuse-values", "--set", "env.LOG_LEVEL=debug"}
+		dry := r.mustHelm(t, h, "upgrade", chart, append(change, "--dry-run=server")...)
+		assertNoRoll(t, "upgrade --dry-run=server", installed, r.deployment(t, deploy))
+		predicted := hashLine.FindStringSubmatch(dry)
+		require.NotNil(t, predicted, "no hash in the dry run:\n%s", dry)
 
-			r.mustHelm(t, h, "upgrade", chart, change...)
-			changed := r.deployment(t, deploy)
-			assertRolledOnce(t, "a ConfigMap value changed", installed, changed)
-			assert.Equal(t, predicted[1], changed.hash(), "the hash --dry-run=server printed")
+		r.mustHelm(t, h, "upgrade", chart, change...)
+		changed := r.deployment(t, deploy)
+		assertRolledOnce(t, "a ConfigMap value changed", installed, changed)
+		assert.Equal(t, predicted[1], changed.hash(), "the hash --dry-run=server printed")
 
-			r.mustHelm(t, h, "upgrade", chart, "--reuse-values")
-			assertNoRoll(t, "upgrade --reuse-values after the change", changed, r.deployment(t, deploy))
+		r.mustHelm(t, h, "upgrade", chart, "--reuse-values")
+		assertNoRoll(t, "upgrade --reuse-values after the change", changed, r.deployment(t, deploy))
 
-			// The API server refuses the Deployment after the ConfigMap
-			// was updated; Helm rolls the release back to the last one.
-			onFailure := map[int]string{3: "--atomic", 4: "--rollback-on-failure"}[version]
-			res := r.helm(t, h, "upgrade", chart, nil, "--reuse-values", "--set", "greeting=Hallo", "--set", "image=", onFailure, "--timeout", "1m")
-			require.NotZero(t, res.ExitCode, "an upgrade with no image succeeded")
-			assert.Contains(t, res.Stderr, "rolled back")
-			assertNoRoll(t, "a failed upgrade "+onFailure, changed, r.deployment(t, deploy))
-			cm, err := r.client.CoreV1().ConfigMaps(r.namespace).Get(t.Context(), deploy, metav1.GetOptions{})
-			require.NoError(t, err)
-			assert.Equal(t, "Hello from confighash", cm.Data["GREETING"], "the ConfigMap after the rollback")
+		// The API server refuses the Deployment after the ConfigMap
+		// was updated; Helm rolls the release back to the last one.
+		onFailure := map[int]string{3: "--atomic", 4: "--rollback-on-failure"}[version]
+		res := r.helm(t, h, "upgrade", chart, nil, "--reuse-values", "--set", "greeting=Hallo", "--set", "image=", onFailure, "--timeout", "1m")
+		require.NotZero(t, res.ExitCode, "an upgrade with no image succeeded")
+		assert.Contains(t, res.Stderr, "rolled back")
+		assertNoRoll(t, "a failed upgrade "+onFailure, changed, r.deployment(t, deploy))
+		cm, err := r.client.CoreV1().ConfigMaps(r.namespace).Get(t.Context(), deploy, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "Hello from confighash", cm.Data["GREETING"], "the ConfigMap after the rollback")
 
-			// An upgrade without the post-renderer drops the hash: one
-			// rollout, though no config changed.
-			res = r.helm(t, h, "upgrade", chart, []string{}, "--reuse-values")
-			require.Zero(t, res.ExitCode, res.Stderr)
-			plain := r.deployment(t, deploy)
-			assert.Empty(t, plain.hash(), "the hash after an upgrade without the post-renderer")
-			assertRolledOnce(t, "an upgrade without the post-renderer", changed, plain)
-		})
-	}
+		// An upgrade without the post-renderer drops the hash: one
+		// rollout, though no config changed.
+		res = r.helm(t, h, "upgrade", chart, []string{}, "--reuse-values")
+		require.Zero(t, res.ExitCode, res.Stderr)
+		plain := r.deployment(t, deploy)
+		assert.Empty(t, plain.hash(), "the hash after an upgrade without the post-renderer")
+		assertRolledOnce(t, "an upgrade without the post-renderer", changed, plain)
+	})
 }
 
 // TestHelm3ReleaseUpgradedWithHelm4 installs a release with Helm 3 and
@@ -271,31 +279,26 @@ func (r *release) workload(t *testing.T, id string) state {
 // anything.
 func TestHelmPostRendererArgs(t *testing.T) {
 	chart := filepath.Join(testtools.RepoRoot(t), "examples", "helm")
-	for _, version := range []int{3, 4} {
-		t.Run(fmt.Sprintf("helm%d", version), func(t *testing.T) {
-			t.Parallel()
-			r := newRelease(t, "web", fmt.Sprintf("args-helm%d", version))
-			h := r.helmV(version)
-			pr := r.postRenderer(t, h)[:2]
-			joined := slices.Concat(pr, []string{"--post-renderer-args", "--namespace=" + r.namespace + " --prefix=acme.io"})
-			res := r.helm(t, h, "install", chart, joined, append([]string{"--create-namespace"}, greeter...)...)
-			assert.NotZero(t, res.ExitCode, "two flags in one --post-renderer-args")
-			assert.Contains(t, res.Stderr, `namespace "`+r.namespace+` --prefix=acme.io" is not a namespace name`)
-			assert.NotZero(t, h.Run(t, nil, "status", r.name, "--namespace", r.namespace).ExitCode, "a release after the failed install")
+	eachHelm(t, "web", "args", func(t *testing.T, version int, r *release, h testtools.Helm) {
+		pr := r.postRenderer(t, h)[:2]
+		joined := slices.Concat(pr, []string{"--post-renderer-args", "--namespace=" + r.namespace + " --prefix=acme.io"})
+		res := r.helm(t, h, "install", chart, joined, append([]string{"--create-namespace"}, greeter...)...)
+		assert.NotZero(t, res.ExitCode, "two flags in one --post-renderer-args")
+		assert.Contains(t, res.Stderr, `namespace "`+r.namespace+` --prefix=acme.io" is not a namespace name`)
+		assert.NotZero(t, h.Run(t, nil, "status", r.name, "--namespace", r.namespace).ExitCode, "a release after the failed install")
 
-			split := slices.Concat(pr, []string{"--post-renderer-args=--namespace=" + r.namespace, "--post-renderer-args=--prefix=acme.io"})
-			res = r.helm(t, h, "install", chart, split, append([]string{"--create-namespace"}, greeter...)...)
-			require.Zero(t, res.ExitCode, res.Stderr)
-			installed := r.deployment(t, "web-greeter")
-			assert.Empty(t, installed.hash(), "confighash.dev/hash under another prefix")
-			require.Regexp(t, `^v1-sha256:`, installed.annotations["acme.io/hash"])
+		split := slices.Concat(pr, []string{"--post-renderer-args=--namespace=" + r.namespace, "--post-renderer-args=--prefix=acme.io"})
+		res = r.helm(t, h, "install", chart, split, append([]string{"--create-namespace"}, greeter...)...)
+		require.Zero(t, res.ExitCode, res.Stderr)
+		installed := r.deployment(t, "web-greeter")
+		assert.Empty(t, installed.hash(), "confighash.dev/hash under another prefix")
+		require.Regexp(t, `^v1-sha256:`, installed.annotations["acme.io/hash"])
 
-			res = r.helm(t, h, "upgrade", chart, split, "--reuse-values")
-			require.Zero(t, res.ExitCode, res.Stderr)
-			upgraded := r.deployment(t, "web-greeter")
-			assert.Equal(t, installed.generation, upgraded.generation, "an unchanged upgrade with --prefix changed the pod template")
-		})
-	}
+		res = r.helm(t, h, "upgrade", chart, split, "--reuse-values")
+		require.Zero(t, res.ExitCode, res.Stderr)
+		upgraded := r.deployment(t, "web-greeter")
+		assert.Equal(t, installed.generation, upgraded.generation, "an unchanged upgrade with --prefix changed the pod template")
+	})
 }
 
 // hookedChart writes a chart whose Deployment consumes two hook objects: a
@@ -366,32 +369,27 @@ spec:
 // Helm 3 that is the controller's to see).
 func TestHelmHookConfigs(t *testing.T) {
 	chart := hookedChart(t)
-	for _, version := range []int{3, 4} {
-		t.Run(fmt.Sprintf("helm%d", version), func(t *testing.T) {
-			t.Parallel()
-			r := newRelease(t, "web", fmt.Sprintf("hooks-helm%d", version))
-			h := r.helmV(version)
-			r.mustHelm(t, h, "install", chart, "--create-namespace")
-			installed := r.deployment(t, "web-app")
-			external := map[int]string{3: "ConfigMap/web-settings,Secret/web-password", 4: "Secret/web-password"}[version]
-			assert.Equal(t, external, installed.external, "external configs")
-			if version == 4 {
-				assert.NotEmpty(t, installed.hash(), "the hook ConfigMap made on install and upgrade is hashed")
-			}
+	eachHelm(t, "web", "hooks", func(t *testing.T, version int, r *release, h testtools.Helm) {
+		r.mustHelm(t, h, "install", chart, "--create-namespace")
+		installed := r.deployment(t, "web-app")
+		external := map[int]string{3: "ConfigMap/web-settings,Secret/web-password", 4: "Secret/web-password"}[version]
+		assert.Equal(t, external, installed.external, "external configs")
+		if version == 4 {
+			assert.NotEmpty(t, installed.hash(), "the hook ConfigMap made on install and upgrade is hashed")
+		}
 
-			r.mustHelm(t, h, "upgrade", chart, "--reuse-values")
-			assertNoRoll(t, "an upgrade that changes nothing", installed, r.deployment(t, "web-app"))
+		r.mustHelm(t, h, "upgrade", chart, "--reuse-values")
+		assertNoRoll(t, "an upgrade that changes nothing", installed, r.deployment(t, "web-app"))
 
-			r.mustHelm(t, h, "upgrade", chart, "--reuse-values", "--set", "setting=two")
-			changed := r.deployment(t, "web-app")
-			if version == 4 {
-				assertRolledOnce(t, "the hook ConfigMap changed", installed, changed)
-			} else {
-				assertNoRoll(t, "the hook ConfigMap changed, under Helm 3", installed, changed)
-			}
-			cm, err := r.client.CoreV1().ConfigMaps(r.namespace).Get(t.Context(), "web-settings", metav1.GetOptions{})
-			require.NoError(t, err)
-			assert.Equal(t, "two", cm.Data["SETTING"], "the pre-upgrade hook ran")
-		})
-	}
+		r.mustHelm(t, h, "upgrade", chart, "--reuse-values", "--set", "setting=two")
+		changed := r.deployment(t, "web-app")
+		if version == 4 {
+			assertRolledOnce(t, "the hook ConfigMap changed", installed, changed)
+		} else {
+			assertNoRoll(t, "the hook ConfigMap changed, under Helm 3", installed, changed)
+		}
+		cm, err := r.client.CoreV1().ConfigMaps(r.namespace).Get(t.Context(), "web-settings", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "two", cm.Data["SETTING"], "the pre-upgrade hook ran")
+	})
 }
