@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -203,7 +202,6 @@ func BenchmarkRolloutLatency(b *testing.B) {
 func createWorkloads(b testing.TB, e *env, n int) {
 	b.Helper()
 	ctx := context.Background()
-	zero := int32(0)
 	err := kubetest.Parallel(n, 16, func(i int) error {
 		name := fmt.Sprintf("app-%d", i)
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"LOG_LEVEL": "info", "OTHER": "x"}}
@@ -216,22 +214,8 @@ func createWorkloads(b testing.TB, e *env, n int) {
 		}
 		use := hashing.Use{Kind: hashing.KindConfigMap, Name: name, Keys: []string{"LOG_LEVEL"}}
 		renderHash := hashing.Compute(e.ns, []hashing.Use{use}, func(hashing.Kind, string) (hashing.Content, bool) { return content, true }, hashing.Options{})
-		labels := map[string]string{"app": name}
-		d := &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: appsv1.DeploymentSpec{
-				Replicas: &zero,
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{"confighash.dev/hash": renderHash}},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{
-						Name: "app", Image: "registry.invalid/app:1",
-						Env: []corev1.EnvVar{{Name: "LOG_LEVEL", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
-							LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "LOG_LEVEL"}}}},
-					}}},
-				},
-			},
-		}
+		d := kubetest.Deployment(name, 0, []corev1.EnvVar{kubetest.KeyRef(name, "LOG_LEVEL")}, nil)
+		d.Spec.Template.Annotations = map[string]string{"confighash.dev/hash": renderHash}
 		_, err = e.cs.AppsV1().Deployments(e.ns).Create(ctx, d, metav1.CreateOptions{})
 		return err
 	})

@@ -33,28 +33,13 @@ const (
 func (e *env) createFleet(n int) {
 	e.t.Helper()
 	ctx := context.Background()
-	zero := int32(0)
 	err := kubetest.Parallel(n, 16, func(i int) error {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c-%d", i)}, Data: map[string]string{"v": "1"}}
 		if _, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			return err
 		}
-		labels := map[string]string{"app": fmt.Sprintf("w-%d", i)}
-		d := &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("w-%d", i), Annotations: map[string]string{"confighash.dev/enabled": "true"}},
-			Spec: appsv1.DeploymentSpec{
-				Replicas: &zero,
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{
-						Name: "app", Image: "registry.invalid/app:1",
-						EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}},
-					}}},
-				},
-			},
-		}
+		d := kubetest.Deployment(fmt.Sprintf("w-%d", i), 0, nil, []corev1.EnvFromSource{kubetest.FromConfigMap(cm.Name)})
+		d.Annotations = map[string]string{"confighash.dev/enabled": "true"}
 		_, err := e.cs.AppsV1().Deployments(e.ns).Create(ctx, d, metav1.CreateOptions{})
 		return err
 	})

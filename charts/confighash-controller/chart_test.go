@@ -463,18 +463,9 @@ func rollsAs(t *testing.T, cs kubernetes.Interface, cfg *rest.Config, chartDeplo
 	_, err = cs.CoreV1().ConfigMaps(appNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config"},
 		Data: map[string]string{"LOG_LEVEL": "info"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	labels := map[string]string{"app": "web"}
-	_, err = cs.AppsV1().Deployments(appNS).Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Annotations: map[string]string{"confighash.dev/enabled": "true"}},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1",
-					EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}}}}}},
-			},
-		},
-	}, metav1.CreateOptions{})
+	d := kubetest.Deployment("web", 1, nil, []corev1.EnvFromSource{kubetest.FromConfigMap("app-config")})
+	d.Annotations = map[string]string{"confighash.dev/enabled": "true"}
+	_, err = cs.AppsV1().Deployments(appNS).Create(ctx, d, metav1.CreateOptions{})
 	require.NoError(t, err)
 	web := func(result string) func(controller.Outcome) bool {
 		return func(o controller.Outcome) bool {

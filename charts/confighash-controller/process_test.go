@@ -149,29 +149,13 @@ func (c *chartInstall) start(t *testing.T, name string) *chartProc {
 func (c *chartInstall) workloads(t *testing.T, n int) {
 	t.Helper()
 	ctx := t.Context()
-	zero := int32(0)
 	require.NoError(t, kubetest.Parallel(n, 8, func(i int) error {
 		name := fmt.Sprintf("app-%d", i)
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"LOG_LEVEL": "info", "OTHER": "x"}}
 		if _, err := c.cs.CoreV1().ConfigMaps(c.appNS).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			return err
 		}
-		labels := map[string]string{"app": name}
-		d := &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: appsv1.DeploymentSpec{
-				Replicas: &zero,
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{
-						Name: "app", Image: "registry.invalid/app:1",
-						Env: []corev1.EnvVar{{Name: "LOG_LEVEL", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
-							LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "LOG_LEVEL"}}}},
-					}}},
-				},
-			},
-		}
+		d := kubetest.Deployment(name, 0, []corev1.EnvVar{kubetest.KeyRef(name, "LOG_LEVEL")}, nil)
 		if i%2 == 0 {
 			hash, err := c.liveHash(ctx, name)
 			if err != nil {

@@ -97,23 +97,7 @@ func TestKubeconfigPath(t *testing.T) {
 
 // testDeployment returns a two-replica Deployment whose Pods never run
 // (there is no kubelet and the image does not exist).
-func testDeployment(name string) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	replicas := int32(2)
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{
-					{Name: "app", Image: "registry.invalid/app:1"},
-				}},
-			},
-		},
-	}
-}
+func testDeployment(name string) *appsv1.Deployment { return kubetest.Deployment(name, 2, nil, nil) }
 
 // waitReplicaSets waits until the Deployment controls exactly n ReplicaSets.
 func waitReplicaSets(t *testing.T, cs kubernetes.Interface, d *appsv1.Deployment, n int) []appsv1.ReplicaSet {
