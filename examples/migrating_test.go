@@ -203,6 +203,9 @@ func TestMigrateFromHelmChecksum(t *testing.T) {
 			reverted := r.deployment(t, "web-app")
 			assertRolled(t, "helm upgrade reverting the edit", 1, edited, reverted)
 			assert.Equal(t, unread.hash(), reverted.hash())
+			ctrl.settled(t, r, "web-app", 0)
+			assert.InDelta(t, 2, ctrl.rolls(), 0, "the controller rolled again")
+			assertRolled(t, "settled", 0, reverted, r.deployment(t, "web-app"))
 		})
 	}
 }
@@ -213,7 +216,8 @@ func TestMigrateFromHelmChecksum(t *testing.T) {
 // consumed value changes the ConfigMap and checksum/config together: the
 // Deployment controller rolls for the checksum, and the confighash
 // controller rolls for the config, which it reads as external: two
-// ReplicaSets. With the post-renderer it is one (TestMigrateFromHelmChecksum).
+// ReplicaSets. With the post-renderer added (one roll, for the hash) it is
+// one.
 func TestMigrateReloaderWithHelmChecksum(t *testing.T) {
 	t.Parallel()
 	chart := filepath.Join(testtools.RepoRoot(t), "testdata", "migrating", "checksum")
@@ -229,7 +233,22 @@ func TestMigrateReloaderWithHelmChecksum(t *testing.T) {
 	res = r.helm(t, r.h3, "upgrade", chart, []string{}, "--reuse-values", "--set", "logLevel=debug")
 	require.Zero(t, res.ExitCode, res.Stderr)
 	ctrl.waitFor(t, "rolled", func(v float64) bool { return v == 1 }, "confighash_rollouts_total", `dry_run="false"`)
-	assertRolled(t, "an upgrade changing a consumed value", 2, installed, r.deployment(t, "web-app"))
+	twice := r.deployment(t, "web-app")
+	assertRolled(t, "an upgrade changing a consumed value", 2, installed, twice)
+
+	// With the post-renderer added (one roll, for the hash), a value
+	// change is one roll, and the controller's none.
+	r.mustHelm(t, r.h3, "upgrade", chart, "--reuse-values")
+	hashed := r.deployment(t, "web-app")
+	assertRolled(t, "the first upgrade with the post-renderer", 1, twice, hashed)
+	mark := ctrl.inSync()
+	r.mustHelm(t, r.h3, "upgrade", chart, "--reuse-values", "--set", "logLevel=warn")
+	once := r.deployment(t, "web-app")
+	ctrl.inSyncAfter(t, mark)
+	assertRolled(t, "a value change with the post-renderer", 1, hashed, once)
+	ctrl.settled(t, r, "web-app", 0)
+	assert.InDelta(t, 1, ctrl.rolls(), 0, "the controller rolled after the post-renderer was added")
+	assertRolled(t, "settled", 0, once, r.deployment(t, "web-app"))
 }
 
 // settled waits until the controller has seen events content events of
@@ -275,13 +294,17 @@ func TestMigrateFromWaveAndReloader(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, "migrate-reloader")
 	workload := kubetest.Workload{Name: "web", Namespace: c.namespace, Replicas: 1,
-		Annotations: map[string]string{"wave.pusher.com/update-on-config-change": "true", "reloader.stakater.com/auto": "true"},
-		Env:         []string{kubetest.EnvKey("app", "LOG_LEVEL"), "{name: STAKATER_APP_CONFIGMAP, value: 0f0f}"}}
+		Annotations: map[string]string{"wave.pusher.com/update-on-config-change": "true", "reloader.stakater.com/auto": "true",
+			"configmap.reloader.stakater.com/reload": "flags"},
+		Env: []string{kubetest.EnvKey("app", "LOG_LEVEL"), "{name: STAKATER_APP_CONFIGMAP, value: 0f0f}"}}
 	manifest := oldControllerTemplate.Replace(workload.YAML())
 	configMap := func(level string) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: %s}\ndata: {LOG_LEVEL: %s, UNREAD: one}\n---\n", c.namespace, level)
 	}
-	c.apply(t, configMap("info")+manifest)
+	// flags is read by the app through the API, named by Reloader's list
+	// only.
+	flags := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: flags, namespace: %s}\ndata: {beta: \"off\"}\n---\n", c.namespace)
+	c.apply(t, flags+configMap("info")+manifest)
 	start := c.deployment(t, "web")
 	untouched := func(what string) {
 		t.Helper()
@@ -343,8 +366,15 @@ func TestMigrateFromWaveAndReloader(t *testing.T) {
 
 	c.editConfigMap(t, "app", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "info" })
 	ctrl.waitFor(t, "rolled", func(v float64) bool { return v == 2 }, "confighash_rollouts_total", `dry_run="false"`)
-	assertRolled(t, "an edit after the render", 1, rendered, c.deployment(t, "web"))
+	again := c.deployment(t, "web")
+	assertRolled(t, "an edit after the render", 1, rendered, again)
 	untouched("a roll after the render")
+
+	// Reloader's list still counts next to the render-time hash, which
+	// does not cover the config the pod spec does not name.
+	c.editConfigMap(t, "flags", func(cm *corev1.ConfigMap) { cm.Data["beta"] = "on" })
+	ctrl.waitFor(t, "rolled", func(v float64) bool { return v == 3 }, "confighash_rollouts_total", `dry_run="false"`)
+	assertRolled(t, "an edit of a config named in the reload list", 1, again, c.deployment(t, "web"))
 }
 
 // TestMigrateKustomizeGenerators applies examples/generator (a
