@@ -4,8 +4,11 @@
 package hmackey
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/confighash/confighash/hashing"
 )
@@ -27,7 +30,13 @@ const (
 // is os.Getenv, or a test's environment. Errors never hold the key.
 func Load(file string, getenv func(string) string) ([]byte, error) {
 	if file == "" {
-		file = getenv(EnvFile)
+		if file = getenv(EnvFile); file != "" {
+			key, err := ReadFile(file)
+			if err != nil {
+				return nil, fmt.Errorf("$%s: %w", EnvFile, err)
+			}
+			return key, nil
+		}
 	}
 	if file == "" {
 		raw := getenv(EnvKey)
@@ -41,10 +50,16 @@ func Load(file string, getenv func(string) string) ([]byte, error) {
 }
 
 // ReadFile reads a key file: its content without the white space around it.
-// A file that holds nothing else is an error, not the plain hash.
+// A file that holds nothing else is an error, not the plain hash. A missing
+// file named by a relative path is an error that names the folder it was
+// looked for in: kustomize runs an exec function in the kustomization's
+// folder, not where kustomize was started.
 func ReadFile(file string) ([]byte, error) {
 	raw, err := os.ReadFile(file)
 	if err != nil {
+		if dir, werr := os.Getwd(); werr == nil && !filepath.IsAbs(file) && errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("reading the HMAC key: %w (a relative path, looked for in %s)", err, dir)
+		}
 		return nil, fmt.Errorf("reading the HMAC key: %w", err)
 	}
 	key := hashing.TrimKey(raw)

@@ -22,6 +22,8 @@ func TestLoad(t *testing.T) {
 	envFile := write("env", "\t from-env-file \r\n")
 	empty := write("empty", " \n\t")
 	nbsp := write("nbsp", "\u00a0key\u00a0\n")
+	cwd, err := os.Getwd()
+	require.NoError(t, err)
 	tests := []struct {
 		name string
 		file string
@@ -38,6 +40,10 @@ func TestLoad(t *testing.T) {
 		{"a non-breaking space is part of the key", nbsp, nil, "\u00a0key\u00a0", ""},
 		{"an empty file", empty, nil, "", "is empty"},
 		{"a missing file", filepath.Join(dir, "missing"), nil, "", "reading the HMAC key"},
+		// kustomize runs an exec function in the kustomization's folder:
+		// a relative path is looked for there, and the error says where.
+		{"a missing relative file", "hmac.key", nil, "", "reading the HMAC key: open hmac.key: no such file or directory (a relative path, looked for in " + cwd + ")"},
+		{"a missing file the variable names", "", map[string]string{hmackey.EnvFile: "hmac.key"}, "", "$CONFIGHASH_HMAC_KEY_FILE: reading the HMAC key: open hmac.key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
