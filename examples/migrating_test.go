@@ -285,11 +285,13 @@ var oldControllerTemplate = strings.NewReplacer(
 // TestMigrateFromWaveAndReloader runs the cut-over of docs/migrating.md on a
 // Deployment annotated for both Wave and Reloader, carrying what they wrote
 // on its pod template: a dry run next to the old controller counts the roll
-// and writes nothing; the switch records baselines and rolls nothing (an
+// of an edit of the key the Deployment reads, none for another key, and
+// writes nothing; the switch records baselines and rolls nothing (an
 // edit made in the gap is not rolled); the next edit rolls once; rendering
 // with confighash later rolls once for the new annotation and the
-// controller adds nothing. Wave's and Reloader's annotations are left as
-// they were throughout.
+// controller adds nothing, while a config named only in Reloader's reload
+// list still rolls it. Wave's and Reloader's annotations are left as they
+// were throughout; removing Wave's hash from the pod template rolls once.
 func TestMigrateFromWaveAndReloader(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, "migrate-reloader")
@@ -321,6 +323,9 @@ func TestMigrateFromWaveAndReloader(t *testing.T) {
 	// 1. Dry run next to the old controller.
 	dry := startController(t, "dry-run", c.namespace, "--dry-run")
 	dry.waitFor(t, "first pass", func(v float64) bool { return v > 0 }, "confighash_reconciles_total", `kind="Deployment"`)
+	c.editConfigMap(t, "app", func(cm *corev1.ConfigMap) { cm.Data["UNREAD"] = "two" })
+	dry.settled(t, c.release, "web", 1)
+	assert.Zero(t, dry.metric("confighash_rollouts_total"), "dry run: a key the Deployment does not read")
 	c.editConfigMap(t, "app", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "debug" })
 	dry.waitFor(t, "would roll", func(v float64) bool { return v == 1 }, "confighash_rollouts_total", `dry_run="true"`)
 	assert.Contains(t, dry.Logs(), "dry run: would roll")
@@ -347,7 +352,7 @@ func TestMigrateFromWaveAndReloader(t *testing.T) {
 	assertRolled(t, "an edit after the switch", 1, switched, rolled)
 	untouched("a roll")
 	events := ctrl.metric("confighash_config_events_total", `change="content"`)
-	c.editConfigMap(t, "app", func(cm *corev1.ConfigMap) { cm.Data["UNREAD"] = "two" })
+	c.editConfigMap(t, "app", func(cm *corev1.ConfigMap) { cm.Data["UNREAD"] = "three" })
 	ctrl.settled(t, c.release, "web", events+1)
 	assertRolled(t, "an unread key", 0, rolled, c.deployment(t, "web"))
 
@@ -374,7 +379,16 @@ func TestMigrateFromWaveAndReloader(t *testing.T) {
 	// does not cover the config the pod spec does not name.
 	c.editConfigMap(t, "flags", func(cm *corev1.ConfigMap) { cm.Data["beta"] = "on" })
 	ctrl.waitFor(t, "rolled", func(v float64) bool { return v == 3 }, "confighash_rollouts_total", `dry_run="false"`)
-	assertRolled(t, "an edit of a config named in the reload list", 1, again, c.deployment(t, "web"))
+	flagged := c.deployment(t, "web")
+	assertRolled(t, "an edit of a config named in the reload list", 1, again, flagged)
+
+	// Removing Wave's hash from the pod template is a template change.
+	_, err = c.client.AppsV1().Deployments(c.namespace).Patch(t.Context(), "web", types.JSONPatchType,
+		[]byte(`[{"op":"remove","path":"/spec/template/metadata/annotations/wave.pusher.com~1config-hash"}]`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	assertRolled(t, "Wave's hash removed", 1, flagged, c.deployment(t, "web"))
+	ctrl.settled(t, c.release, "web", 0)
+	assert.InDelta(t, 3, ctrl.rolls(), 0, "the controller rolled after Wave's hash was removed")
 }
 
 // TestMigrateKustomizeGenerators applies examples/generator (a
