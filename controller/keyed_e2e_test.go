@@ -235,3 +235,68 @@ func TestKeyRotationWhileRunning(t *testing.T) {
 	assert.NotContains(t, s.ctrl.logs.String(), pinSecret)
 	assert.NotContains(t, s.ctrl.logs.String(), "the-new-key")
 }
+
+// TestKeyModeMismatch: a controller and a render that disagree on whether
+// there is a key at all log it once per workload, naming the HMAC key and
+// what to do, not as a hash of an unknown version. A controller without a
+// key leaves a keyed render's workload alone: what it would record (an
+// external baseline per config, a controller hash) are plain hashes, which
+// for a Secret's low-entropy value are what the keyed mode keeps out of the
+// workload. A keyed controller treats a plain render's configs as external
+// (its records are keyed) and rolls an edit once. The key is in no log.
+func TestKeyModeMismatch(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(teamKey), 0o600))
+	for _, c := range []struct {
+		name                string
+		renderArgs          []string
+		controllerKey, want string
+		leftAlone           bool
+	}{
+		{name: "keyed render, controller without a key", renderArgs: []string{"--hmac-key-file", keyFile}, leftAlone: true,
+			want: "render-time hash made with an HMAC key the controller was not given; leaving the workload alone, " +
+				"as its records would hold plain hashes of the configs (give the controller the render's key with --hmac-key-file)"},
+		{name: "plain render, keyed controller", controllerKey: keyFile,
+			want: "render-time hash made without an HMAC key, and the controller has one; treating every config as external (render with the controller's key)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			s := &scenario{env: e, kind: "Deployment"}
+			e.createSecret("db-creds", map[string]string{"password": pinSecret})
+			opts := e.testOptions()
+			opts.HMACKeyFile = c.controllerKey
+			s.ctrl = e.start(opts)
+			require.NoError(t, e.apply(render(t, e.stream(defaultApp("Deployment")), c.renderArgs...), "kubectl"))
+			first := "in_sync"
+			if c.leftAlone {
+				first = "unmanaged"
+			}
+			s.ctrl.obs.waitFor(t, 0, "the first reconcile", is("Deployment", first))
+			mark := s.ctrl.obs.mark()
+			s.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "debug" })
+			s.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte(pinSecret + "-2") })
+			if c.leftAlone {
+				s.ctrl.obs.waitFor(t, mark, "left alone after the edits", is("Deployment", "unmanaged"))
+				assert.Zero(t, s.rollouts())
+				a := s.workloadAnnotations()
+				for k, v := range a.meta {
+					assert.NotContains(t, v, hashing.PlainPrefix, "workload annotation %s", k)
+				}
+				for k, v := range a.template {
+					assert.NotContains(t, v, hashing.PlainPrefix, "pod template annotation %s", k)
+				}
+				assert.Zero(t, s.ctrl.obs.count(0, func(o controller.Outcome) bool { return o.Result != "unmanaged" }))
+			} else {
+				s.expectRoll(mark)
+				assert.Equal(t, 1, s.rollouts(), "nothing rolls for the mismatch, the edits once")
+			}
+			logs := s.ctrl.logs.String()
+			assert.Equal(t, 1, strings.Count(logs, c.want), "once per workload:\n%s", logs)
+			assert.NotContains(t, logs, "unknown version")
+			assert.NotContains(t, logs, "team key")
+			assert.NotContains(t, logs, pinSecret)
+		})
+	}
+}

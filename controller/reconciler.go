@@ -142,16 +142,34 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 		return reconcile.Result{}, nil
 	}
 	log := logr.FromContextOrDiscard(ctx)
+	if v.UnknownHash && r.keyID == "" && strings.HasPrefix(v.RawRenderHash, hashing.KeyedPrefix) {
+		// Every record a controller without a key writes holds plain
+		// hashes: of a Secret alone, in the external baseline. The render
+		// was keyed so that no reader of the workload can test guesses of
+		// a Secret's value against one.
+		r.memory.with(req, func(e *entry) {
+			if !e.warnedUnknown {
+				log.Info("render-time hash made with an HMAC key the controller was not given; leaving the workload alone, " +
+					"as its records would hold plain hashes of the configs (give the controller the render's key with --hmac-key-file)")
+			}
+			*e = entry{warnedUnknown: true}
+		})
+		out.Result = "unmanaged"
+		return reconcile.Result{}, nil
+	}
 	if v.UnknownHash {
 		r.memory.with(req, func(e *entry) {
 			if !e.warnedUnknown {
 				e.warnedUnknown = true
-				if v.OtherKeyID != "" {
+				switch {
+				case v.OtherKeyID != "":
 					log.Info("render-time hash made with another HMAC key; treating every config as external (give the controller the render's key)",
 						"renderKeyID", v.OtherKeyID, "controllerKeyID", r.keyID)
-					return
+				case r.keyID != "" && strings.HasPrefix(v.RawRenderHash, hashing.PlainPrefix):
+					log.Info("render-time hash made without an HMAC key, and the controller has one; treating every config as external (render with the controller's key)")
+				default:
+					log.Info("render-time hash of an unknown version or mode; treating every config as external", "hash", v.RawRenderHash)
 				}
-				log.Info("render-time hash of an unknown version or mode; treating every config as external", "hash", v.RawRenderHash)
 			}
 		})
 	}
