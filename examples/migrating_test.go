@@ -397,8 +397,9 @@ func TestMigrateFromWaveAndReloader(t *testing.T) {
 // controller sees, so the first apply and a changed literal roll nothing
 // extra (one ReplicaSet per render that changes the template, the rename
 // and the hash together); an out-of-band edit of the suffixed ConfigMap
-// rolls once; turning suffixes off rolls once (the reference is renamed),
-// and from then on an unread key rolls nothing.
+// rolls once, and so does the re-sync that reverts it; turning suffixes off
+// rolls once (the reference is renamed, the old ConfigMap stays), and from
+// then on an unread key rolls nothing.
 func TestMigrateKustomizeGenerators(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, "migrate-generator")
@@ -434,19 +435,31 @@ func TestMigrateKustomizeGenerators(t *testing.T) {
 	edited := c.deployment(t, "shop")
 	assertRolled(t, "an out-of-band edit of the suffixed ConfigMap", 1, literal, edited)
 
+	// The GitOps tool re-applies the render: the ConfigMap is back to its
+	// literal, which the pods no longer run: one more roll, the
+	// controller's; the render changes nothing on the pod template.
+	suffixed := configName()
+	c.apply(t, kustomizeBuild(t, dir))
+	ctrl.waitFor(t, "the reverted edit rolled", func(v float64) bool { return v == 2 }, "confighash_rollouts_total", `dry_run="false"`)
+	resynced := c.deployment(t, "shop")
+	assertRolled(t, "a re-sync reverting the edit", 1, edited, resynced)
+	assert.Equal(t, literal.hash(), resynced.hash())
+
 	mark := ctrl.inSync()
 	edit(t, kustomization, "configMapGenerator:", "generatorOptions:\n  disableNameSuffixHash: true\nconfigMapGenerator:")
 	c.apply(t, kustomizeBuild(t, dir))
 	unsuffixed := c.deployment(t, "shop")
 	ctrl.inSyncAfter(t, mark)
-	assertRolled(t, "suffixes turned off", 1, edited, unsuffixed)
+	assertRolled(t, "suffixes turned off", 1, resynced, unsuffixed)
 	assert.Equal(t, "app-config", configName())
-	assert.InDelta(t, 1, ctrl.rolls(), 0, "suffixes turned off: the controller rolled")
+	assert.InDelta(t, 2, ctrl.rolls(), 0, "suffixes turned off: the controller rolled")
+	_, err := c.client.CoreV1().ConfigMaps(c.namespace).Get(t.Context(), suffixed, metav1.GetOptions{})
+	require.NoError(t, err, "the suffixed ConfigMap stays until pruned")
 
 	events := ctrl.metric("confighash_config_events_total", `change="content"`)
 	edit(t, kustomization, "UNUSED=not-consumed", "UNUSED=changed")
 	c.apply(t, kustomizeBuild(t, dir))
 	ctrl.settled(t, c.release, "shop", events+1)
 	assertRolled(t, "an unread literal without suffixes", 0, unsuffixed, c.deployment(t, "shop"))
-	assert.InDelta(t, 1, ctrl.rolls(), 0, "an unread literal: the controller rolled")
+	assert.InDelta(t, 2, ctrl.rolls(), 0, "an unread literal: the controller rolled")
 }
