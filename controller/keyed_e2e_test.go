@@ -300,3 +300,60 @@ func TestKeyModeMismatch(t *testing.T) {
 		})
 	}
 }
+
+// TestTurningKeyedModeOn follows docs/install.md's steps on a workload the
+// plain mode managed, whose pod template carries the controller's plain
+// hash from an out-of-band edit: the controller restarted with the key
+// leaves the plain render alone (one rollout so far), the keyed render
+// rolls once, and the next edit the controller rolls replaces its own
+// plain record, after which the workload holds no plain hash.
+func TestTurningKeyedModeOn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := &scenario{env: e, kind: "Deployment"}
+	keyFile := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(teamKey), 0o600))
+	e.createSecret("db-creds", map[string]string{"password": pinSecret})
+	opts := e.testOptions()
+	s.ctrl = e.start(opts)
+	require.NoError(t, e.apply(render(t, e.stream(defaultApp("Deployment"))), "kubectl"))
+	s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
+	mark := s.ctrl.obs.mark()
+	s.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte(pinSecret + "-2") })
+	s.expectRoll(mark)
+	require.True(t, strings.HasPrefix(s.workloadAnnotations().template["confighash.dev/controller-hash"], hashing.PlainPrefix))
+
+	// Step 2: the controller gets the key.
+	s.ctrl.stop(t)
+	opts.HMACKeyFile = keyFile
+	s.ctrl = e.start(opts)
+	s.ctrl.obs.waitFor(t, 0, "in sync under the key", is("Deployment", "in_sync"))
+	assert.Equal(t, 1, s.rollouts(), "the plain render under the keyed controller")
+
+	// Step 3: the keyed render.
+	rendered := render(t, e.stream(defaultApp("Deployment")), "--hmac-key-file", keyFile)
+	keyedHash, _ := keyedValues(t, "the keyed render", rendered)
+	mark = s.ctrl.obs.mark()
+	require.NoError(t, e.apply(rendered, "kubectl"))
+	o, _ := s.ctrl.obs.waitFor(t, mark, "in sync with the keyed render", func(o controller.Outcome) bool {
+		return is("Deployment", "in_sync")(o) && o.Input.RenderHash == keyedHash
+	})
+	assert.Equal(t, o.Input.RenderHash, o.Input.LiveIn)
+	assert.Equal(t, 2, s.rollouts(), "the keyed render's pod template")
+	a := s.workloadAnnotations()
+	assert.True(t, strings.HasPrefix(a.template["confighash.dev/controller-hash"], hashing.PlainPrefix),
+		"the plain record stays on the pod template until the controller's next roll: %v", a.template)
+	assert.NotContains(t, a.meta["confighash.dev/external-baseline"], hashing.PlainPrefix, "the baseline is recorded again, keyed")
+
+	mark = s.ctrl.obs.mark()
+	s.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte(pinSecret + "-3") })
+	s.expectRoll(mark)
+	assert.Equal(t, 3, s.rollouts())
+	a = s.workloadAnnotations()
+	for k, v := range a.meta {
+		assert.NotContains(t, v, hashing.PlainPrefix, "workload annotation %s", k)
+	}
+	for k, v := range a.template {
+		assert.NotContains(t, v, hashing.PlainPrefix, "pod template annotation %s", k)
+	}
+}
