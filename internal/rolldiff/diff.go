@@ -123,6 +123,9 @@ type StaleHash struct {
 	Cause string `json:"cause,omitempty"`
 	// keyID is the key id next to the hash, for StaleOtherKey.
 	keyID string
+	// noNamespace: the workload names no namespace and the diff was given
+	// none, so a render made with --namespace hashed another one.
+	noNamespace bool
 }
 
 // Causes of a stale hash that a diff can tell.
@@ -144,6 +147,9 @@ func (s StaleHash) hint() string {
 		return "made without an HMAC key"
 	case StaleOtherKey:
 		return "made with another HMAC key (key-id " + s.keyID + ")"
+	}
+	if s.noNamespace {
+		return "the workload names no namespace: if the render was given --namespace (Helm's release namespace), give diff the same"
 	}
 	return ""
 }
@@ -247,7 +253,7 @@ func staleHashes(r *Render, w inject.Workload, side string) []StaleHash {
 	if !ok || found == w.Hash {
 		return nil
 	}
-	s := StaleHash{Render: side, Found: found, Computed: w.Hash}
+	s := StaleHash{Render: side, Found: found, Computed: w.Hash, noNamespace: w.Namespace == ""}
 	var keyID string
 	if len(r.opts.Key) > 0 {
 		keyID = hashing.KeyID(r.opts.Key)

@@ -482,6 +482,13 @@ func TestStaleHashCause(t *testing.T) {
 		require.NoError(t, err)
 		return string(out)
 	}
+	// renderIn renders base without its namespaces, as Helm's post-renderer
+	// does a chart's objects, with --namespace ns.
+	renderIn := func(ns string) string {
+		out, _, err := postrenderer.Process([]byte(strings.ReplaceAll(base, ", namespace: shop}", "}")), inject.Options{DefaultNamespace: ns})
+		require.NoError(t, err)
+		return string(out)
+	}
 	tests := []struct {
 		name     string
 		rendered string
@@ -493,6 +500,7 @@ func TestStaleHashCause(t *testing.T) {
 		{"plain render, diff with a key", render(nil), inject.Options{Key: keyA}, rolldiff.StaleUnkeyed, "made without an HMAC key"},
 		{"render with another key", render(keyA), inject.Options{Key: keyB}, rolldiff.StaleOtherKey, "made with another HMAC key (key-id " + hashing.KeyID(keyA) + ")"},
 		{"configs edited after the render", strings.Replace(render(nil), "LOG_LEVEL: info", "LOG_LEVEL: debug", 1), inject.Options{}, "", "does not match its content"},
+		{"a render given --namespace, diff none", renderIn("shop"), inject.Options{}, "", "the workload names no namespace: if the render was given --namespace (Helm's release namespace), give diff the same"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -502,7 +510,11 @@ func TestStaleHashCause(t *testing.T) {
 			for _, s := range web.StaleHashes {
 				assert.Equal(t, tc.cause, s.Cause, s.Render)
 			}
-			assert.Contains(t, strings.Join(web.Why(), "\n"), tc.why)
+			why := strings.Join(web.Why(), "\n")
+			assert.Contains(t, why, tc.why)
+			if strings.Contains(tc.rendered, "namespace: shop") {
+				assert.NotContains(t, why, "names no namespace", "a workload that names its namespace")
+			}
 			assert.Contains(t, res.Summary, tc.why)
 		})
 	}
