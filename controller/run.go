@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/time/rate"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -262,6 +265,7 @@ func Setup(mgr manager.Manager, opts Options) (*Reconciler, error) {
 		WithOptions(ctrlcontroller.TypedOptions[Request]{
 			MaxConcurrentReconciles: opts.Concurrency,
 			SkipNameValidation:      ptr.To(true),
+			RateLimiter:             retryLimiter(),
 		}).
 		WithLogConstructor(func(req *Request) logr.Logger {
 			if req == nil {
@@ -305,4 +309,20 @@ func rolloutKind(mgr manager.Manager, opts Options) (*workloadKind, error) {
 		return nil, nil
 	}
 	return nil, fmt.Errorf("argo rollouts (%s): %w", RolloutGVK, err)
+}
+
+// maxRetryDelay is the longest wait before a failed reconcile is tried
+// again.
+const maxRetryDelay = 2 * time.Minute
+
+// retryLimiter paces the retries of a reconcile that failed (a patch the API
+// server refused, say) as controller-runtime's default does, 5 ms doubling
+// at each failure, with the same overall bucket, but at most maxRetryDelay
+// apart instead of about 16 minutes: a permission restored after a long
+// revocation is used within two minutes.
+func retryLimiter() workqueue.TypedRateLimiter[Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[Request](5*time.Millisecond, maxRetryDelay),
+		&workqueue.TypedBucketRateLimiter[Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
 }
