@@ -14,8 +14,11 @@ const (
 	// EventReasonPatchForbidden: the API server refused the controller's
 	// patch of the workload (a Role that lost patch at run time).
 	EventReasonPatchForbidden = "PatchForbidden"
-	EventActionRollout        = "Rollout"
-	EventActionWait           = "Wait"
+	// EventReasonHMACKeyMismatch: the render-time hash was made with
+	// another HMAC key than the controller's, or in the other mode.
+	EventReasonHMACKeyMismatch = "HMACKeyMismatch"
+	EventActionRollout         = "Rollout"
+	EventActionWait            = "Wait"
 )
 
 // maxKeysInMessage bounds how many key names one Event lists per config.

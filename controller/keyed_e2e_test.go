@@ -246,19 +246,29 @@ func TestKeyRotationWhileRunning(t *testing.T) {
 // (its records are keyed) and rolls an edit once. The key is in no log.
 func TestKeyModeMismatch(t *testing.T) {
 	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "key")
+	keyFile, otherKeyFile := filepath.Join(dir, "key"), filepath.Join(dir, "other-key")
 	require.NoError(t, os.WriteFile(keyFile, []byte(teamKey), 0o600))
+	require.NoError(t, os.WriteFile(otherKeyFile, []byte("another team key\n"), 0o600))
+	keyID, otherKeyID := hashing.KeyID([]byte(strings.TrimSpace(teamKey))), hashing.KeyID([]byte("another team key"))
 	for _, c := range []struct {
-		name                string
-		renderArgs          []string
-		controllerKey, want string
-		leftAlone           bool
+		name                       string
+		renderArgs                 []string
+		controllerKey, want, event string
+		leftAlone                  bool
 	}{
 		{name: "keyed render, controller without a key", renderArgs: []string{"--hmac-key-file", keyFile}, leftAlone: true,
 			want: "render-time hash made with an HMAC key the controller was not given; leaving the workload alone, " +
-				"as its records would hold plain hashes of the configs (give the controller the render's key with --hmac-key-file)"},
+				"as its records would hold plain hashes of the configs (give the controller the render's key with --hmac-key-file)",
+			event: "the render-time hash was made with an HMAC key (key-id " + keyID + ") and the controller has none: " +
+				"the workload is left alone until the controller is given the render's key"},
 		{name: "plain render, keyed controller", controllerKey: keyFile,
-			want: "render-time hash made without an HMAC key, and the controller has one; treating every config as external (render with the controller's key)"},
+			want: "render-time hash made without an HMAC key, and the controller has one; treating every config as external (render with the controller's key)",
+			event: "the render-time hash was made without an HMAC key and the controller has one (key-id " + keyID + "): " +
+				"every config is treated as external until the render uses the controller's key"},
+		{name: "keyed render, controller with another key", renderArgs: []string{"--hmac-key-file", keyFile}, controllerKey: otherKeyFile,
+			want: "render-time hash made with another HMAC key; treating every config as external (give the controller the render's key)",
+			event: "the render-time hash was made with another HMAC key (key-id " + keyID + ", the controller's is " + otherKeyID + "): " +
+				"every config is treated as external until the controller is given the render's key"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -292,6 +302,10 @@ func TestKeyModeMismatch(t *testing.T) {
 				s.expectRoll(mark)
 				assert.Equal(t, 1, s.rollouts(), "nothing rolls for the mismatch, the edits once")
 			}
+			ev := e.waitEvent(workloadName, controller.EventReasonHMACKeyMismatch)
+			assert.Equal(t, corev1.EventTypeWarning, ev.Type)
+			assert.Equal(t, c.event, ev.Note)
+			assert.Len(t, e.events(workloadName, controller.EventReasonHMACKeyMismatch), 1, "one Event per workload")
 			logs := s.ctrl.logs.String()
 			assert.Equal(t, 1, strings.Count(logs, c.want), "once per workload:\n%s", logs)
 			assert.NotContains(t, logs, "unknown version")

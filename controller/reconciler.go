@@ -142,36 +142,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 		return reconcile.Result{}, nil
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	if v.UnknownHash && r.keyID == "" && strings.HasPrefix(v.RawRenderHash, hashing.KeyedPrefix) {
-		// Every record a controller without a key writes holds plain
-		// hashes: of a Secret alone, in the external baseline. The render
-		// was keyed so that no reader of the workload can test guesses of
-		// a Secret's value against one.
-		r.memory.with(req, func(e *entry) {
-			if !e.warnedUnknown {
-				log.Info("render-time hash made with an HMAC key the controller was not given; leaving the workload alone, " +
-					"as its records would hold plain hashes of the configs (give the controller the render's key with --hmac-key-file)")
-			}
-			*e = entry{warnedUnknown: true}
-		})
+	if v.UnknownHash && r.unknownRenderHash(req, kind, obj, tmpl, v, log) {
 		out.Result = "unmanaged"
 		return reconcile.Result{}, nil
-	}
-	if v.UnknownHash {
-		r.memory.with(req, func(e *entry) {
-			if !e.warnedUnknown {
-				e.warnedUnknown = true
-				switch {
-				case v.OtherKeyID != "":
-					log.Info("render-time hash made with another HMAC key; treating every config as external (give the controller the render's key)",
-						"renderKeyID", v.OtherKeyID, "controllerKeyID", r.keyID)
-				case r.keyID != "" && strings.HasPrefix(v.RawRenderHash, hashing.PlainPrefix):
-					log.Info("render-time hash made without an HMAC key, and the controller has one; treating every config as external (render with the controller's key)")
-				default:
-					log.Info("render-time hash of an unknown version or mode; treating every config as external", "hash", v.RawRenderHash)
-				}
-			}
-		})
 	}
 	in, versions, err := r.observe(ctx, req, v)
 	if err != nil {
@@ -192,6 +165,64 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 		out.Result = "in_sync"
 	}
 	return reconcile.Result{}, nil
+}
+
+// unknownRenderHash says, once per workload, why its render-time hash
+// cannot be compared (in the log; a Warning Event when the cause is the
+// HMAC key), and reports whether to leave the workload alone: a controller
+// without a key does so for a keyed render, as every record it wrote would
+// hold plain hashes (of a Secret alone, in the external baseline), which
+// the render was keyed to keep from readers of the workload. Neither names
+// a key, only key ids.
+func (r *Reconciler) unknownRenderHash(req Request, kind *workloadKind, obj client.Object, tmpl *corev1.PodTemplateSpec, v View, log logr.Logger) (leaveAlone bool) {
+	keyedRender := strings.HasPrefix(v.RawRenderHash, hashing.KeyedPrefix)
+	leaveAlone = keyedRender && r.keyID == ""
+	var first bool
+	r.memory.with(req, func(e *entry) {
+		first = !e.warnedUnknown
+		if leaveAlone {
+			*e = entry{}
+		}
+		e.warnedUnknown = true
+	})
+	if !first {
+		return leaveAlone
+	}
+	var event string
+	var renderKeyID string
+	if tmpl != nil {
+		renderKeyID = tmpl.Annotations[r.keys.keyID]
+	}
+	switch {
+	case leaveAlone:
+		log.Info("render-time hash made with an HMAC key the controller was not given; leaving the workload alone, " +
+			"as its records would hold plain hashes of the configs (give the controller the render's key with --hmac-key-file)")
+		event = "the render-time hash was made with an HMAC key" + keyIDSuffix(renderKeyID) + " and the controller has none: " +
+			"the workload is left alone until the controller is given the render's key"
+	case v.OtherKeyID != "":
+		log.Info("render-time hash made with another HMAC key; treating every config as external (give the controller the render's key)",
+			"renderKeyID", v.OtherKeyID, "controllerKeyID", r.keyID)
+		event = "the render-time hash was made with another HMAC key (key-id " + v.OtherKeyID + ", the controller's is " + r.keyID + "): " +
+			"every config is treated as external until the controller is given the render's key"
+	case r.keyID != "" && strings.HasPrefix(v.RawRenderHash, hashing.PlainPrefix):
+		log.Info("render-time hash made without an HMAC key, and the controller has one; treating every config as external (render with the controller's key)")
+		event = "the render-time hash was made without an HMAC key and the controller has one (key-id " + r.keyID + "): " +
+			"every config is treated as external until the render uses the controller's key"
+	default:
+		log.Info("render-time hash of an unknown version or mode; treating every config as external", "hash", v.RawRenderHash)
+	}
+	if event != "" && !r.opts.DryRun {
+		r.recorder.Eventf(shell(kind, obj), nil, corev1.EventTypeWarning, EventReasonHMACKeyMismatch, EventActionWait, "%s", event)
+	}
+	return leaveAlone
+}
+
+// keyIDSuffix is " (key-id id)", or nothing without an id.
+func keyIDSuffix(id string) string {
+	if id == "" {
+		return ""
+	}
+	return " (key-id " + id + ")"
 }
 
 // forget drops what the controller remembers of a workload that is gone or
