@@ -95,14 +95,7 @@ func TestKeyedRendersAgree(t *testing.T) {
 
 	kust := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(kust, "app.yaml"), []byte(stream), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(kust, "fn.yaml"), []byte(`apiVersion: confighash.dev/v1alpha1
-kind: ConfigHash
-metadata:
-  name: confighash
-  annotations:
-    config.kubernetes.io/function: |
-      exec:
-        path: `+confighash+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(kust, "fn.yaml"), []byte(testtools.ExecFunctionConfig(confighash)), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(kust, "kustomization.yaml"), []byte("resources: [app.yaml]\ntransformers: [fn.yaml]\n"), 0o600))
 	chart := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(chart, "Chart.yaml"), []byte("apiVersion: v2\nname: web\nversion: 0.1.0\n"), 0o600))
