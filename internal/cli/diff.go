@@ -135,7 +135,7 @@ func diff(args []string, stdio IO) error {
 	if renders[0].Report().Documents > 0 && renders[1].Report().Documents == 0 {
 		// What a failed render leaves a pipeline; the diff below says
 		// every workload is removed, which is true only on purpose.
-		fmt.Fprintf(stdio.Err, "confighash diff: warning: %s holds no objects, so every workload of %s reads as removed: did the render fail? (in a shell pipeline, set -o pipefail)\n", inputName(files[1]), inputName(files[0]))
+		fmt.Fprintf(stdio.Err, "confighash: warning: %s holds no objects, so every workload of %s reads as removed: did the render fail? (in a shell pipeline, set -o pipefail)\n", inputName(files[1]), inputName(files[0]))
 	}
 	res := rolldiff.Compare(renders[0], renders[1])
 	switch {
