@@ -202,10 +202,9 @@ func (r *packedReader) string() string {
 }
 
 // podTemplate is a pod template with the cached annotations whose pod spec
-// discovery reads as the cached uses, and hashing.DiscoverRequired's required keys as the cached
-// required keys (one container referring to each config: whole through
-// envFrom, by key through env, a key optional unless required), a new value
-// each call. Nothing else of the workload's template is in it.
+// hashing.DiscoverRequired reads as the cached uses and required keys (one
+// container referring to each config: whole through envFrom, by key through
+// env, a key optional unless required), a new value each call. Nothing else of the workload's template is in it.
 func (w *cachedWorkload) podTemplate() (*corev1.PodTemplateSpec, error) {
 	uses, required, err := unpackUses(w.uses)
 	if err != nil {

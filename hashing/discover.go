@@ -74,8 +74,8 @@ func (d *discovery) read(spec *corev1.PodSpec) {
 }
 
 // discovery collects uses in the order found; pod specs reference few
-// objects, so a slice beats a map. required, when not nil, collects the
-// keys referenced without optional: true, by Kind/name.
+// objects, so a slice beats a map. With trackRequired, required collects
+// the keys referenced without optional: true, by Kind/name.
 type discovery struct {
 	uses []Use
 	// trackRequired asks for required, made on the first required key.

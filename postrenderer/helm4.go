@@ -7,6 +7,8 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/internal/annotations"
 )
 
 // postrenderFilename is the annotation in which Helm 4 records each
@@ -59,15 +61,11 @@ func helm4Installed(text []byte) ([]byte, bool) {
 	}
 	// Helm sorts out as hooks the documents with this annotation, whatever
 	// its value.
-	if _, hook := nodes[0].GetAnnotations()["helm.sh/hook"]; !hook {
+	if _, hook := nodes[0].GetAnnotations()[annotations.HelmHook]; !hook {
 		written += "\n"
 	}
 	return []byte(written), true
 }
-
-// helmHook is the annotation that makes a document a Helm hook; its value
-// lists the events on which Helm creates it.
-const helmHook = "helm.sh/hook"
 
 // helm4SkipsHook reports whether a document of Helm 4's stream is a
 // ConfigMap or Secret hook that Helm does not create on install and on
@@ -83,7 +81,7 @@ const helmHook = "helm.sh/hook"
 // (helm template piped into confighash, applied by kubectl or Argo CD,
 // which create every document they are given) is read as it is.
 func helm4SkipsHook(text []byte) bool {
-	if !bytes.Contains(text, []byte(helmHook)) || !bytes.Contains(text, []byte(postrenderFilename+":")) {
+	if !bytes.Contains(text, []byte(annotations.HelmHook)) || !bytes.Contains(text, []byte(postrenderFilename+":")) {
 		return false
 	}
 	nodes, err := kio.ParseAll(string(text))
@@ -93,7 +91,7 @@ func helm4SkipsHook(text []byte) bool {
 	if k := nodes[0].GetKind(); nodes[0].GetApiVersion() != "v1" || k != "ConfigMap" && k != "Secret" {
 		return false
 	}
-	events, hook := nodes[0].GetAnnotations()[helmHook]
+	events, hook := nodes[0].GetAnnotations()[annotations.HelmHook]
 	return hook && !onInstallAndUpgrade(events)
 }
 

@@ -52,6 +52,11 @@ const (
 	ExternalBaseline = "external-baseline"
 )
 
+// HelmHook is Helm's annotation that makes an object a hook, whatever its
+// value; the value lists the events on which Helm creates it. Helm 3 keeps
+// hooks from its post-renderer, and Helm 4 sends them all on every render.
+const HelmHook = "helm.sh/hook"
+
 // Key returns the full annotation key for name under prefix, or under
 // DefaultPrefix when prefix is empty.
 func Key(prefix, name string) string {

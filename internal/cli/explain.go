@@ -35,9 +35,6 @@ func analyze(o options, input []byte) (*inject.Report, error) {
 	return report, err
 }
 
-// helmHook is the annotation that makes an object a Helm hook.
-const helmHook = "helm.sh/hook"
-
 // explained is one workload in `explain --json` output.
 type explained struct {
 	Workload string `json:"workload"`
@@ -84,7 +81,7 @@ func explainAll(o options, r *inject.Report) []explained {
 			wantExternal: w.ExternalValue(), writesExternal: !w.OptedOut && w.Template != nil,
 		}
 		if w.Node != nil {
-			e.helmHook = w.Node.GetAnnotations()[helmHook] != ""
+			e.helmHook = w.Node.GetAnnotations()[annotations.HelmHook] != ""
 		}
 		// Annotations are read as YAML reads them, not as raw text.
 		type holder struct {
