@@ -142,7 +142,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 		return reconcile.Result{}, nil
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	if v.UnknownHash && r.unknownRenderHash(req, kind, obj, tmpl, v, log) {
+	if v.Mismatch != "" && r.unknownRenderHash(req, kind, obj, tmpl, v, log) {
 		out.Result = "unmanaged"
 		return reconcile.Result{}, nil
 	}
@@ -175,8 +175,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 // the render was keyed to keep from readers of the workload. Neither names
 // a key, only key ids.
 func (r *Reconciler) unknownRenderHash(req Request, kind *workloadKind, obj client.Object, tmpl *corev1.PodTemplateSpec, v View, log logr.Logger) (leaveAlone bool) {
-	keyedRender := strings.HasPrefix(v.RawRenderHash, hashing.KeyedPrefix)
-	leaveAlone = keyedRender && r.keyID == ""
+	leaveAlone = v.Mismatch == hashing.MismatchKeyed
 	var first bool
 	r.memory.with(req, func(e *entry) {
 		first = !e.warnedUnknown
@@ -199,12 +198,12 @@ func (r *Reconciler) unknownRenderHash(req Request, kind *workloadKind, obj clie
 			"as its records would hold plain hashes of the configs (give the controller the render's key with --hmac-key-file)")
 		event = "the render-time hash was made with an HMAC key" + keyIDSuffix(renderKeyID) + " and the controller has none: " +
 			"the workload is left alone until the controller is given the render's key"
-	case v.OtherKeyID != "":
+	case v.Mismatch == hashing.MismatchOtherKey:
 		log.Info("render-time hash made with another HMAC key; treating every config as external (give the controller the render's key)",
 			"renderKeyID", v.OtherKeyID, "controllerKeyID", r.keyID)
 		event = "the render-time hash was made with another HMAC key (key-id " + v.OtherKeyID + ", the controller's is " + r.keyID + "): " +
 			"every config is treated as external until the controller is given the render's key"
-	case r.keyID != "" && strings.HasPrefix(v.RawRenderHash, hashing.PlainPrefix):
+	case v.Mismatch == hashing.MismatchUnkeyed:
 		log.Info("render-time hash made without an HMAC key, and the controller has one; treating every config as external (render with the controller's key)")
 		event = "the render-time hash was made without an HMAC key and the controller has one (key-id " + r.keyID + "): " +
 			"every config is treated as external until the render uses the controller's key"

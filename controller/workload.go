@@ -57,12 +57,14 @@ type View struct {
 	// start without (referenced without optional: true).
 	RequiredKeys map[string][]string
 	// RenderHash is the usable render-time hash, RawRenderHash the annotation
-	// as found (UnknownHash is true when it is present but not usable).
+	// as found; Mismatch says why a hash that is present is not usable
+	// (another HMAC mode or key, or an unknown version), and is "" when it
+	// is usable or absent.
 	RenderHash    string
 	RawRenderHash string
-	UnknownHash   bool
+	Mismatch      hashing.Mismatch
 	// OtherKeyID is the key id of a keyed render-time hash made with a key
-	// other than the controller's (the hash is then unknown too).
+	// other than the controller's (Mismatch is hashing.MismatchOtherKey).
 	OtherKeyID string
 	// UsesPrint is the fingerprint of Uses (UsesPrint): a change of it is a
 	// change of the pod spec, which rolls the pods by itself.
@@ -99,12 +101,13 @@ func inspect(ns string, meta map[string]string, tmpl *corev1.PodTemplateSpec, k 
 	v.Managed = true
 	v.RawRenderHash = ta[k.hash]
 	v.RenderHash = v.RawRenderHash
-	switch rendered := ta[k.keyID]; {
-	case v.RawRenderHash == "":
-	case !usableHash(v.RawRenderHash, keyID != ""):
-		v.RenderHash, v.UnknownHash = "", true
-	case keyID != "" && rendered != "" && rendered != keyID:
-		v.RenderHash, v.UnknownHash, v.OtherKeyID = "", true, rendered
+	if v.RawRenderHash != "" {
+		if v.Mismatch = hashing.CompareMode(v.RawRenderHash, ta[k.keyID], keyID); v.Mismatch != "" {
+			v.RenderHash = ""
+		}
+		if v.Mismatch == hashing.MismatchOtherKey {
+			v.OtherKeyID = ta[k.keyID]
+		}
 	}
 	v.ControllerHash, v.ControllerBase, v.ControllerKeyID = ta[k.controllerHash], ta[k.controllerBase], ta[k.controllerKeyID]
 	v.ControllerUses = ta[k.controllerUses]
@@ -160,15 +163,6 @@ func UsesPrint(uses []hashing.Use) string {
 
 // usesPrintLen is the length of a UsesPrint: 64 bits tell pod specs apart.
 const usesPrintLen = 16
-
-// usableHash reports whether a render-time hash can be compared with what
-// the controller computes: a known version, and the same mode.
-func usableHash(h string, keyed bool) bool {
-	if !hashing.IsValue(h) {
-		return false
-	}
-	return strings.HasPrefix(h, hashing.KeyedPrefix) == keyed
-}
 
 // scope is which configs a workload asked to be watched for.
 type scope struct {

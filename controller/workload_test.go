@@ -42,7 +42,7 @@ func TestInspect(t *testing.T) {
 		wantUses     []string
 		wantExternal []string
 		wantRender   string
-		wantUnknown  bool
+		wantMismatch hashing.Mismatch
 		wantOtherKey string
 	}{
 		{name: "no annotation: not managed"},
@@ -71,15 +71,17 @@ func TestInspect(t *testing.T) {
 			wantManaged: true, wantUses: []string{"ConfigMap/app", "ConfigMap/extra", "Secret/db", "Secret/tls"},
 			wantExternal: []string{"Secret/tls"}, wantRender: plain},
 		{name: "keyed render hash, plain controller: unknown", tmpl: map[string]string{k.hash: keyedHash},
-			wantManaged: true, wantUses: all, wantExternal: all, wantUnknown: true},
+			wantManaged: true, wantUses: all, wantExternal: all, wantMismatch: hashing.MismatchKeyed},
 		{name: "keyed render hash without a key id, keyed controller", tmpl: map[string]string{k.hash: keyedHash}, keyID: "00112233aabbccdd",
 			wantManaged: true, wantUses: all, wantRender: keyedHash},
 		{name: "keyed render hash, the controller's key", tmpl: map[string]string{k.hash: keyedHash, k.keyID: "00112233aabbccdd"},
 			keyID: "00112233aabbccdd", wantManaged: true, wantUses: all, wantRender: keyedHash},
 		{name: "keyed render hash, another key: unknown", tmpl: map[string]string{k.hash: keyedHash, k.keyID: "ffeeddccbbaa9988"},
-			keyID: "00112233aabbccdd", wantManaged: true, wantUses: all, wantExternal: all, wantUnknown: true, wantOtherKey: "ffeeddccbbaa9988"},
+			keyID: "00112233aabbccdd", wantManaged: true, wantUses: all, wantExternal: all, wantMismatch: hashing.MismatchOtherKey, wantOtherKey: "ffeeddccbbaa9988"},
+		{name: "plain render hash, keyed controller: unknown", tmpl: map[string]string{k.hash: plain}, keyID: "00112233aabbccdd",
+			wantManaged: true, wantUses: all, wantExternal: all, wantMismatch: hashing.MismatchUnkeyed},
 		{name: "unknown version", tmpl: map[string]string{k.hash: "v2-sha3:00"},
-			wantManaged: true, wantUses: all, wantExternal: all, wantUnknown: true},
+			wantManaged: true, wantUses: all, wantExternal: all, wantMismatch: hashing.MismatchUnknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,7 +99,7 @@ func TestInspect(t *testing.T) {
 			}
 			assert.Equal(t, tt.wantExternal, ext, "external")
 			assert.Equal(t, tt.wantRender, v.RenderHash, "render hash")
-			assert.Equal(t, tt.wantUnknown, v.UnknownHash, "unknown")
+			assert.Equal(t, tt.wantMismatch, v.Mismatch, "mismatch")
 			assert.Equal(t, tt.wantOtherKey, v.OtherKeyID, "other key id")
 		})
 	}

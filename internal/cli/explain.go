@@ -43,11 +43,11 @@ type explained struct {
 	Hash     string `json:"hash,omitempty"`
 	Current  string `json:"current,omitempty"`
 	// KeyMismatch says, when Current is not Hash, that it was made in
-	// another HMAC mode than explain's (output.KeyMismatchKeyed, …), as
+	// another HMAC mode than explain's (hashing.MismatchKeyed, …), as
 	// kubectl confighash status --json says it: a hash explain cannot
 	// check, not a stale one. RenderKeyID is the render's key id, for
-	// output.KeyMismatchOtherKey.
-	KeyMismatch string            `json:"keyMismatch,omitempty"`
+	// hashing.MismatchOtherKey.
+	KeyMismatch hashing.Mismatch  `json:"keyMismatch,omitempty"`
 	RenderKeyID string            `json:"renderKeyID,omitempty"`
 	OptedOut    bool              `json:"optedOut,omitempty"`
 	Consumes    []output.Consumed `json:"consumes"`
@@ -119,7 +119,7 @@ func explainAll(o options, r *inject.Report) []explained {
 		}
 		if e.Current != "" && e.Current != e.Hash {
 			e.KeyMismatch = keyMismatch(e, o.Key)
-			if e.KeyMismatch == output.KeyMismatchOtherKey {
+			if e.KeyMismatch == hashing.MismatchOtherKey {
 				e.RenderKeyID = e.keyID
 			}
 		}
@@ -185,11 +185,11 @@ func staleness(e explained, key []byte) string {
 		return "  (missing from the input)"
 	}
 	switch keyMismatch(e, key) {
-	case rolldiff.StaleKeyed:
+	case hashing.MismatchKeyed:
 		return "  (the input has " + e.Current + ", made with an HMAC key explain was not given: pass --hmac-key-file)"
-	case rolldiff.StaleUnkeyed:
+	case hashing.MismatchUnkeyed:
 		return "  (the input has " + e.Current + ", made without an HMAC key)"
-	case rolldiff.StaleOtherKey:
+	case hashing.MismatchOtherKey:
 		return "  (the input has " + e.Current + ", made with another HMAC key, key-id " + e.keyID + ")"
 	}
 	return "  (the input has a stale " + e.Current + ")"
@@ -260,11 +260,11 @@ func runVerify(args []string, stdio IO) error {
 				orphan++
 			default:
 				switch keyMismatch(e, o.Key) {
-				case rolldiff.StaleKeyed:
+				case hashing.MismatchKeyed:
 					keyed++
-				case rolldiff.StaleUnkeyed:
+				case hashing.MismatchUnkeyed:
 					unkeyed++
-				case rolldiff.StaleOtherKey:
+				case hashing.MismatchOtherKey:
 					otherKeys[e.keyID]++
 				default:
 					stale++
@@ -322,18 +322,12 @@ func sameExternal(found, want string) bool {
 }
 
 // keyMismatch tells whether a hash that differs from the computed one was
-// made in another mode than verify's, as diff tells it (rolldiff's
-// StaleKeyed, StaleUnkeyed, StaleOtherKey), or "" when that is not the
-// cause: the configs changed, or the render used another --namespace.
-func keyMismatch(e explained, key []byte) string {
-	keyed := strings.HasPrefix(e.Current, hashing.KeyedPrefix)
-	switch {
-	case keyed && len(key) == 0:
-		return rolldiff.StaleKeyed
-	case !keyed && strings.HasPrefix(e.Current, hashing.PlainPrefix) && len(key) > 0:
-		return rolldiff.StaleUnkeyed
-	case keyed && e.keyID != "" && e.keyID != hashing.KeyID(key):
-		return rolldiff.StaleOtherKey
+// made in another mode than verify's, as diff tells it, or "" when that is
+// not the cause: the configs changed, or the render used another
+// --namespace, or the hash is no value of this version.
+func keyMismatch(e explained, key []byte) hashing.Mismatch {
+	if m := hashing.CompareMode(e.Current, e.keyID, hashing.KeyID(key)); m != hashing.MismatchUnknown {
+		return m
 	}
 	return ""
 }

@@ -117,35 +117,26 @@ type StaleHash struct {
 	// Found is the annotation; Computed what the content gives.
 	Found    string `json:"found"`
 	Computed string `json:"computed"`
-	// Cause is StaleKeyed, StaleUnkeyed or StaleOtherKey when the hash was
-	// made in another mode than the diff's; empty otherwise (the configs
-	// changed after the render, or it used another --namespace).
-	Cause string `json:"cause,omitempty"`
-	// keyID is the key id next to the hash, for StaleOtherKey.
+	// Cause is hashing.MismatchKeyed, MismatchUnkeyed or MismatchOtherKey
+	// when the hash was made in another mode than the diff's; empty
+	// otherwise (the configs changed after the render, or it used another
+	// --namespace, or the hash is no value of this version).
+	Cause hashing.Mismatch `json:"cause,omitempty"`
+	// keyID is the key id next to the hash, for MismatchOtherKey.
 	keyID string
 	// noNamespace: the workload names no namespace and the diff was given
 	// none, so a render made with --namespace hashed another one.
 	noNamespace bool
 }
 
-// Causes of a stale hash that a diff can tell.
-const (
-	// StaleKeyed: made with an HMAC key, and the diff has none.
-	StaleKeyed = output.KeyMismatchKeyed
-	// StaleUnkeyed: made without a key, and the diff has one.
-	StaleUnkeyed = output.KeyMismatchUnkeyed
-	// StaleOtherKey: made with an HMAC key whose key id is not the diff's.
-	StaleOtherKey = output.KeyMismatchOtherKey
-)
-
 // hint says what a stale hash's cause means for the user.
 func (s StaleHash) hint() string {
 	switch s.Cause {
-	case StaleKeyed:
+	case hashing.MismatchKeyed:
 		return "made with an HMAC key: pass it with --hmac-key-file"
-	case StaleUnkeyed:
+	case hashing.MismatchUnkeyed:
 		return "made without an HMAC key"
-	case StaleOtherKey:
+	case hashing.MismatchOtherKey:
 		return "made with another HMAC key (key-id " + s.keyID + ")"
 	}
 	if s.noNamespace {
@@ -259,8 +250,10 @@ func staleHashes(r *Render, w inject.Workload, side string) []StaleHash {
 		keyID = hashing.KeyID(r.opts.Key)
 	}
 	renderKeyID, _ := inject.Annotation(w.Template.YNode(), r.opts.Annotation(inject.KeyIDName))
-	s.Cause = output.KeyMismatch(found, renderKeyID, keyID)
-	if s.Cause == StaleOtherKey {
+	if s.Cause = hashing.CompareMode(found, renderKeyID, keyID); s.Cause == hashing.MismatchUnknown {
+		s.Cause = ""
+	}
+	if s.Cause == hashing.MismatchOtherKey {
 		s.keyID = renderKeyID
 	}
 	return []StaleHash{s}

@@ -493,12 +493,12 @@ func TestStaleHashCause(t *testing.T) {
 		name     string
 		rendered string
 		opts     inject.Options
-		cause    string
+		cause    hashing.Mismatch
 		why      string
 	}{
-		{"keyed render, diff without a key", render(keyA), inject.Options{}, rolldiff.StaleKeyed, "made with an HMAC key: pass it with --hmac-key-file"},
-		{"plain render, diff with a key", render(nil), inject.Options{Key: keyA}, rolldiff.StaleUnkeyed, "made without an HMAC key"},
-		{"render with another key", render(keyA), inject.Options{Key: keyB}, rolldiff.StaleOtherKey, "made with another HMAC key (key-id " + hashing.KeyID(keyA) + ")"},
+		{"keyed render, diff without a key", render(keyA), inject.Options{}, hashing.MismatchKeyed, "made with an HMAC key: pass it with --hmac-key-file"},
+		{"plain render, diff with a key", render(nil), inject.Options{Key: keyA}, hashing.MismatchUnkeyed, "made without an HMAC key"},
+		{"render with another key", render(keyA), inject.Options{Key: keyB}, hashing.MismatchOtherKey, "made with another HMAC key (key-id " + hashing.KeyID(keyA) + ")"},
 		{"configs edited after the render", strings.Replace(render(nil), "LOG_LEVEL: info", "LOG_LEVEL: debug", 1), inject.Options{}, "", "does not match its content"},
 		{"a render given --namespace, diff none", renderIn("shop"), inject.Options{}, "", "the workload names no namespace: if the render was given --namespace (Helm's release namespace), give diff the same"},
 	}

@@ -50,21 +50,6 @@ const (
 	ConfigUnknown = "unknown"
 )
 
-// Causes of a render-time hash status cannot check (Workload.KeyMismatch),
-// as diff names them (rolldiff's StaleHash causes).
-const (
-	// KeyMismatchKeyed: made with an HMAC key, and status has none.
-	KeyMismatchKeyed = output.KeyMismatchKeyed
-	// KeyMismatchUnkeyed: made without a key, and status has one.
-	KeyMismatchUnkeyed = output.KeyMismatchUnkeyed
-	// KeyMismatchOtherKey: made with an HMAC key whose key id is not
-	// status's.
-	KeyMismatchOtherKey = output.KeyMismatchOtherKey
-	// KeyMismatchUnknown: not a hash value this version of confighash
-	// knows.
-	KeyMismatchUnknown = "unknown-version"
-)
-
 // ErrKeyMismatch is the error Collect returns, next to a full report, when
 // the render-time hash of some workloads was made in another HMAC mode (or
 // with another key) than status was given: their config is unknown, as
@@ -101,11 +86,11 @@ type Workload struct {
 	// credentials may not read; Config is then unknown.
 	Unreadable []string `json:"unreadable,omitempty"`
 	// KeyMismatch says why the render-time hash cannot be checked with
-	// status's HMAC key (KeyMismatchKeyed, KeyMismatchUnkeyed,
-	// KeyMismatchOtherKey, KeyMismatchUnknown); Config is then unknown.
-	// RenderKeyID is the render's key id, for KeyMismatchOtherKey.
-	KeyMismatch string `json:"keyMismatch,omitempty"`
-	RenderKeyID string `json:"renderKeyID,omitempty"`
+	// status's HMAC key (hashing.MismatchKeyed, MismatchUnkeyed,
+	// MismatchOtherKey, MismatchUnknown); Config is then unknown.
+	// RenderKeyID is the render's key id, for MismatchOtherKey.
+	KeyMismatch hashing.Mismatch `json:"keyMismatch,omitempty"`
+	RenderKeyID string           `json:"renderKeyID,omitempty"`
 	// Rollout is the progress of the workload's own controller.
 	Rollout Rollout `json:"rollout"`
 	// LastConfigChanged is the newest ConfigChanged Event on the workload.
@@ -255,15 +240,15 @@ func (c collector) keyMismatches(ws []Workload) error {
 		if w.KeyMismatch == "" {
 			continue
 		}
-		cause := w.KeyMismatch
+		cause := string(w.KeyMismatch)
 		switch w.KeyMismatch {
-		case KeyMismatchKeyed:
+		case hashing.MismatchKeyed:
 			cause = "made with an HMAC key status was not given: pass the controller's key with --hmac-key-file (or $" + hmackey.EnvFile + ")"
-		case KeyMismatchUnkeyed:
+		case hashing.MismatchUnkeyed:
 			cause = "made without an HMAC key, and status was given one: is the controller keyed?"
-		case KeyMismatchOtherKey:
+		case hashing.MismatchOtherKey:
 			cause = "made with another HMAC key (key-id " + w.RenderKeyID + ", not " + c.keyID + "): pass the controller's key with --hmac-key-file"
-		case KeyMismatchUnknown:
+		case hashing.MismatchUnknown:
 			cause = "not a hash value this version of status knows: is confighash newer than kubectl-confighash?"
 		}
 		if _, ok := byCause[cause]; !ok {
@@ -346,10 +331,10 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 	}
 	w := Workload{Ref: output.Ref{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}, RenderHash: v.RawRenderHash, ControllerHash: v.ControllerHash, Configs: []Config{}}
 	external := v.External
-	if v.UnknownHash {
+	if v.Mismatch != "" {
 		// Inspect takes every config for external, as the controller
 		// does; the render's own list says which are.
-		w.KeyMismatch, w.RenderKeyID = c.keyMismatch(v)
+		w.KeyMismatch, w.RenderKeyID = v.Mismatch, v.OtherKeyID
 		external = annotations.ParseExternal(meta.Annotations[annotations.Key(c.prefix, annotations.External)])
 	}
 	in := controller.Input{
@@ -429,23 +414,6 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 	}
 	w.LastConfigChanged = ev
 	return w, true, nil
-}
-
-// keyMismatch says why the render-time hash of a workload is not usable
-// with status's key (v.UnknownHash), and the render's key id when it was
-// made with another key.
-func (c collector) keyMismatch(v controller.View) (string, string) {
-	if !hashing.IsValue(v.RawRenderHash) {
-		return KeyMismatchUnknown, ""
-	}
-	switch cause := output.KeyMismatch(v.RawRenderHash, v.OtherKeyID, c.keyID); cause {
-	case "":
-		return KeyMismatchUnknown, ""
-	case KeyMismatchOtherKey:
-		return cause, v.OtherKeyID
-	default:
-		return cause, ""
-	}
 }
 
 // content reads one config's content; found is false when it does not

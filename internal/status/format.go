@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/output"
 )
 
@@ -102,11 +103,11 @@ func configColumn(w Workload) string {
 			return "UNKNOWN (cannot read " + strings.Join(w.Unreadable, ",") + ")"
 		}
 		switch w.KeyMismatch {
-		case KeyMismatchKeyed:
+		case hashing.MismatchKeyed:
 			return "UNKNOWN (hashed with an HMAC key: pass --hmac-key-file)"
-		case KeyMismatchUnkeyed:
+		case hashing.MismatchUnkeyed:
 			return "UNKNOWN (hashed without an HMAC key, status was given one)"
-		case KeyMismatchOtherKey:
+		case hashing.MismatchOtherKey:
 			return "UNKNOWN (hashed with another HMAC key, key-id " + w.RenderKeyID + ")"
 		}
 		return "UNKNOWN (a hash of an unknown version)"

@@ -169,7 +169,7 @@ func TestStatusOfWorkloadsUsersHave(t *testing.T) {
 			assert.Contains(t, res.Stderr, "CronJob keyed/nightly", tc.name)
 			ws := asJSON(run(tc.env, "--kubeconfig", kc, "-n", "keyed", "--json"))
 			assert.Equal(t, status.ConfigUnknown, ws["Deployment/web"].Config, tc.name)
-			assert.Equal(t, tc.mismatch, ws["Deployment/web"].KeyMismatch, tc.name)
+			assert.Equal(t, tc.mismatch, string(ws["Deployment/web"].KeyMismatch), tc.name)
 			assert.False(t, ws["Deployment/web"].Configs[0].External, tc.name)
 		}
 		// A plain render, read with a key.
