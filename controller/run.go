@@ -207,7 +207,7 @@ func managerOptions(opts Options, scheme *runtime.Scheme) manager.Options {
 	co := CacheOptions(opts)
 	return manager.Options{
 		Scheme:                        scheme,
-		Logger:                        opts.Logger,
+		Logger:                        quietLeaseRelease(opts.Logger),
 		Cache:                         co,
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress, HandlerOpts: []func(*promhttp.HandlerOpts){plainMetrics}},
