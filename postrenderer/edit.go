@@ -344,8 +344,10 @@ func (e *editor) fill(k, v *yaml.Node, parentFlow bool, es []entry) bool {
 	}
 	end := colon
 	if v.Kind == yaml.MappingNode || v.Value != "" {
+		// The value may be on a line of its own: toYaml of an empty map
+		// after nindent writes "annotations:" and "{}" below it.
 		start, ok := e.offset(v)
-		if !ok || !isBlank(e.text[colon:start]) {
+		if !ok || start < colon || len(bytes.TrimLeft(e.text[colon:start], " \t\r\n")) != 0 {
 			return false
 		}
 		if end, ok = e.valueEnd(v); !ok {

@@ -51,6 +51,11 @@ func TestEmptyMetadataLayouts(t *testing.T) {
 		"metadata:\n      annotations: null\n      labels:\n        a: b",
 		"metadata:\n      labels: {a: b}\n      annotations: {}  # none yet",
 		"metadata: {labels: {a: b}}",
+		// toYaml of an empty map after nindent, as charts write
+		// annotations: {{- toYaml .Values.podAnnotations | nindent 8 }}
+		"metadata:\n      annotations:\n        {}",
+		"metadata:\n      {}",
+		"metadata:\n      labels:\n        a: b\n      annotations:\n        {}",
 	} {
 		t.Run(meta, func(t *testing.T) {
 			in := layoutConfig + strings.Replace(vaultLike, "%s", meta, 1)
