@@ -1,0 +1,551 @@
+package examples_test
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/internal/testing/testtools"
+)
+
+// Charts that projects ship in their Go modules, pinned to a version the
+// module proxy serves. The repositories without a go.mod are served under
+// pseudo-versions of one commit.
+const (
+	promCharts    = "github.com/prometheus-community/helm-charts@v0.0.0-20260828105119-ed5d7d9b5933"
+	grafanaCharts = "github.com/grafana-community/helm-charts@v0.0.0-20260829030558-dbf9f4fb5fa1"
+	ingressNginx  = "k8s.io/ingress-nginx@v0.0.0-20240708192948-52c50467d67d"
+	argoHelm      = "github.com/argoproj/argo-helm@v0.0.0-20260904222229-3bbb4305eea9"
+	dandyCharts   = "github.com/DandyDeveloper/charts@v0.0.0-20260615041936-2e2539a8960e"
+	kyverno       = "github.com/kyverno/kyverno@v1.13.4"
+	descheduler   = "sigs.k8s.io/descheduler@v0.36.0"
+
+	// realNamespace is the release namespace of every render.
+	realNamespace = "shop"
+	// realKubeVersion is what helm template renders for: bin/helm3, built with
+	// go install, assumes Kubernetes 1.20, which these charts refuse.
+	realKubeVersion = "1.31.0"
+)
+
+// chartIn is a chart folder inside a module version.
+type chartIn struct{ module, path string }
+
+// chartChange is a value change and the workloads whose hash it moves.
+type chartChange struct {
+	args  []string
+	moved []string
+}
+
+// realChart is one row: a chart, the flags of every render, a values file
+// that turns on the optional parts that consume configs, and what is hashed.
+type realChart struct {
+	name  string
+	chart chartIn
+	// deps are subcharts from other modules, copied into the chart's
+	// charts/ folder as helm dependency build would.
+	deps []chartIn
+	// args go to every render: values a chart would otherwise draw at
+	// random on each render (a generated password), so that two renders
+	// are comparable.
+	args []string
+	// values is the values file of the second render.
+	values string
+	// hashed and hashedOn are the workloads (Kind/namespace/name) that get
+	// a hash with the defaults and with values; no other does.
+	hashed, hashedOn []string
+	// hooksHashed are hook workloads hashed with values, by Helm 4 only:
+	// Helm 3 sends its post-renderer no hooks.
+	hooksHashed []string
+	// changes are made on top of values; moved names hooks too, which
+	// only Helm 4 hashes.
+	changes []chartChange
+}
+
+var realCharts = []realChart{
+	{
+		// A CronJob (a Deployment with kind: Deployment) that mounts its
+		// policy ConfigMap and carries checksum/config already.
+		name:   "descheduler",
+		chart:  chartIn{descheduler, "charts/descheduler"},
+		values: "kind: Deployment\n",
+		hashed: []string{"CronJob/shop/web-descheduler"}, hashedOn: []string{"Deployment/shop/web-descheduler"},
+		changes: []chartChange{
+			{[]string{"--set", "deschedulerPolicy.maxNoOfPodsToEvictPerNode=5"}, []string{"Deployment/shop/web-descheduler"}},
+			{[]string{"--set", "podAnnotations.team=sched"}, nil},
+		},
+	},
+	{
+		// A StatefulSet with checksum/config, a test hook Pod, and a
+		// config reloader sidecar and a Secret mount when turned on.
+		name:   "alertmanager",
+		chart:  chartIn{promCharts, "charts/alertmanager"},
+		values: "configmapReload:\n  enabled: true\nextraSecretMounts:\n  - name: certs\n    mountPath: /etc/certs\n    secretName: web-alertmanager-certs\n",
+		hashed: []string{"StatefulSet/shop/web-alertmanager"}, hashedOn: []string{"StatefulSet/shop/web-alertmanager"},
+		changes: []chartChange{
+			{[]string{"--set", "config.global.resolve_timeout=10m"}, []string{"StatefulSet/shop/web-alertmanager"}},
+		},
+	},
+	{
+		// A Deployment reading a ConfigMap and two keys of a Secret, with
+		// checksum/config and checksum/secret, and test hooks; turned on:
+		// env from a rendered Secret, datasources, the dashboards sidecar,
+		// env from a ConfigMap of extraObjects. (Not the image renderer:
+		// its token is random on every render without a cluster.)
+		name:  "grafana",
+		chart: chartIn{grafanaCharts, "charts/grafana"},
+		args:  []string{"--set", "adminPassword=not-random"},
+		values: `envRenderSecret:
+  GF_SECURITY_SECRET_KEY: first
+datasources:
+  datasources.yaml:
+    apiVersion: 1
+    datasources:
+      - name: Prometheus
+        type: prometheus
+        url: http://prometheus
+sidecar:
+  dashboards:
+    enabled: true
+extraObjects:
+  - apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: web-grafana-env
+    data:
+      GF_LOG_LEVEL: debug
+envFromConfigMaps:
+  - name: web-grafana-env
+`,
+		hashed: []string{"Deployment/shop/web-grafana"}, hashedOn: []string{"Deployment/shop/web-grafana"},
+		changes: []chartChange{
+			{[]string{"--set", "envRenderSecret.GF_SECURITY_SECRET_KEY=second"}, []string{"Deployment/shop/web-grafana"}},
+			{[]string{"--set", "adminUser=root"}, []string{"Deployment/shop/web-grafana"}},
+		},
+	},
+	{
+		// Subcharts from two modules, CRDs in a subchart, pre-install and
+		// post-install hook Jobs, a DaemonSet that mounts a ConfigMap of
+		// the chart's extraManifests when turned on.
+		name:  "kube-prometheus-stack",
+		chart: chartIn{promCharts, "charts/kube-prometheus-stack"},
+		deps: []chartIn{
+			{promCharts, "charts/kube-state-metrics"},
+			{promCharts, "charts/prometheus-node-exporter"},
+			{promCharts, "charts/prometheus-windows-exporter"},
+			{grafanaCharts, "charts/grafana"},
+		},
+		args: []string{"--set", "grafana.adminPassword=not-random"},
+		values: `extraManifests:
+  - apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: web-textfiles
+    data:
+      team.prom: 'team{name="obs"} 1'
+prometheus-node-exporter:
+  configmaps:
+    - name: web-textfiles
+      mountPath: /textfiles
+`,
+		hashed:   []string{"Deployment/shop/web-grafana"},
+		hashedOn: []string{"Deployment/shop/web-grafana", "DaemonSet/shop/web-prometheus-node-exporter"},
+		changes: []chartChange{
+			{[]string{"--set", "grafana.adminUser=root"}, []string{"Deployment/shop/web-grafana"}},
+		},
+	},
+	{
+		// Pre-install and post-install hook Jobs, a controller whose pod
+		// template has metadata without annotations and that reads a
+		// Secret the release does not hold; turned on: a DaemonSet that
+		// reads one key of the controller ConfigMap.
+		name:  "ingress-nginx",
+		chart: chartIn{ingressNginx, "charts/ingress-nginx"},
+		values: `controller:
+  kind: DaemonSet
+  config:
+    use-gzip: "true"
+  extraEnvs:
+    - name: USE_GZIP
+      valueFrom:
+        configMapKeyRef:
+          name: web-ingress-nginx-controller
+          key: use-gzip
+`,
+		hashedOn: []string{"DaemonSet/shop/web-ingress-nginx-controller"},
+		changes: []chartChange{
+			{[]string{"--set-string", "controller.config.use-gzip=false"}, []string{"DaemonSet/shop/web-ingress-nginx-controller"}},
+			{[]string{"--set-string", "controller.config.proxy-body-size=8m"}, nil},
+		},
+	},
+	{
+		// 1.9 MB with three CRDs, seven workloads that read keys of
+		// argocd-cmd-params-cm and Secrets the release does not hold, a
+		// pre-install hook Job; turned on: the redis-ha subchart (another
+		// project's module), whose StatefulSet renders its empty
+		// annotations as "annotations:" and "{}" on the next line.
+		name:   "argo-cd",
+		chart:  chartIn{argoHelm, "charts/argo-cd"},
+		deps:   []chartIn{{dandyCharts, "charts/redis-ha"}},
+		values: "redis-ha:\n  enabled: true\n",
+		hashed: []string{
+			"Deployment/shop/web-argocd-applicationset-controller", "Deployment/shop/web-argocd-notifications-controller",
+			"Deployment/shop/web-argocd-repo-server", "Deployment/shop/web-argocd-server", "Deployment/shop/web-argocd-dex-server",
+			"Deployment/shop/web-argocd-redis", "StatefulSet/shop/web-argocd-application-controller",
+		},
+		hashedOn: []string{
+			"Deployment/shop/web-argocd-applicationset-controller", "Deployment/shop/web-argocd-notifications-controller",
+			"Deployment/shop/web-argocd-repo-server", "Deployment/shop/web-argocd-server", "Deployment/shop/web-argocd-dex-server",
+			"Deployment/shop/web-redis-ha-haproxy", "StatefulSet/shop/web-redis-ha-server", "StatefulSet/shop/web-argocd-application-controller",
+		},
+		changes: []chartChange{
+			{[]string{"--set-string", `configs.params.server\.insecure=true`}, []string{"Deployment/shop/web-argocd-server"}},
+		},
+	},
+	{
+		// 3.4 MB, mostly CRDs from a subchart; post-upgrade, pre-delete
+		// and post-delete hook Jobs whose pod templates have an empty
+		// metadata (metadata: with nothing under it); turned on: every
+		// controller reads one key of a ConfigMap of the release, and
+		// every pod, hooks included, pulls with a Secret of the release.
+		name:  "kyverno",
+		chart: chartIn{kyverno, "charts/kyverno"},
+		values: `global:
+  extraEnvVars:
+    - name: METRICS_NAMESPACES
+      valueFrom:
+        configMapKeyRef:
+          name: web-kyverno-metrics
+          key: namespaces
+  imagePullSecrets:
+    - name: regcred
+imagePullSecrets:
+  regcred:
+    registry: registry.example.com
+    username: user
+    password: first
+`,
+		hashedOn:    kyvernoControllers,
+		hooksHashed: kyvernoHooks,
+		changes: []chartChange{
+			{[]string{"--set", "metricsConfig.namespaces.exclude={kube-system}"}, kyvernoControllers},
+			{[]string{"--set", "imagePullSecrets.regcred.password=second"}, append(slices.Clone(kyvernoControllers), kyvernoHooks...)},
+		},
+	},
+}
+
+var (
+	kyvernoControllers = []string{
+		"Deployment/shop/kyverno-admission-controller", "Deployment/shop/kyverno-background-controller",
+		"Deployment/shop/kyverno-cleanup-controller", "Deployment/shop/kyverno-reports-controller",
+	}
+	kyvernoHooks = []string{
+		"Job/shop/web-kyverno-clean-reports", "Job/shop/web-kyverno-migrate-resources",
+		"Job/shop/web-kyverno-remove-configmap", "Job/shop/web-kyverno-scale-to-zero",
+	}
+)
+
+// TestRealCharts renders charts that projects ship, with the real Helm 3
+// (bin/confighash as --post-renderer) and Helm 4 (the plugin), with their
+// defaults and with values that turn on the parts that consume configs, and
+// checks that confighash adds its annotations and nothing else (Helm 3's
+// bytes, Helm 4's objects), that verify passes, that each hash is the one
+// computed from the objects alone, that Helm 3 and Helm 4 agree, and that a
+// changed value moves exactly the hashes of the workloads that read it.
+func TestRealCharts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range realCharts {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			chart := realChartCopy(t, tc)
+			h3, h4 := realHelm(t, 3), realHelm(t, 4)
+			values := filepath.Join(t.TempDir(), "values.yaml")
+			require.NoError(t, os.WriteFile(values, []byte(tc.values), 0o644))
+			t.Run("defaults", func(t *testing.T) {
+				checkRealRender(t, h3, h4, chart, tc.hashed, nil, tc.args)
+			})
+			on := append(slices.Clone(tc.args), "--values", values)
+			base3, base4 := checkRealRender(t, h3, h4, chart, tc.hashedOn, tc.hooksHashed, on)
+			for _, c := range tc.changes {
+				t.Run("change "+strings.Join(c.args[1:], " "), func(t *testing.T) {
+					args := append(slices.Clone(on), c.args...)
+					assertMoved(t, "helm3", base3, testtools.PodHashes(t, configsAndWorkloads(realTemplate(t, h3, chart, true, args...))), c.moved)
+					assertMoved(t, "helm4", base4, testtools.PodHashes(t, configsAndWorkloads(realTemplate(t, h4, chart, true, args...))), c.moved)
+				})
+			}
+		})
+	}
+}
+
+// realChartCopy copies the row's chart out of the read-only module cache,
+// and its subcharts into its charts/ folder.
+func realChartCopy(t *testing.T, tc realChart) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(tc.chart.path))
+	require.NoError(t, testtools.CopyTree(filepath.Join(testtools.ModuleDir(t, tc.chart.module), tc.chart.path), dst, nil))
+	for _, d := range tc.deps {
+		to := filepath.Join(dst, "charts", filepath.Base(d.path))
+		require.NoError(t, testtools.CopyTree(filepath.Join(testtools.ModuleDir(t, d.module), d.path), to, nil))
+	}
+	return dst
+}
+
+// realHelm is bin/helm3, or bin/helm4 with postrenderer/plugin installed,
+// running bin/confighash.
+func realHelm(t *testing.T, version int) testtools.Helm {
+	t.Helper()
+	h := testtools.NewHelm(t, version)
+	h.Env = append(h.Env, "CONFIGHASH_BIN="+testtools.Tool(t, "confighash"))
+	if version == 4 {
+		h.InstallPlugin(t, filepath.Join(testtools.RepoRoot(t), "postrenderer", "plugin"))
+	}
+	return h
+}
+
+// realTemplate runs helm template on chart, with confighash as the
+// post-renderer when post is set, as docs/helm.md says.
+func realTemplate(t *testing.T, h testtools.Helm, chart string, post bool, args ...string) string {
+	t.Helper()
+	all := append([]string{"template", "web", chart, "--namespace", realNamespace, "--kube-version", realKubeVersion}, args...)
+	if post {
+		pr := "confighash"
+		if h.Version == 3 {
+			pr = testtools.Tool(t, "confighash")
+		}
+		all = append(all, "--post-renderer", pr, "--post-renderer-args=--namespace="+realNamespace)
+	}
+	return h.MustRun(t, all...)
+}
+
+// checkRealRender renders chart with args four ways (each Helm, with and
+// without confighash), checks the renders against each other and against an
+// independent computation, and returns each Helm's hashes.
+func checkRealRender(t *testing.T, h3, h4 testtools.Helm, chart string, hashed, hooks, args []string) (hashes3, hashes4 map[string]string) {
+	t.Helper()
+	plain3, post3 := realTemplate(t, h3, chart, false, args...), realTemplate(t, h3, chart, true, args...)
+	plain4, post4 := realTemplate(t, h4, chart, false, args...), realTemplate(t, h4, chart, true, args...)
+
+	// Helm 3 prints the post-renderer's bytes: only confighash's lines
+	// are new. Helm 4 writes every document anew: the same objects.
+	if d := onlyInsertedLines(plain3, post3); d != "" {
+		t.Errorf("helm3: the render differs from the one without confighash in more than its annotations: %s", d)
+	}
+	assert.Equal(t, realObjects(t, plain4), realObjects(t, post4), "helm4: the objects differ from the render without confighash in more than its annotations")
+
+	// Helm 3 installs its hooks as rendered, so verify what it sent.
+	for _, out := range []struct{ name, stream string }{{"helm3", helmSends(t, post3, 3, true)}, {"helm4", post4}} {
+		res := testtools.Run(t, "", nil, []byte(out.stream), testtools.Tool(t, "confighash"), "verify", "--namespace", realNamespace)
+		assert.Zero(t, res.ExitCode, "%s: confighash verify: %s", out.name, res.Stderr)
+	}
+
+	// Helm 3 sends no hooks; Helm 4 sends them all, and hashes a hook
+	// config only when Helm creates it on install and on upgrade.
+	assertIndependent(t, "helm3", helmSends(t, post3, 3, false))
+	assertIndependent(t, "helm4", helmSends(t, post4, 4, false))
+	hashes3, hashes4 = testtools.PodHashes(t, configsAndWorkloads(post3)), testtools.PodHashes(t, configsAndWorkloads(post4))
+	confighash := testtools.Tool(t, "confighash")
+	krm3 := testtools.RunKRM(t, confighash, helmSends(t, plain3, 3, false), realNamespace)
+	krm4 := testtools.RunKRM(t, confighash, helmSends(t, plain4, 4, false), realNamespace)
+	assert.Equal(t, testtools.PodHashes(t, krm3), namespaced(hashes3), "helm3: the KRM function's hashes")
+	assert.Equal(t, testtools.PodHashes(t, krm4), namespaced(hashes4), "helm4: the KRM function's hashes")
+
+	assert.Equal(t, slices.Sorted(slices.Values(hashed)), slices.Sorted(maps.Keys(hashes3)), "helm3: hashed workloads")
+	assert.Equal(t, slices.Sorted(slices.Values(append(slices.Clone(hashed), hooks...))), slices.Sorted(maps.Keys(hashes4)), "helm4: hashed workloads")
+	for id, h := range hashes3 {
+		assert.Equal(t, h, hashes4[id], "%s: Helm 3 and Helm 4 hashes", id)
+	}
+	assert.Equal(t, externals(t, post3), externals(t, post4), "Helm 3 and Helm 4 external lists")
+	return hashes3, hashes4
+}
+
+// realInserted are the lines confighash adds to a document: its
+// annotations, and the keys that hold them where a template had none.
+var realInserted = regexp.MustCompile(`^\s*(confighash\.dev/(hash|external): \S+|annotations:|metadata:)$`)
+
+// onlyInsertedLines returns "" when post is plain with lines matching
+// realInserted added, and empty maps that now hold them filled ("key: {}"
+// written "key:", a "{}" line replaced), else where they part.
+func onlyInsertedLines(plain, post string) string {
+	a, b := strings.Split(plain, "\n"), strings.Split(post, "\n")
+	i := 0
+	for j, line := range b {
+		switch {
+		case i < len(a) && a[i] == line:
+			i++
+		case i < len(a) && realInserted.MatchString(line) &&
+			(strings.TrimSpace(a[i]) == "{}" || strings.TrimSuffix(strings.TrimRight(a[i], " "), " {}") == line):
+			i++
+		case realInserted.MatchString(line):
+		default:
+			return fmt.Sprintf("at output line %d: %q", j+1, line)
+		}
+	}
+	if i < len(a) {
+		return fmt.Sprintf("input line %d missing: %q", i+1, a[i])
+	}
+	return ""
+}
+
+// realObjects returns each object of a stream as JSON, without confighash's
+// annotations and with an empty pod template metadata left out.
+func realObjects(t *testing.T, stream string) []string {
+	t.Helper()
+	nodes, err := kio.FromBytes([]byte(stream))
+	require.NoError(t, err)
+	out := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		stripConfighash(t, n)
+		for _, path := range [][]string{{"spec", "template"}, {"spec", "jobTemplate", "spec", "template"}} {
+			tpl, err := n.Pipe(kyaml.Lookup(path...))
+			require.NoError(t, err)
+			if tpl == nil || tpl.YNode().Kind != kyaml.MappingNode {
+				continue
+			}
+			stripConfighash(t, tpl)
+			if md := tpl.Field("metadata"); md != nil && (kyaml.IsMissingOrNull(md.Value) || len(md.Value.YNode().Content) == 0) {
+				require.NoError(t, tpl.PipeE(kyaml.Clear("metadata")))
+			}
+		}
+		b, err := n.MarshalJSON()
+		require.NoError(t, err)
+		out = append(out, string(b))
+	}
+	return out
+}
+
+// stripConfighash removes confighash's annotations from n's metadata, and
+// the annotations that only held them.
+func stripConfighash(t *testing.T, n *kyaml.RNode) {
+	t.Helper()
+	for k := range n.GetAnnotations() {
+		if strings.HasPrefix(k, "confighash.dev/") {
+			require.NoError(t, n.PipeE(kyaml.ClearAnnotation(k)))
+		}
+	}
+	require.NoError(t, kyaml.ClearEmptyAnnotations(n))
+}
+
+// helmSends returns the objects of a render that Helm hands its
+// post-renderer, in the release namespace where they name none: Helm 3
+// leaves the hooks out; Helm 4 sends them, and confighash hashes a hook
+// config only when Helm creates it on install and on upgrade. Unless all is
+// set, it returns only the ConfigMaps, Secrets and workloads: the hashes
+// depend on them alone, and the CRDs of these charts would only slow the
+// checks.
+func helmSends(t *testing.T, stream string, version int, all bool) string {
+	t.Helper()
+	if !all {
+		stream = configsAndWorkloads(stream)
+	}
+	nodes, err := kio.FromBytes([]byte(stream))
+	require.NoError(t, err)
+	var sent []*kyaml.RNode
+	for _, n := range nodes {
+		hook, isHook := n.GetAnnotations()["helm.sh/hook"]
+		isConfig := n.GetKind() == "ConfigMap" || n.GetKind() == "Secret"
+		if isHook && (version == 3 || isConfig && !installAndUpgrade(hook)) {
+			continue
+		}
+		if n.GetNamespace() == "" {
+			require.NoError(t, n.SetNamespace(realNamespace))
+		}
+		sent = append(sent, n)
+	}
+	s, err := kio.StringAll(sent)
+	require.NoError(t, err)
+	return s
+}
+
+// hashInputs are the kinds a hash depends on in these charts: the configs
+// and the kinds with a pod template.
+var hashInputs = map[string]bool{
+	"ConfigMap": true, "Secret": true,
+	"Deployment": true, "StatefulSet": true, "DaemonSet": true, "ReplicaSet": true, "Job": true, "CronJob": true,
+}
+
+// topKind finds the kind of a block-style document.
+var topKind = regexp.MustCompile(`(?m)^kind:[ \t]*["']?(\w+)["']?[ \t]*$`)
+
+// configsAndWorkloads leaves out of a stream, before anything parses it,
+// the documents whose kind is none of hashInputs: 3 MB of CRDs would only
+// slow the checks.
+func configsAndWorkloads(stream string) string {
+	var b strings.Builder
+	for _, d := range testtools.Documents(stream) {
+		if m := topKind.FindStringSubmatch(d); m == nil || hashInputs[m[1]] {
+			b.WriteString("---\n" + d + "\n")
+		}
+	}
+	return b.String()
+}
+
+// installAndUpgrade tells whether a hook annotation names an install and an
+// upgrade event.
+func installAndUpgrade(hook string) bool {
+	events := strings.Split(strings.ReplaceAll(hook, " ", ""), ",")
+	return (slices.Contains(events, "pre-install") || slices.Contains(events, "post-install")) &&
+		(slices.Contains(events, "pre-upgrade") || slices.Contains(events, "post-upgrade"))
+}
+
+// assertIndependent checks the hash and external list of each workload in
+// what Helm sent against independentHashes (typed reads and the hashing
+// package, not confighash's filter).
+func assertIndependent(t *testing.T, name, sent string) {
+	t.Helper()
+	for id, r := range independentHashes(t, sent) {
+		assert.Equal(t, r.want, r.hash, "%s: %s hash", name, id)
+		assert.Equal(t, r.wantExternal, r.external, "%s: %s external", name, id)
+	}
+}
+
+// namespaced keys hashes as PodHashes does a stream whose objects all name
+// their namespace.
+func namespaced(hashes map[string]string) map[string]string {
+	out := map[string]string{}
+	for id, h := range hashes {
+		kind, rest, _ := strings.Cut(id, "/")
+		if ns, name, _ := strings.Cut(rest, "/"); ns == "" {
+			id = kind + "/" + realNamespace + "/" + name
+		}
+		out[id] = h
+	}
+	return out
+}
+
+// externals returns the confighash.dev/external annotation of each object.
+func externals(t *testing.T, stream string) map[string]string {
+	t.Helper()
+	nodes, err := kio.FromBytes([]byte(stream))
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, n := range nodes {
+		if e := n.GetAnnotations()["confighash.dev/external"]; e != "" {
+			out[n.GetKind()+"/"+n.GetNamespace()+"/"+n.GetName()] = e
+		}
+	}
+	return out
+}
+
+// assertMoved checks that exactly the moved workloads' hashes changed, of
+// those hashed.
+func assertMoved(t *testing.T, name string, before, after map[string]string, moved []string) {
+	t.Helper()
+	require.Equal(t, slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)), "%s: hashed workloads", name)
+	moved = slices.DeleteFunc(slices.Clone(moved), func(id string) bool { return before[id] == "" })
+	var got []string
+	for id, h := range before {
+		if after[id] != h {
+			got = append(got, id)
+		}
+	}
+	assert.Equal(t, slices.Sorted(slices.Values(moved)), slices.Sorted(slices.Values(got)), "%s: workloads whose hash moved", name)
+}
