@@ -373,11 +373,25 @@ func workloadFindings(w Workload) []Finding {
 			f.Severity = SeverityInfo
 		}
 		f.Message = fmt.Sprintf("consumes %s %s, which is not in the stream: left out of the hash, recorded as external for the controller",
-			u.Kind, hashing.ObjectName(w.Namespace, u.Name))
+			u.Kind, hashing.ObjectName(w.Namespace, u.Name)) + kustomizeVarHint(u)
 		out = append(out, f)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Severity < out[j].Severity })
 	return out
+}
+
+// kustomizeVarHint says, for a name that holds a kustomize var ($(NAME)),
+// why it may not be external at all: kustomize substitutes vars: only after
+// its transformers ran, so the name confighash reads is not the one the
+// render will hold, and replacements:, which kustomize runs before them,
+// give confighash the final name.
+func kustomizeVarHint(u hashing.Use) string {
+	if !strings.Contains(u.Name, "$(") {
+		return ""
+	}
+	return fmt.Sprintf("; its name holds a kustomize var, which kustomize substitutes only after its transformers ran: "+
+		"if it names a %s of the render, the hash leaves it out (confighash verify on the render says so); "+
+		"use replacements: instead of vars:, kustomize runs them before the transformers", u.Kind)
 }
 
 // Rebind returns the workload with its nodes taken from another parse of
