@@ -18,12 +18,15 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/controller"
 	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/annotations"
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/testing/testtools"
 	"github.com/confighash/confighash/postrenderer"
@@ -65,8 +68,10 @@ const (
 // cluster holds besides (external, present), and the HMAC key of both
 // sides (none for plain hashes).
 type diffCase struct {
-	mode     diffMode
-	key      []byte
+	mode diffMode
+	key  []byte
+	// prefix is the annotation prefix of both sides ("": the default).
+	prefix   string
 	stream   []client.Object
 	external []client.Object
 	// json writes the documents of these indexes of stream as JSON.
@@ -98,6 +103,8 @@ type diffGen struct {
 	// complete draws a case in which every referenced config exists and
 	// holds every key of diffKeys, so that the cluster can run the pods.
 	complete bool
+	// prefix is the case's annotation prefix.
+	prefix string
 }
 
 func (g *diffGen) chance(p float64) bool { return g.r.Float64() < p }
@@ -333,30 +340,34 @@ func (g *diffGen) podSpec() corev1.PodSpec {
 
 // diffKinds are the kinds generated: those the render hashes, and a bare
 // Pod, which it leaves alone (it has no pod template).
-var diffKinds = []string{"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod"}
+var diffKinds = []string{"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Rollout", "Pod"}
 
 func (g *diffGen) workload(kind, name, ns string) client.Object {
 	meta := g.meta(name, ns)
 	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}, Spec: g.podSpec()}
+	prefix := g.prefix
+	if g.chance(0.1) {
+		prefix = "" // the default's annotations, foreign to another prefix
+	}
 	if g.chance(0.1) {
 		// A stale render: the render must replace both.
-		tmpl.Annotations = map[string]string{"confighash.dev/hash": hashing.PlainPrefix + strings.Repeat("0", 64)}
+		tmpl.Annotations = map[string]string{annotations.Key(prefix, annotations.Hash): hashing.PlainPrefix + strings.Repeat("0", 64)}
 		if meta.Annotations == nil {
 			meta.Annotations = map[string]string{}
 		}
-		meta.Annotations["confighash.dev/external"] = "ConfigMap/stale"
+		meta.Annotations[annotations.Key(prefix, annotations.External)] = "ConfigMap/stale"
 	}
 	switch g.r.IntN(20) {
 	case 0:
 		if meta.Annotations == nil {
 			meta.Annotations = map[string]string{}
 		}
-		meta.Annotations["confighash.dev/enabled"] = "false"
+		meta.Annotations[annotations.Key(prefix, annotations.Enabled)] = "false"
 	case 1:
 		if meta.Annotations == nil {
 			meta.Annotations = map[string]string{}
 		}
-		meta.Annotations["confighash.dev/enabled"] = "true"
+		meta.Annotations[annotations.Key(prefix, annotations.Enabled)] = "true"
 	}
 	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
 	apps := metav1.TypeMeta{APIVersion: "apps/v1", Kind: kind}
@@ -377,6 +388,19 @@ func (g *diffGen) workload(kind, name, ns string) client.Object {
 		tmpl.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 		return &batchv1.CronJob{TypeMeta: batch, ObjectMeta: meta, Spec: batchv1.CronJobSpec{Schedule: "0 * * * *",
 			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl}}}}
+	case "Rollout":
+		// Argo Rollouts' spec is a Deployment's, as far as the template goes.
+		spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&appsv1.DeploymentSpec{Selector: selector, Template: tmpl})
+		if err != nil {
+			panic(err)
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+		u.SetGroupVersionKind(controller.RolloutGVK)
+		u.SetName(name)
+		u.SetNamespace(ns)
+		u.SetLabels(meta.Labels)
+		u.SetAnnotations(meta.Annotations)
+		return u
 	}
 	meta.Annotations = tmpl.Annotations
 	return &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: meta, Spec: tmpl.Spec}
@@ -388,6 +412,11 @@ func (g *diffGen) workload(kind, name, ns string) client.Object {
 func (g *diffGen) generate() diffCase {
 	c := diffCase{mode: diffMode(g.r.IntN(3)), json: map[int]bool{}}
 	g.complete = g.chance(0.3)
+	g.prefix = ""
+	if g.chance(0.15) {
+		g.prefix = "cfg.example.com"
+	}
+	c.prefix = g.prefix
 	if g.chance(0.25) {
 		c.key = []byte(diffKey)
 	}
@@ -420,7 +449,11 @@ func (g *diffGen) generate() diffCase {
 	}
 	var workloads []client.Object
 	for i := range 1 + g.r.IntN(3) {
-		workloads = append(workloads, g.workload(g.pick(diffKinds), fmt.Sprintf("w%d", i), ns))
+		wns := ns
+		if g.chance(0.15) {
+			wns = diffOther // consumes the configs of another namespace
+		}
+		workloads = append(workloads, g.workload(g.pick(diffKinds), fmt.Sprintf("w%d", i), wns))
 	}
 	// Configs before, after or among the workloads.
 	c.stream = slices.Concat(configs, workloads)
@@ -589,9 +622,9 @@ func checkCase(t testing.TB, obs *controller.Observer, c diffCase, stats *diffSt
 	input := join(inDocs)
 	fail := func(format string, args ...any) {
 		t.Helper()
-		t.Fatalf("%s\nkey %q, mode %d\ninput:\n%s\nexternal:\n%s", fmt.Sprintf(format, args...), c.key, c.mode, input, join(extDocs))
+		t.Fatalf("%s\nkey %q, prefix %q, mode %d\ninput:\n%s\nexternal:\n%s", fmt.Sprintf(format, args...), c.key, c.prefix, c.mode, input, join(extDocs))
 	}
-	opts := inject.Options{Key: c.key}
+	opts := inject.Options{Key: c.key, Prefix: c.prefix}
 	if c.mode == modeDefault {
 		opts.DefaultNamespace = diffNamespace
 	}
@@ -623,7 +656,7 @@ func checkCase(t testing.TB, obs *controller.Observer, c diffCase, stats *diffSt
 	// config the cluster holds were in the stream.
 	fullReport := report
 	if len(c.external) > 0 || c.mode == modeNone {
-		if _, fullReport, err = postrenderer.Process(join(inDocs, extDocs), inject.Options{Key: c.key, DefaultNamespace: diffNamespace}); err != nil {
+		if _, fullReport, err = postrenderer.Process(join(inDocs, extDocs), inject.Options{Key: c.key, Prefix: c.prefix, DefaultNamespace: diffNamespace}); err != nil {
 			fail("rendering with the external configs: %v", err)
 		}
 	}
@@ -680,10 +713,10 @@ func checkWorkload(t testing.TB, fail func(string, ...any), obs *controller.Obse
 	stats.workloads++
 	id := w.Kind + "/" + w.Name
 	tmpl := renderedTemplate(obj)
-	if got := tmpl.Annotations["confighash.dev/hash"]; !w.OptedOut && got != w.Hash {
+	if got := tmpl.Annotations[annotations.Key(c.prefix, annotations.Hash)]; !w.OptedOut && got != w.Hash {
 		fail("%s: the output carries hash %q, the report %q", id, got, w.Hash)
 	}
-	if got := obj.GetAnnotations()["confighash.dev/external"]; !w.OptedOut && got != w.ExternalValue() {
+	if got := obj.GetAnnotations()[annotations.Key(c.prefix, annotations.External)]; !w.OptedOut && got != w.ExternalValue() {
 		fail("%s: the output lists external %q, the report %q", id, got, w.ExternalValue())
 	}
 	in, v, err := obs.Observe(ctx, obj, cluster)
@@ -697,7 +730,7 @@ func checkWorkload(t testing.TB, fail func(string, ...any), obs *controller.Obse
 		stats.optedOut++
 		return
 	}
-	enabled := obj.GetAnnotations()["confighash.dev/enabled"] == "true"
+	enabled := obj.GetAnnotations()[annotations.Key(c.prefix, annotations.Enabled)] == "true"
 	if want := w.Hash != "" || len(w.External) > 0 || enabled; v.Managed != want {
 		fail("%s: the controller manages it: %t; the render wrote hash %q, external %q", id, v.Managed, w.Hash, w.ExternalValue())
 	}
@@ -721,7 +754,7 @@ func checkWorkload(t testing.TB, fail func(string, ...any), obs *controller.Obse
 	}
 	if w.Hash != "" {
 		live := in.LiveIn
-		if c.mode == modeNone {
+		if w.Namespace == "" { // a render that knew no namespace
 			live = in.LiveInUnnamespaced
 		}
 		if v.RenderHash != w.Hash || live != w.Hash {
@@ -771,18 +804,33 @@ func renderedTemplate(obj client.Object) *corev1.PodTemplateSpec {
 		return &o.Spec.Template
 	case *batchv1.CronJob:
 		return &o.Spec.JobTemplate.Spec.Template
+	case *unstructured.Unstructured:
+		var tmpl corev1.PodTemplateSpec
+		if m, found, err := unstructured.NestedMap(o.Object, "spec", "template"); err == nil && found {
+			_ = runtime.DefaultUnstructuredConverter.FromUnstructured(m, &tmpl)
+		}
+		return &tmpl
 	}
 	return &corev1.PodTemplateSpec{}
 }
 
-func newObserver(t testing.TB, key []byte) *controller.Observer {
+// diffObservers holds an Observer for each key and prefix of the cases.
+type diffObservers map[string]*controller.Observer
+
+// of returns the Observer with the options of c.
+func (o diffObservers) of(t testing.TB, c diffCase) *controller.Observer {
 	t.Helper()
+	id := fmt.Sprintf("%q %q", c.key, c.prefix)
+	if obs := o[id]; obs != nil {
+		return obs
+	}
 	opts := controller.DefaultOptions()
-	opts.Key = key
+	opts.Key, opts.AnnotationPrefix = c.key, c.prefix
 	obs, err := controller.NewObserver(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	o[id] = obs
 	return obs
 }
 
@@ -797,12 +845,12 @@ func TestRenderAndControllerAgreeOnGeneratedPodSpecs(t *testing.T) {
 	for _, seed := range diffSeeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
-			observers := map[bool]*controller.Observer{false: newObserver(t, nil), true: newObserver(t, []byte(diffKey))}
+			observers := diffObservers{}
 			g := &diffGen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 			var stats diffStats
 			for range diffCasesPerSeed {
 				c := g.generate()
-				checkCase(t, observers[c.key != nil], c, &stats)
+				checkCase(t, observers.of(t, c), c, &stats)
 			}
 			t.Log(stats)
 		})
@@ -842,10 +890,10 @@ func FuzzRenderAndController(f *testing.F) {
 		binary.LittleEndian.PutUint64(b[:], seed)
 		f.Add(b[:])
 	}
-	observers := map[bool]*controller.Observer{false: newObserver(f, nil), true: newObserver(f, []byte(diffKey))}
+	observers := diffObservers{}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := &diffGen{r: rand.New(newByteSource(data))}
 		c := g.generate()
-		checkCase(t, observers[c.key != nil], c, &diffStats{})
+		checkCase(t, observers.of(t, c), c, &diffStats{})
 	})
 }

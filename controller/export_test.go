@@ -19,7 +19,9 @@ import (
 // cluster: the workload and the configs go through the cache transforms
 // (TransformWorkload, TransformConfigMap, TransformSecret), the pod
 // template is read from the cached form, and View and Input come from the
-// reconciler's own view and observe. A ReplicaSet or Job, which the
+// reconciler's own view and observe. An Argo Rollout is read as the
+// controller reads it when its CRD is served (unstructured). A ReplicaSet
+// or Job, which the
 // controller caches but does not manage, is read from its reduced
 // template the same way. Not safe for concurrent use.
 type Observer struct {
@@ -32,7 +34,8 @@ func NewObserver(opts Options) (*Observer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Observer{r: newReconciler(nil, nil, nil, builtinKinds(), m, opts, logr.Discard())}, nil
+	kinds := append(builtinKinds(), unstructuredKind(RolloutGVK, "spec", "template"))
+	return &Observer{r: newReconciler(nil, nil, nil, kinds, m, opts, logr.Discard())}, nil
 }
 
 // Observe reads workload and the live configs of the cluster as the
