@@ -26,6 +26,7 @@ const (
 	katibModule    = "github.com/kubeflow/katib@v0.19.0"
 	fluxModule     = "github.com/fluxcd/flux2/v2@v2.3.0"
 	rolloutsModule = "github.com/argoproj/argo-rollouts@v1.7.2"
+	argoCDModule   = "github.com/argoproj/argo-cd/v2@v2.13.3"
 )
 
 // treeChange edits a file of the copied tree (path relative to the row's
@@ -114,13 +115,34 @@ var realTrees = []realTree{
 			moved: []string{"Deployment/flux-system/ecr-credentials-sync"}}},
 	},
 	{
-		// namespace, commonLabels, a configMapGenerator with hash suffix
-		// that the Prometheus Deployment mounts.
-		name: "ingress-nginx deploy/prometheus", module: ingressNginx, root: "deploy/prometheus", build: ".",
-		workloads: map[string]string{"Deployment/ingress-nginx/prometheus-server": ""},
-		hashed:    []string{"Deployment/ingress-nginx/prometheus-server"},
-		changes: []treeChange{{file: "prometheus.yaml", old: "scrape_interval: 10s", new: "scrape_interval: 20s",
-			moved: []string{"Deployment/ingress-nginx/prometheus-server"}}},
+		// Argo CD's HA install: patches (one over a ConfigMap three
+		// workloads read, by key or whole), images, redis-ha's ConfigMaps
+		// from a rendered chart, TLS and redis Secrets made at install
+		// time, external.
+		name: "argo-cd ha/namespace-install", module: argoCDModule, root: "manifests", build: "ha/namespace-install",
+		workloads: map[string]string{
+			"Deployment//argocd-applicationset-controller": "Secret/argocd-repo-server-tls",
+			"Deployment//argocd-dex-server":                "Secret/argocd-dex-server-tls",
+			"Deployment//argocd-notifications-controller":  "Secret/argocd-repo-server-tls",
+			"Deployment//argocd-redis-ha-haproxy":          "Secret/argocd-redis",
+			"Deployment//argocd-repo-server":               "Secret/argocd-redis,Secret/argocd-repo-server-tls",
+			"Deployment//argocd-server":                    "Secret/argocd-dex-server-tls,Secret/argocd-redis,Secret/argocd-repo-server-tls",
+			"StatefulSet//argocd-application-controller":   "Secret/argocd-redis,Secret/argocd-repo-server-tls",
+			"StatefulSet//argocd-redis-ha-server":          "Secret/argocd-redis",
+		},
+		hashed: []string{
+			"Deployment//argocd-applicationset-controller", "Deployment//argocd-dex-server", "Deployment//argocd-notifications-controller",
+			"Deployment//argocd-redis-ha-haproxy", "Deployment//argocd-repo-server", "Deployment//argocd-server",
+			"StatefulSet//argocd-application-controller", "StatefulSet//argocd-redis-ha-server",
+		},
+		changes: []treeChange{
+			// redis.server: read by key (env) or whole (a volume) by three.
+			{file: "ha/base/overlays/argocd-cmd-params-cm.yaml", old: "argocd-redis-ha-haproxy:6379", new: "argocd-redis-ha-haproxy:6380",
+				moved: []string{"Deployment//argocd-repo-server", "Deployment//argocd-server", "StatefulSet//argocd-application-controller"}},
+			// redis.conf: the two that mount argocd-redis-ha-configmap.
+			{file: "ha/base/redis-ha/chart/upstream.yaml", old: "min-replicas-to-write 1", new: "min-replicas-to-write 2",
+				moved: []string{"Deployment//argocd-redis-ha-haproxy", "StatefulSet//argocd-redis-ha-server"}},
+		},
 	},
 	{
 		// An Argo Rollout with the nameReference configuration its docs
