@@ -42,6 +42,9 @@ type realTree struct {
 	// root is the folder copied out of the module (every file the build
 	// reads is below it), build the kustomization inside root.
 	root, build string
+	// overlay are files written into the copy (path relative to root),
+	// an overlay of ours over the tree as shipped.
+	overlay map[string]string
 	// flags are more kustomize build flags.
 	flags []string
 	// workloads are every workload of the render (Kind/namespace/name)
@@ -102,6 +105,61 @@ var realTrees = []realTree{
 				moved: []string{"Deployment/kubeflow/katib-db-manager"}},
 			{file: "installs/katib-external-db/katib-config.yaml", old: "webhookPort: 8443", new: "webhookPort: 9443",
 				moved: []string{"Deployment/kubeflow/katib-controller"}},
+		},
+	},
+	{
+		// The same tree under an overlay of ours, as a user writes one
+		// over a shipped install: namePrefix, nameSuffix and another
+		// namespace, generators of the tree merged (a suffixed Secret and
+		// an unsuffixed ConfigMap), a component that adds a suffixed
+		// generator and a JSON patch making the UI read it.
+		name: "katib installs/katib-external-db under an overlay", module: katibModule, root: "manifests/v1beta1", build: "prod",
+		overlay: map[string]string{
+			"prod/kustomization.yaml": `namePrefix: eu-
+nameSuffix: -v2
+namespace: ml
+resources:
+- ../installs/katib-external-db
+components:
+- ../ui-theme
+secretGenerator:
+- name: katib-mysql-secrets
+  behavior: merge
+  literals:
+  - DB_PASSWORD=first
+configMapGenerator:
+- name: katib-config
+  behavior: merge
+  literals:
+  - team=ml
+`,
+			"ui-theme/kustomization.yaml": `apiVersion: kustomize.config.k8s.io/v1alpha1
+kind: Component
+configMapGenerator:
+- name: ui-env
+  literals:
+  - THEME=dark
+patches:
+- target:
+    kind: Deployment
+    name: katib-ui
+  patch: |-
+    - op: add
+      path: /spec/template/spec/containers/0/envFrom
+      value: [{configMapRef: {name: ui-env}}]
+`,
+		},
+		workloads: map[string]string{
+			"Deployment/ml/eu-katib-controller-v2": "", "Deployment/ml/eu-katib-db-manager-v2": "", "Deployment/ml/eu-katib-ui-v2": "",
+		},
+		hashed: []string{"Deployment/ml/eu-katib-controller-v2", "Deployment/ml/eu-katib-db-manager-v2", "Deployment/ml/eu-katib-ui-v2"},
+		changes: []treeChange{
+			{file: "prod/kustomization.yaml", old: "DB_PASSWORD=first", new: "DB_PASSWORD=second",
+				moved: []string{"Deployment/ml/eu-katib-db-manager-v2"}},
+			{file: "ui-theme/kustomization.yaml", old: "THEME=dark", new: "THEME=light",
+				moved: []string{"Deployment/ml/eu-katib-ui-v2"}},
+			{file: "installs/katib-external-db/katib-config.yaml", old: "webhookPort: 8443", new: "webhookPort: 9443",
+				moved: []string{"Deployment/ml/eu-katib-controller-v2"}},
 		},
 	},
 	{
@@ -173,12 +231,14 @@ func TestRealTrees(t *testing.T) {
 	for _, tc := range realTrees {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			src := filepath.Join(testtools.ModuleDir(t, tc.module), tc.root)
-			plain, _ := realBuild(t, filepath.Join(src, tc.build), tc.flags, false)
-			require.NotContains(t, plain, "confighash.dev/", "the tree as shipped")
-
 			dir := t.TempDir()
-			require.NoError(t, testtools.CopyTree(src, dir, nil))
+			require.NoError(t, testtools.CopyTree(filepath.Join(testtools.ModuleDir(t, tc.module), tc.root), dir, nil))
+			for name, content := range tc.overlay {
+				require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+			}
+			plain, _ := realBuild(t, filepath.Join(dir, tc.build), tc.flags, false)
+			require.NotContains(t, plain, "confighash.dev/", "the tree as shipped")
 			addConfighash(t, filepath.Join(dir, tc.build))
 			out, stderr := realBuild(t, filepath.Join(dir, tc.build), tc.flags, true)
 
