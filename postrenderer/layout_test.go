@@ -2,6 +2,7 @@ package postrenderer_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -137,4 +138,43 @@ func TestKeyIDQuoted(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, string(out), string(again), key)
 	}
+}
+
+// TestRewrittenKeepsMetadata: a document confighash cannot edit in place (a
+// comment between "annotations:" and its empty map; a carriage return that
+// no line feed follows) is written anew, and keeps what its metadata held:
+// an empty annotations map, and kustomize's index annotations, which kyaml's
+// writer would drop.
+func TestRewrittenKeepsMetadata(t *testing.T) {
+	const dep = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  annotations: %s\nspec:\n  template:\n    metadata:\n      annotations: # none\n        {}\n    spec:\n      containers:\n        - name: x\n          envFrom:\n            - configMapRef:\n                name: cfg\n"
+	for name, in := range map[string]string{
+		"empty annotations": fmt.Sprintf(dep, "{}"),
+		"kustomize's index": fmt.Sprintf(dep, "{config.kubernetes.io/index: '1', internal.config.kubernetes.io/index: '1'}"),
+		"lone carriage return, empty annotations": strings.Replace(
+			strings.Replace(fmt.Sprintf(dep, "{}"), "# none\n        {}", "{}", 1), "  name: d\n", "  name: d\r", 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			input := layoutConfig + in
+			out, r, err := postrenderer.Process([]byte(input), inject.Options{})
+			require.NoError(t, err)
+			require.Len(t, r.Workloads, 1)
+			assert.Equal(t, r.Workloads[0].Hash, templateAnnotations(t, out)["confighash.dev/hash"])
+			want, got := objectMetadata(t, input), objectMetadata(t, string(out))
+			assert.Equal(t, want, got, "the Deployment's metadata")
+			again, _, err := postrenderer.Process(out, inject.Options{})
+			require.NoError(t, err)
+			assert.Equal(t, string(out), string(again), "a second run changes nothing")
+		})
+	}
+}
+
+// objectMetadata reads the last document's metadata as kubectl does.
+func objectMetadata(t *testing.T, stream string) map[string]any {
+	t.Helper()
+	docs := strings.Split(stream, "\n---\n")
+	var obj struct {
+		Metadata map[string]any `json:"metadata"`
+	}
+	require.NoError(t, sigsyaml.Unmarshal([]byte(docs[len(docs)-1]), &obj))
+	return obj.Metadata
 }

@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"slices"
 
-	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
@@ -321,7 +320,14 @@ func reencode(text []byte, ws []inject.Workload, opts inject.Options) ([]byte, e
 	if bytes.HasPrefix(text, []byte("---")) {
 		b.WriteString("---\n")
 	}
-	if err := (kio.ByteWriter{Writer: &b}).Write([]*yaml.RNode{root}); err != nil {
+	// kyaml's encoder, as kio.ByteWriter writes a document, without what
+	// the writer also does: drop an empty metadata.annotations and
+	// kustomize's index annotations, which belong to the document here.
+	enc := yaml.NewEncoder(&b)
+	if err := enc.Encode(root.Document()); err != nil {
+		return nil, fmt.Errorf("%s: %w", ws[0].Object, err)
+	}
+	if err := enc.Close(); err != nil {
 		return nil, fmt.Errorf("%s: %w", ws[0].Object, err)
 	}
 	if err := sameContent(root, b.Bytes()); err != nil {
