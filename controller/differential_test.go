@@ -74,8 +74,26 @@ type diffCase struct {
 	prefix   string
 	stream   []client.Object
 	external []client.Object
-	// json writes the documents of these indexes of stream as JSON.
-	json map[int]bool
+	// lists maps an index of stream to the number of objects, from there
+	// on, that one v1 List document holds (kubectl and Helm create each
+	// item); json writes the documents starting at these indexes as JSON.
+	lists map[int]int
+	json  map[int]bool
+}
+
+// documents groups the indexes of c.stream by the document holding them.
+func (c diffCase) documents() [][]int {
+	var out [][]int
+	for i := 0; i < len(c.stream); {
+		n := max(c.lists[i], 1)
+		var doc []int
+		for j := i; j < i+n; j++ {
+			doc = append(doc, j)
+		}
+		out = append(out, doc)
+		i += n
+	}
+	return out
 }
 
 // diffKey is the HMAC key of the keyed cases.
@@ -95,6 +113,8 @@ var diffValues = []string{
 	"", "v", " ", "multi\nline\n", "no newline\nat end", "yes", "on", "Off", "1", "1.5", "true", "null", "~",
 	"  lead", "trail  ", "ünïcödé ✓", "# not a comment", "key: value", "- item", "{a: 1}", "'quoted'", "\"dq\"",
 	"tab\there", "0x1F", "2001-12-14", "---", "...", "&anchor", "*alias", "!tag", "%", "@", "`",
+	"crlf\r\n", "cr\ronly", "trailing \n", "\n\nlead", "end\n\n\n", " \n", "\t",
+	"\ufeffbom", "1:20", "0o17", "y", "NO",
 }
 
 // diffGen draws one case from r.
@@ -410,7 +430,7 @@ func (g *diffGen) workload(kind, name, ns string) client.Object {
 // config is in the stream, only in the cluster (external), in the stream
 // but in another namespace, or nowhere; one to three workloads.
 func (g *diffGen) generate() diffCase {
-	c := diffCase{mode: diffMode(g.r.IntN(3)), json: map[int]bool{}}
+	c := diffCase{mode: diffMode(g.r.IntN(3)), lists: map[int]int{}, json: map[int]bool{}}
 	g.complete = g.chance(0.3)
 	g.prefix = ""
 	if g.chance(0.15) {
@@ -458,9 +478,13 @@ func (g *diffGen) generate() diffCase {
 	// Configs before, after or among the workloads.
 	c.stream = slices.Concat(configs, workloads)
 	g.r.Shuffle(len(c.stream), func(i, j int) { c.stream[i], c.stream[j] = c.stream[j], c.stream[i] })
-	for i := range c.stream {
+	for i := 0; i < len(c.stream); i++ {
 		if g.chance(0.5) {
 			c.json[i] = true
+		}
+		if n := 2 + g.r.IntN(3); g.chance(0.05) && i+n <= len(c.stream) {
+			c.lists[i] = n
+			i += n - 1
 		}
 	}
 	return c
@@ -472,18 +496,64 @@ func marshal(t testing.TB, objs []client.Object, asJSON map[int]bool) [][]byte {
 	t.Helper()
 	docs := make([][]byte, len(objs))
 	for i, o := range objs {
-		var err error
-		if asJSON[i] {
-			docs[i], err = json.Marshal(o)
-			docs[i] = append(docs[i], '\n')
-		} else {
-			docs[i], err = sigsyaml.Marshal(o)
-		}
-		if err != nil {
-			t.Fatalf("marshal %T: %v", o, err)
-		}
+		docs[i] = marshalDoc(t, o, asJSON[i])
 	}
 	return docs
+}
+
+// marshalDoc writes v as a YAML or JSON document.
+func marshalDoc(t testing.TB, v any, asJSON bool) []byte {
+	t.Helper()
+	var doc []byte
+	var err error
+	if asJSON {
+		doc, err = json.Marshal(v)
+		doc = append(doc, '\n')
+	} else {
+		doc, err = sigsyaml.Marshal(v)
+	}
+	if err != nil {
+		t.Fatalf("marshal %T: %v", v, err)
+	}
+	return doc
+}
+
+// marshalStream writes the documents of c.stream (groups, c.documents()).
+func marshalStream(t testing.TB, c diffCase, groups [][]int) [][]byte {
+	t.Helper()
+	docs := make([][]byte, len(groups))
+	for i, g := range groups {
+		if c.lists[g[0]] == 0 {
+			docs[i] = marshalDoc(t, c.stream[g[0]], c.json[g[0]])
+			continue
+		}
+		items := make([]client.Object, len(g))
+		for j, k := range g {
+			items[j] = c.stream[k]
+		}
+		docs[i] = marshalDoc(t, map[string]any{"apiVersion": "v1", "kind": "List", "items": items}, c.json[g[0]])
+	}
+	return docs
+}
+
+// decodeDoc reads the objects of one document of c.stream as the API
+// server stores them (asServed): the document's, or its List's items.
+func decodeDoc(t testing.TB, c diffCase, group []int, doc []byte) []client.Object {
+	t.Helper()
+	if c.lists[group[0]] == 0 {
+		return []client.Object{asServed(t, c.stream[group[0]], doc)}
+	}
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := sigsyaml.Unmarshal(doc, &list); err != nil || len(list.Items) != len(group) {
+		t.Fatalf("reading a List of %d items (%v):\n%s", len(group), err, doc)
+	}
+	out := make([]client.Object, len(group))
+	for j, k := range group {
+		out[j] = asServed(t, c.stream[k], list.Items[j])
+	}
+	return out
 }
 
 // join makes a stream of documents.
@@ -507,11 +577,9 @@ func documents(stream []byte) [][]byte {
 func asServed(t testing.TB, like client.Object, doc []byte) client.Object {
 	t.Helper()
 	obj, _ := reflect.New(reflect.TypeOf(like).Elem()).Interface().(client.Object)
-	decode := func(b []byte, v any) error { return sigsyaml.Unmarshal(b, v) }
-	if bytes.HasPrefix(doc, []byte("{")) {
-		decode = json.Unmarshal // as the API server reads a JSON body
-	}
-	if err := decode(doc, obj); err != nil {
+	// A JSON document of a YAML stream too: Helm and kubectl read each
+	// document of a stream with sigs.k8s.io/yaml (HASHING.md, section 3).
+	if err := sigsyaml.Unmarshal(doc, obj); err != nil {
 		t.Fatalf("decoding %T: %v\n%s", like, err, doc)
 	}
 	if obj.GetNamespace() == "" {
@@ -605,12 +673,12 @@ func trueSet(m map[string]bool) []string {
 
 // diffStats counts what the generated cases compared.
 type diffStats struct {
-	cases, workloads, pods, optedOut, unmanaged, inStream, allExist, external, blocked, missingKeys int
+	cases, lists, workloads, pods, optedOut, unmanaged, inStream, allExist, external, blocked, missingKeys int
 }
 
 func (s diffStats) String() string {
-	return fmt.Sprintf("%d cases, %d workloads (%d opted out, %d consuming nothing, %d bare Pods); compared: %d in-stream hashes, %d hashes with every config present, %d with external configs, %d blocked (%d of them on a missing key)",
-		s.cases, s.workloads, s.optedOut, s.unmanaged, s.pods, s.inStream, s.allExist, s.external, s.blocked, s.missingKeys)
+	return fmt.Sprintf("%d cases (%d List documents), %d workloads (%d opted out, %d consuming nothing, %d bare Pods); compared: %d in-stream hashes, %d hashes with every config present, %d with external configs, %d blocked (%d of them on a missing key)",
+		s.cases, s.lists, s.workloads, s.optedOut, s.unmanaged, s.pods, s.inStream, s.allExist, s.external, s.blocked, s.missingKeys)
 }
 
 // checkCase renders c and compares every workload with what the
@@ -618,7 +686,9 @@ func (s diffStats) String() string {
 func checkCase(t testing.TB, obs *controller.Observer, c diffCase, stats *diffStats) {
 	t.Helper()
 	stats.cases++
-	inDocs, extDocs := marshal(t, c.stream, c.json), marshal(t, c.external, nil)
+	stats.lists += len(c.lists)
+	groups := c.documents()
+	inDocs, extDocs := marshalStream(t, c, groups), marshal(t, c.external, nil)
 	input := join(inDocs)
 	fail := func(format string, args ...any) {
 		t.Helper()
@@ -662,32 +732,51 @@ func checkCase(t testing.TB, obs *controller.Observer, c diffCase, stats *diffSt
 	}
 
 	docs := documents(out)
-	if len(docs) != len(c.stream) {
-		fail("%d documents out, %d in", len(docs), len(c.stream))
+	if len(docs) != len(groups) {
+		fail("%d documents out, %d in", len(docs), len(groups))
+	}
+	// What kubectl or Helm apply: every object of the output, and whether
+	// the render left it as it was.
+	type applied struct {
+		obj       client.Object
+		unchanged bool
 	}
 	var cluster []client.Object
-	for i, doc := range docs {
-		if isConfig(c.stream[i]) {
-			if !bytes.Equal(doc, inDocs[i]) {
-				fail("the render changed %T %s:\n%s", c.stream[i], c.stream[i].GetName(), doc)
+	var workloads []applied
+	for i, g := range groups {
+		objs := decodeDoc(t, c, g, docs[i])
+		unchanged := bytes.Equal(docs[i], inDocs[i])
+		var before []client.Object
+		if !unchanged {
+			before = decodeDoc(t, c, g, inDocs[i])
+		}
+		for j, o := range objs {
+			a := applied{obj: o, unchanged: unchanged || reflect.DeepEqual(o, before[j])}
+			if !isConfig(o) {
+				// The render writes its annotations and nothing else.
+				if !a.unchanged && !reflect.DeepEqual(withoutAnnotations(o, c.prefix), withoutAnnotations(before[j], c.prefix)) {
+					fail("the render changed %T %s beyond its annotations:\n%s", o, o.GetName(), docs[i])
+				}
+				workloads = append(workloads, a)
+				continue
 			}
-			cluster = append(cluster, asServed(t, c.stream[i], doc))
+			if !a.unchanged {
+				fail("the render changed %T %s:\n%s", o, o.GetName(), docs[i])
+			}
+			cluster = append(cluster, o)
 		}
 	}
 	for i, doc := range extDocs {
 		cluster = append(cluster, asServed(t, c.external[i], doc))
 	}
 	ctx := context.Background()
-	for i, doc := range docs {
-		if isConfig(c.stream[i]) {
-			continue
-		}
-		obj := asServed(t, c.stream[i], doc)
+	for _, a := range workloads {
+		obj := a.obj
 		kind, name := obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName()
 		w, found := findWorkload(report, kind, name)
 		if kind == "Pod" {
 			stats.pods++
-			if found || !bytes.Equal(doc, inDocs[i]) {
+			if found || !a.unchanged {
 				fail("the render hashed or changed a bare Pod %s", name)
 			}
 			continue
@@ -697,6 +786,36 @@ func checkCase(t testing.TB, obs *controller.Observer, c diffCase, stats *diffSt
 		}
 		checkWorkload(t, fail, obs, ctx, c, obj, w, fullReport, cluster, stats)
 	}
+}
+
+// withoutAnnotations is a copy of a workload without the annotations the
+// render writes (and without annotation maps left empty).
+func withoutAnnotations(o client.Object, prefix string) client.Object {
+	o, _ = o.DeepCopyObject().(client.Object)
+	keys := []string{annotations.Key(prefix, annotations.Hash), annotations.Key(prefix, annotations.KeyID), annotations.Key(prefix, annotations.External)}
+	drop := func(m map[string]string) map[string]string {
+		for _, k := range keys {
+			delete(m, k)
+		}
+		if len(m) == 0 {
+			return nil
+		}
+		return m
+	}
+	o.SetAnnotations(drop(o.GetAnnotations()))
+	if u, ok := o.(*unstructured.Unstructured); ok {
+		path := []string{"spec", "template", "metadata", "annotations"}
+		m, _, _ := unstructured.NestedStringMap(u.Object, path...)
+		if m = drop(m); m == nil {
+			unstructured.RemoveNestedField(u.Object, path...)
+		} else {
+			_ = unstructured.SetNestedStringMap(u.Object, m, path...)
+		}
+		return u
+	}
+	tmpl := renderedTemplate(o)
+	tmpl.Annotations = drop(tmpl.Annotations)
+	return o
 }
 
 func isConfig(o client.Object) bool {
