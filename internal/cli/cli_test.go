@@ -304,6 +304,11 @@ func TestVerifyHints(t *testing.T) {
 		{"stale", stale + "---\n" + configMap, "1 with another value: the configs changed after the render", "did the function run"},
 		{"a Helm hook Helm 3's post-renderer never saw", strings.Replace(deployment, "  name: web\n", "  name: web\n  annotations: {helm.sh/hook: post-install}\n", 1) + "---\n" + configMap,
 			"1 without one on a Helm hook: Helm 3's --post-renderer never sees hooks, which helm template prints as rendered", "did the function run?"},
+		// The function ran (it wrote the external list) when the config was
+		// not in the stream under the name the workload reads: kustomize
+		// substitutes vars: after its transformers, say.
+		{"no hash, an external list naming a config of the stream", strings.Replace(deployment, "  name: web\n", "  name: web\n  annotations:\n    confighash.dev/external: ConfigMap/cfg\n", 1) + "---\n" + configMap,
+			"1 without one, though the render wrote its external list: the configs it reads were not in the stream under these names when the function ran", "did the function run"},
 		{"hash on a workload that reads nothing of the stream", stale + "---\n" + strings.Replace(configMap, "name: cfg", "name: other", 1),
 			"1 on a workload that reads no config of the stream: names changed after the function ran", "did the function run"},
 	} {

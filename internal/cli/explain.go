@@ -232,7 +232,7 @@ func runVerify(args []string, stdio IO) error {
 	for _, u := range unchecked {
 		bad = append(bad, "  "+u)
 	}
-	missing, hooks, stale, orphan, unquoted := 0, 0, 0, 0, 0
+	missing, hooks, joined, stale, orphan, unquoted := 0, 0, 0, 0, 0, 0
 	noExternal, otherExternal := 0, 0
 	keyed, unkeyed := 0, 0
 	otherKeys := map[string]int{}
@@ -254,6 +254,9 @@ func runVerify(args []string, stdio IO) error {
 			switch {
 			case e.Current == "" && e.helmHook:
 				hooks++
+			case e.Current == "" && e.external != "":
+				// The function ran: it wrote the external list.
+				joined++
 			case e.Current == "":
 				missing++
 			case e.Hash == "":
@@ -276,6 +279,9 @@ func runVerify(args []string, stdio IO) error {
 		var hints []string
 		if missing > 0 {
 			hints = append(hints, fmt.Sprintf("%d without one: did the function run? kustomize needs --enable-alpha-plugins --enable-exec", missing))
+		}
+		if joined > 0 {
+			hints = append(hints, fmt.Sprintf("%d without one, though the render wrote its external list: the configs it reads were not in the stream under these names when the function ran (kustomize substitutes vars: after its transformers, so use replacements:; or a kustomization above the one that lists confighash renamed them: list it in the outermost one)", joined))
 		}
 		if hooks > 0 {
 			hints = append(hints, fmt.Sprintf("%d without one on a Helm hook: Helm 3's --post-renderer never sees hooks, which helm template prints as rendered, so verify what `helm template … | confighash` writes, which hashes them (else the function did not run)", hooks))
