@@ -28,7 +28,11 @@ kind: Deployment
 metadata:
   name: web
 spec:
+  selector:
+    matchLabels: {app: web}
   template:
+    metadata:
+      labels: {app: web}
     spec:
       containers:
       - name: web
@@ -46,10 +50,13 @@ spec:
 	// metadata:
 	//   name: web
 	// spec:
+	//   selector:
+	//     matchLabels: {app: web}
 	//   template:
 	//     metadata:
 	//       annotations:
 	//         confighash.dev/hash: v1-sha256:f05372063aa22a99ea59cbbabdc4655f2553f9e9a6f6ef107104dcf73a0ec802
+	//       labels: {app: web}
 	//     spec:
 	//       containers:
 	//       - name: web
