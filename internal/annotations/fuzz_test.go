@@ -1,6 +1,7 @@
 package annotations_test
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -40,27 +41,67 @@ func FuzzParseList(f *testing.F) {
 	})
 }
 
-// FuzzExternalRoundTrip: for names the API server accepts, the parser reads
-// exactly the Kind/name set the formatter wrote.
+// FuzzExternalRoundTrip: for any list of configs the API server accepts
+// (names of every shape a DNS subdomain allows, either kind, repeated, in
+// any order), the parser reads exactly the Kind/name set the formatter
+// wrote. The fuzzer's text is cut at '|' into names and each is made a
+// valid one, so that every input is a case.
 func FuzzExternalRoundTrip(f *testing.F) {
-	f.Add("a", "b.c")
-	f.Add("web-config", "web-config")
+	f.Add("a|b.c")
+	f.Add("web-config|web-config")
 	// Names of the shared corpus: kustomize-style suffixes, dots, digits.
-	f.Add("argocd-cmd-params-cm", "argocd-redis")
-	f.Add("grafana-dashboard-k8s-resources-cluster", "grafana-datasources")
-	f.Add("adapter-config", "alertmanager-main-generated")
-	f.Add("kube-root-ca.crt", "prometheus-k8s-tls-assets-0")
-	f.Fuzz(func(t *testing.T, cm, secret string) {
-		if len(validation.IsDNS1123Subdomain(cm)) > 0 || len(validation.IsDNS1123Subdomain(secret)) > 0 {
-			return
+	f.Add("argocd-cmd-params-cm|argocd-redis|argocd-secret")
+	f.Add("grafana-dashboard-k8s-resources-cluster|grafana-datasources")
+	f.Add("adapter-config|alertmanager-main-generated|app-7f8b9c2d4h")
+	f.Add("kube-root-ca.crt|prometheus-k8s-tls-assets-0|0|a.b.c.d")
+	f.Fuzz(func(t *testing.T, s string) {
+		var uses []hashing.Use
+		want := map[string]bool{}
+		for i, part := range strings.Split(s, "|") {
+			kind := hashing.KindConfigMap
+			if i%2 == 1 {
+				kind = hashing.KindSecret
+			}
+			u := hashing.Use{Kind: kind, Name: subdomain(part)}
+			if errs := validation.IsDNS1123Subdomain(u.Name); len(errs) > 0 {
+				t.Fatalf("subdomain(%q) = %q: %v", part, u.Name, errs)
+			}
+			uses = append(uses, u)
+			want[u.Ref()] = true
 		}
-		uses := []hashing.Use{{Kind: hashing.KindConfigMap, Name: cm}, {Kind: hashing.KindSecret, Name: secret}}
-		got := annotations.ParseExternal(annotations.FormatExternal(uses))
-		want := map[string]bool{uses[0].Ref(): true, uses[1].Ref(): true}
-		if len(got) != len(want) || !got[uses[0].Ref()] || !got[uses[1].Ref()] {
-			t.Fatalf("round trip of %v: %v", uses, got)
+		list := annotations.FormatExternal(uses)
+		if got := annotations.ParseExternal(list); !maps.Equal(got, want) {
+			t.Fatalf("FormatExternal(%v) = %q, read back as %v", uses, list, got)
 		}
 	})
+}
+
+// subdomain makes s a DNS subdomain (RFC 1123) the API server accepts as a
+// name: lower case, other characters as '-', each label starting and
+// ending with a letter or digit, at most 253 characters.
+func subdomain(s string) string {
+	labels := strings.Split(strings.ToLower(s), ".")
+	for i, l := range labels {
+		b := []byte(l)
+		for j, c := range b {
+			if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+				b[j] = '-'
+			}
+		}
+		l = strings.Trim(string(b), "-")
+		if len(l) > 63 {
+			l = strings.TrimRight(l[:63], "-")
+		}
+		if l == "" {
+			l = "x"
+		}
+		labels[i] = l
+	}
+	name := strings.Join(labels, ".")
+	for len(name) > 253 {
+		name = strings.TrimRight(name[:253], "-.")
+	}
+	return name
 }
 
 // FuzzCheckPrefix holds CheckPrefix to the API server's own rule: a prefix is
