@@ -56,7 +56,7 @@ type diffMode int
 const (
 	// modeNamed: every object names diffNamespace.
 	modeNamed diffMode = iota
-	// modeDefault: objects name no namespace; the render is told
+	// modeDefault: objects name diffNamespace or none; the render is told
 	// diffNamespace (helm install -n).
 	modeDefault
 	// modeNone: objects name no namespace and the render is told none
@@ -440,9 +440,11 @@ func (g *diffGen) generate() diffCase {
 	if g.chance(0.25) {
 		c.key = []byte(diffKey)
 	}
-	ns := ""
-	if c.mode == modeNamed {
-		ns = diffNamespace
+	ns := func() string {
+		if c.mode == modeNamed || (c.mode == modeDefault && g.chance(0.5)) {
+			return diffNamespace
+		}
+		return ""
 	}
 	var configs []client.Object
 	for _, name := range diffNames {
@@ -459,9 +461,9 @@ func (g *diffGen) generate() diffCase {
 			}
 			switch {
 			case n < 9:
-				configs = append(configs, config(ns))
+				configs = append(configs, config(ns()))
 			case n < 13:
-				c.external = append(c.external, config(ns))
+				c.external = append(c.external, config(ns()))
 			case n < 16:
 				configs = append(configs, config(diffOther))
 			}
@@ -469,7 +471,7 @@ func (g *diffGen) generate() diffCase {
 	}
 	var workloads []client.Object
 	for i := range 1 + g.r.IntN(3) {
-		wns := ns
+		wns := ns()
 		if g.chance(0.15) {
 			wns = diffOther // consumes the configs of another namespace
 		}
