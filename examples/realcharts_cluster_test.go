@@ -1,0 +1,389 @@
+package examples_test
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/confighash/confighash/internal/status"
+	"github.com/confighash/confighash/internal/testing/cptest"
+	"github.com/confighash/confighash/internal/testing/kubetest"
+	"github.com/confighash/confighash/internal/testing/testtools"
+)
+
+// clusterEdit is a change of one key of a live ConfigMap or Secret, made
+// through the API as kubectl edit makes it, and the workloads (Kind/name)
+// whose pods read that key.
+type clusterEdit struct {
+	kind, name, key, value string
+	readers                []string
+}
+
+// clusterChart is one real chart installed on the control plane: a row of
+// realCharts (for the chart and its subcharts), the Helm version, the
+// install values, the Secrets a user creates before installing, a value
+// change for helm upgrade and the workloads that read it, an edit of a key
+// no workload reads, and the out-of-band edits of consumed keys.
+type clusterChart struct {
+	chart   string
+	helm    int
+	args    []string
+	secrets map[string]map[string]string
+	upgrade chartChange
+	// checksums are the workloads the upgrade rolls besides the ones
+	// whose hash moves: the chart's own checksum annotation of the
+	// config moves on every workload that mounts a key of it.
+	checksums []string
+	// window is the controller's --coalesce-window, when not the
+	// default (2s).
+	window string
+	unread *clusterEdit
+	edits  []clusterEdit
+}
+
+var clusterCharts = []clusterChart{
+	{
+		// One Deployment that mounts its policy ConfigMap whole: every
+		// key is read. Helm 3 with bin/confighash as --post-renderer.
+		chart: "descheduler",
+		helm:  3,
+		args:  []string{"--set", "kind=Deployment"},
+		upgrade: chartChange{[]string{"--set", "deschedulerPolicy.maxNoOfPodsToEvictPerNode=5"},
+			[]string{"Deployment/web-descheduler"}},
+		edits: []clusterEdit{{"ConfigMap", "web-descheduler", "policy.yaml",
+			"apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles: []\n", []string{"Deployment/web-descheduler"}}},
+	},
+	{
+		// A Deployment that mounts a ConfigMap and reads two of the three
+		// keys of a Secret. Helm 4 with the plugin.
+		chart:   "grafana",
+		helm:    4,
+		args:    []string{"--set", "adminPassword=not-random"},
+		upgrade: chartChange{[]string{"--set", "adminUser=root"}, []string{"Deployment/web-grafana"}},
+		unread:  &clusterEdit{"Secret", "web-grafana", "ldap-toml", "[[servers]]\n", nil},
+		edits: []clusterEdit{{"ConfigMap", "web-grafana", "grafana.ini", "[log]\nmode = console\nlevel = debug\n",
+			[]string{"Deployment/web-grafana"}}},
+	},
+	{
+		// Seven workloads, each reading some keys of argocd-cmd-params-cm
+		// and argocd-cm, and the Redis password Secret, which the user
+		// creates when the chart's hook Job that would make it is off
+		// (no kubelet runs Jobs here). Helm 4 with the plugin.
+		chart: "argo-cd",
+		helm:  4,
+		// Helm applies the chart's three CRDs (1.8 MB) after its
+		// ConfigMaps and before its workloads: 1.7 s between
+		// argocd-cmd-params-cm and argocd-server in an upgrade here, alone
+		// on 2 cores, close to the default window (with 1 s the
+		// controller rolls argocd-server a second time, as docs/controller.md
+		// says of a render applied more than a window after its ConfigMap).
+		window: "5s",
+		args:   []string{"--set", "redisSecretInit.enabled=false", "--set", "crds.keep=false"},
+		secrets: map[string]map[string]string{
+			"argocd-redis": {"auth": "first"},
+		},
+		upgrade: chartChange{[]string{"--set-string", `configs.params.server\.insecure=true`}, []string{"Deployment/web-argocd-server"}},
+		checksums: []string{
+			"Deployment/web-argocd-applicationset-controller", "Deployment/web-argocd-dex-server",
+			"Deployment/web-argocd-notifications-controller", "Deployment/web-argocd-repo-server",
+			"StatefulSet/web-argocd-application-controller",
+		},
+		unread: &clusterEdit{"ConfigMap", "argocd-cm", "admin.enabled", "false", nil},
+		edits: []clusterEdit{
+			{"ConfigMap", "argocd-cmd-params-cm", "redis.server", "redis.example:6379", []string{
+				"Deployment/web-argocd-repo-server", "Deployment/web-argocd-server", "StatefulSet/web-argocd-application-controller",
+			}},
+			{"Secret", "argocd-redis", "auth", "second", []string{
+				"Deployment/web-argocd-repo-server", "Deployment/web-argocd-server", "StatefulSet/web-argocd-application-controller",
+				"Deployment/web-argocd-redis",
+			}},
+		},
+	},
+}
+
+// TestRealChartsOnCluster installs real charts (rows of realCharts) with
+// helm install and the confighash post-renderer, as docs/helm.md says, each
+// into a namespace of its own on the shared control plane, with
+// bin/confighash-controller watching that namespace, and checks what
+// confighash promises, counting rollouts by the ReplicaSets and
+// ControllerRevisions of kube-controller-manager and the controller's
+// metrics:
+//   - the install rolls nothing beyond creating each workload, the
+//     controller rolls nothing, and kubectl confighash status reports
+//     every workload current;
+//   - helm upgrade with a changed value rolls exactly the workloads that
+//     read it, once, and the controller does not roll them again;
+//   - an edit of a key no workload reads rolls nothing;
+//   - out-of-band edits of consumed keys with the controller stopped:
+//     status says STALE for exactly the workloads that read them (naming
+//     the external configs that changed) and current for the others; the
+//     controller started again rolls each reader once, and status reports
+//     every workload current.
+func TestRealChartsOnCluster(t *testing.T) {
+	cptest.Require(t)
+	t.Parallel()
+	for _, tc := range clusterCharts {
+		t.Run(fmt.Sprintf("%s/helm%d", tc.chart, tc.helm), func(t *testing.T) {
+			t.Parallel()
+			i := slices.IndexFunc(realCharts, func(r realChart) bool { return r.name == tc.chart })
+			require.GreaterOrEqual(t, i, 0, "no row %s in realCharts", tc.chart)
+			checkChartOnCluster(t, tc, realChartCopy(t, realCharts[i]))
+		})
+	}
+}
+
+// checkChartOnCluster runs the row's install, upgrade and edits, as
+// TestRealChartsOnCluster says.
+func checkChartOnCluster(t *testing.T, tc clusterChart, chart string) {
+	c := newCluster(t, "real-"+tc.chart)
+	r := newRelease(t, "web", c.namespace)
+	h := r.helmV(tc.helm)
+	for name, data := range tc.secrets {
+		_, err := r.client.CoreV1().Secrets(c.namespace).Create(t.Context(),
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: data}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	// A sync that applies a chart's ConfigMap and the workloads reading
+	// it less than a coalescing window apart rolls them once.
+	window := []string{"--coalesce-window", cmp.Or(tc.window, "2s")}
+	ctrl := startController(t, "controller", c.namespace, window...)
+
+	r.mustHelm(t, h, "install", chart, tc.args...)
+	// The chart's ClusterRoles and CRDs outlive the namespace: uninstall,
+	// so that the next run (-count) installs them anew.
+	t.Cleanup(func() {
+		res := h.Run(t, nil, "uninstall", r.name, "--namespace", c.namespace, "--wait", "--timeout", "1m")
+		assert.Zero(t, res.ExitCode, "helm uninstall: %s", res.Stderr)
+	})
+	installed := statusOf(t, c.namespace)
+	workloads := slices.Sorted(maps.Keys(installed))
+	require.NotEmpty(t, workloads, "no workload the controller manages")
+	for _, e := range append(slices.Clone(tc.edits), clusterEdit{readers: tc.upgrade.moved}) {
+		for _, id := range e.readers {
+			require.Contains(t, workloads, id, "a reader the controller does not manage")
+		}
+	}
+	for id, w := range installed {
+		assert.Equal(t, status.ConfigCurrent, w.Config, "%s after install: %s %v", id, w.Reason, w.Changed)
+		assert.NotEmpty(t, w.RenderHash, "%s: no render-time hash", id)
+	}
+	ctrl.settledAll(t, r, workloads)
+	first := r.rollCounts(t, workloads)
+	for id, n := range first {
+		assert.Equal(t, 1, n, "%s: pod templates after install", id)
+	}
+	assert.Zero(t, ctrl.rolls(), "the controller rolled after install")
+
+	// helm upgrade with a changed value: the render rolls its readers.
+	r.mustHelm(t, h, "upgrade", chart, append([]string{"--reuse-values"}, tc.upgrade.args...)...)
+	upgraded := r.rollCounts(t, workloads)
+	ctrl.settledAll(t, r, workloads)
+	upgradedStatus := statusOf(t, c.namespace)
+	var moved []string
+	for id, w := range upgradedStatus {
+		assert.Equal(t, status.ConfigCurrent, w.Config, "%s after upgrade: %s %v", id, w.Reason, w.Changed)
+		if w.RenderHash != installed[id].RenderHash {
+			moved = append(moved, id)
+		}
+	}
+	assert.ElementsMatch(t, tc.upgrade.moved, moved, "the workloads whose render-time hash helm upgrade moved")
+	assertReadersRolled(t, "helm upgrade "+strings.Join(tc.upgrade.args[1:], " "), first, upgraded, append(slices.Clone(tc.upgrade.moved), tc.checksums...))
+	assert.Equal(t, upgraded, r.rollCounts(t, workloads), "rollouts after the controller saw the upgrade")
+	assert.Zero(t, ctrl.rolls(), "the controller rolled after helm upgrade")
+
+	// A key no workload reads.
+	if tc.unread != nil {
+		r.editConfig(t, *tc.unread)
+		ctrl.waitFor(t, "the edit seen", func(v float64) bool { return v >= 1 }, "confighash_config_events_total", `change="content"`)
+		ctrl.settledAll(t, r, workloads)
+		assert.Equal(t, upgraded, r.rollCounts(t, workloads), "rollouts after an edit of %s key %s, which no workload reads", tc.unread.name, tc.unread.key)
+		assert.Zero(t, ctrl.rolls(), "the controller rolled for a key no workload reads")
+	}
+
+	// Out-of-band edits while no controller runs.
+	ctrl.Signal(syscall.SIGTERM)
+	readers := map[string][]string{} // workload: the configs edited that it reads
+	for _, e := range tc.edits {
+		r.editConfig(t, e)
+		for _, id := range e.readers {
+			readers[id] = append(readers[id], e.kind+"/"+e.name)
+		}
+	}
+	stale := statusOf(t, c.namespace)
+	for id, w := range stale {
+		if _, ok := readers[id]; !ok {
+			assert.Equal(t, status.ConfigCurrent, w.Config, "%s reads no edited key: %s %v", id, w.Reason, w.Changed)
+			continue
+		}
+		assert.Equal(t, status.ConfigStale, w.Config, "%s reads an edited key", id)
+		var external []string
+		inStream := false
+		for _, cfg := range w.Configs {
+			if slices.Contains(readers[id], cfg.Kind+"/"+cfg.Name) {
+				if cfg.External {
+					external = append(external, cfg.Kind+"/"+cfg.Name)
+				} else {
+					inStream = true
+				}
+			}
+		}
+		sort.Strings(external)
+		assert.Equal(t, external, w.Changed, "%s: the external configs status names as changed", id)
+		reason := map[bool]string{true: "render-hash-mismatch", false: "external-config-changed"}[inStream]
+		assert.Equal(t, reason, w.Reason, "%s: the reason status gives", id)
+		t.Logf("status of %s: %s (%s: %v)", id, w.Config, w.Reason, w.Changed)
+	}
+
+	// The controller started again rolls each reader once.
+	ctrl = startController(t, "controller-again", c.namespace, window...)
+	ctrl.waitFor(t, "the readers rolled", func(v float64) bool { return v >= float64(len(readers)) }, "confighash_rollouts_total", `dry_run="false"`)
+	edited := r.rollCounts(t, workloads)
+	ctrl.settledAll(t, r, workloads)
+	assert.InDelta(t, len(readers), ctrl.rolls(), 0, "the controller's rolls")
+	assertReadersRolled(t, "out-of-band edits", upgraded, edited, slices.Collect(maps.Keys(readers)))
+	assert.Equal(t, edited, r.rollCounts(t, workloads), "rollouts once the controller settled")
+	for id, w := range statusOf(t, c.namespace) {
+		assert.Equal(t, status.ConfigCurrent, w.Config, "%s after the controller rolled: %s %v", id, w.Reason, w.Changed)
+		if _, ok := readers[id]; ok {
+			assert.Equal(t, w.LiveHash, w.ControllerHash, "%s: the controller's record is the live hash", id)
+			assert.NotNil(t, w.LastConfigChanged, "%s: no ConfigChanged Event", id)
+		} else {
+			assert.Empty(t, w.ControllerHash, "%s was rolled by the controller", id)
+		}
+	}
+}
+
+// assertReadersRolled fails unless exactly the readers got one more pod
+// template, and the others none.
+func assertReadersRolled(t *testing.T, what string, before, after map[string]int, readers []string) {
+	t.Helper()
+	want := maps.Clone(before)
+	for _, id := range readers {
+		want[id]++
+	}
+	assert.Equal(t, want, after, "%s: pod templates per workload (ReplicaSets, ControllerRevisions)", what)
+}
+
+// statusOf runs bin/kubectl-confighash status --json on the namespace and
+// returns its workloads by Kind/name.
+func statusOf(t *testing.T, namespace string) map[string]status.Workload {
+	t.Helper()
+	res := testtools.Run(t, "", nil, nil, testtools.Tool(t, "kubectl-confighash"), "status",
+		"--kubeconfig", cptest.Shared(t).KubeconfigPath(), "-n", namespace, "--json")
+	require.Zero(t, res.ExitCode, "kubectl confighash status: %s", res.Stderr)
+	var report status.Report
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &report), res.Stdout)
+	out := map[string]status.Workload{}
+	for _, w := range report.Workloads {
+		out[w.Kind+"/"+w.Name] = w
+	}
+	return out
+}
+
+// editConfig changes one key of a ConfigMap or Secret as kubectl edit does.
+func (r *release) editConfig(t *testing.T, e clusterEdit) {
+	t.Helper()
+	if e.kind == "Secret" {
+		_, err := kubetest.Edit(t.Context(), r.client.CoreV1().Secrets(r.namespace), e.name, "kubectl-edit",
+			func(s *corev1.Secret) { s.Data[e.key] = []byte(e.value) })
+		require.NoError(t, err)
+		return
+	}
+	r.editConfigMap(t, e.name, func(cm *corev1.ConfigMap) { cm.Data[e.key] = e.value })
+}
+
+// rollCounts returns, per workload (Kind/name), how many pod templates its
+// own controller has made (a Deployment's ReplicaSets, a StatefulSet's or
+// DaemonSet's ControllerRevisions), once that controller has acted on the
+// workload's current generation.
+func (r *release) rollCounts(t *testing.T, workloads []string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, id := range workloads {
+		kind, name, _ := strings.Cut(id, "/")
+		kubetest.EventuallyTrue(t, time.Minute, 100*time.Millisecond, "the workload controller to observe "+id, func() bool {
+			n, ok := r.templates(t, kind, name)
+			out[id] = n
+			return ok
+		})
+	}
+	return out
+}
+
+// templates counts the pod templates of one workload; ok is false until its
+// controller has observed its generation and made its current template.
+func (r *release) templates(t *testing.T, kind, name string) (n int, ok bool) {
+	t.Helper()
+	apps := r.client.AppsV1()
+	switch kind {
+	case "Deployment":
+		d, err := apps.Deployments(r.namespace).Get(t.Context(), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		rs, err := kubetest.OwnedReplicaSets(t.Context(), r.client, r.namespace, d.UID)
+		require.NoError(t, err)
+		return len(rs), d.Status.ObservedGeneration == d.Generation && hasTemplate(rs, d)
+	case "StatefulSet":
+		s, err := apps.StatefulSets(r.namespace).Get(t.Context(), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		return r.revisions(t, s.UID, s.Status.UpdateRevision), s.Status.ObservedGeneration == s.Generation
+	case "DaemonSet":
+		s, err := apps.DaemonSets(r.namespace).Get(t.Context(), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		return r.revisions(t, s.UID, ""), s.Status.ObservedGeneration == s.Generation
+	}
+	t.Fatalf("no count of pod templates for %s/%s", kind, name)
+	return 0, false
+}
+
+// revisions counts the ControllerRevisions of the object with uid; 0 when
+// current is set and none of them is named so.
+func (r *release) revisions(t *testing.T, uid types.UID, current string) int {
+	t.Helper()
+	revs, err := kubetest.OwnedControllerRevisions(t.Context(), r.client, r.namespace, uid)
+	require.NoError(t, err)
+	if current != "" && !slices.ContainsFunc(revs, func(c appsv1.ControllerRevision) bool { return c.Name == current }) {
+		return 0
+	}
+	return len(revs)
+}
+
+// settledAll changes an annotation on the metadata of every workload (no
+// roll) and waits for as many in-sync reconciles after it: the controller
+// found them in sync with the configs it had seen.
+func (p *controllerProc) settledAll(t *testing.T, r *release, workloads []string) {
+	t.Helper()
+	mark := p.inSync()
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"example.com/poked":"%d"}}}`, time.Now().UnixNano())
+	apps := r.client.AppsV1()
+	for _, id := range workloads {
+		kind, name, _ := strings.Cut(id, "/")
+		var err error
+		switch kind {
+		case "Deployment":
+			_, err = apps.Deployments(r.namespace).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{})
+		case "StatefulSet":
+			_, err = apps.StatefulSets(r.namespace).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{})
+		case "DaemonSet":
+			_, err = apps.DaemonSets(r.namespace).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{})
+		default:
+			t.Fatalf("no patch for %s", id)
+		}
+		require.NoError(t, err)
+	}
+	p.waitFor(t, "an in-sync reconcile of each workload", func(v float64) bool { return v >= mark+float64(len(workloads)) },
+		"confighash_reconciles_total", `result="in_sync"`)
+}
