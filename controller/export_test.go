@@ -21,9 +21,8 @@ import (
 // template is read from the cached form, and View and Input come from the
 // reconciler's own view and observe. An Argo Rollout is read as the
 // controller reads it when its CRD is served (unstructured). A ReplicaSet
-// or Job, which the
-// controller caches but does not manage, is read from its reduced
-// template the same way. Not safe for concurrent use.
+// or Job, which the controller caches but does not manage, is read from
+// its reduced template the same way. Not safe for concurrent use.
 type Observer struct {
 	r *Reconciler
 }
