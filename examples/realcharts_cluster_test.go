@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -39,8 +41,10 @@ type clusterEdit struct {
 // change for helm upgrade and the workloads that read it, an edit of a key
 // no workload reads, and the out-of-band edits of consumed keys.
 type clusterChart struct {
-	chart   string
-	helm    int
+	chart string
+	helm  int
+	// values installs with the realCharts row's values file.
+	values  bool
 	args    []string
 	secrets map[string]map[string]string
 	upgrade chartChange
@@ -66,6 +70,19 @@ var clusterCharts = []clusterChart{
 			[]string{"Deployment/web-descheduler"}},
 		edits: []clusterEdit{{"ConfigMap", "web-descheduler", "policy.yaml",
 			"apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles: []\n", []string{"Deployment/web-descheduler"}}},
+	},
+	{
+		// A DaemonSet that reads one key of the controller ConfigMap
+		// (the row's values), without the admission webhook, whose hook
+		// Jobs no kubelet would run. Helm 3 with --post-renderer.
+		chart:   "ingress-nginx",
+		helm:    3,
+		values:  true,
+		args:    []string{"--set", "controller.admissionWebhooks.enabled=false"},
+		upgrade: chartChange{[]string{"--set-string", "controller.config.use-gzip=false"}, []string{"DaemonSet/web-ingress-nginx-controller"}},
+		unread:  &clusterEdit{"ConfigMap", "web-ingress-nginx-controller", "allow-snippet-annotations", "true", nil},
+		edits: []clusterEdit{{"ConfigMap", "web-ingress-nginx-controller", "use-gzip", "true",
+			[]string{"DaemonSet/web-ingress-nginx-controller"}}},
 	},
 	{
 		// A Deployment that mounts a ConfigMap and reads two of the three
@@ -141,14 +158,20 @@ func TestRealChartsOnCluster(t *testing.T) {
 			t.Parallel()
 			i := slices.IndexFunc(realCharts, func(r realChart) bool { return r.name == tc.chart })
 			require.GreaterOrEqual(t, i, 0, "no row %s in realCharts", tc.chart)
-			checkChartOnCluster(t, tc, realChartCopy(t, realCharts[i]))
+			args := tc.args
+			if tc.values {
+				values := filepath.Join(t.TempDir(), "values.yaml")
+				require.NoError(t, os.WriteFile(values, []byte(realCharts[i].values), 0o644))
+				args = append([]string{"--values", values}, args...)
+			}
+			checkChartOnCluster(t, tc, realChartCopy(t, realCharts[i]), args)
 		})
 	}
 }
 
 // checkChartOnCluster runs the row's install, upgrade and edits, as
 // TestRealChartsOnCluster says.
-func checkChartOnCluster(t *testing.T, tc clusterChart, chart string) {
+func checkChartOnCluster(t *testing.T, tc clusterChart, chart string, args []string) {
 	c := newCluster(t, "real-"+tc.chart)
 	r := newRelease(t, "web", c.namespace)
 	h := r.helmV(tc.helm)
@@ -162,7 +185,7 @@ func checkChartOnCluster(t *testing.T, tc clusterChart, chart string) {
 	window := []string{"--coalesce-window", cmp.Or(tc.window, "2s")}
 	ctrl := startController(t, "controller", c.namespace, window...)
 
-	r.mustHelm(t, h, "install", chart, tc.args...)
+	r.mustHelm(t, h, "install", chart, args...)
 	// The chart's ClusterRoles and CRDs outlive the namespace: uninstall,
 	// so that the next run (-count) installs them anew.
 	t.Cleanup(func() {
