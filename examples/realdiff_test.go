@@ -170,6 +170,13 @@ var realDiffs = []realDiffRow{
 		rolls: []string{"DaemonSet shop/web-ingress-nginx-controller"},
 	},
 	{
+		name: "ingress-nginx chart: an env literal", namespace: realNamespace,
+		old: helmSide(ingressChart, nil, ingressDiffValues),
+		new: helmSide(ingressChart, nil, ingressDiffValues, "--set-json",
+			`controller.extraEnvs=[{"name":"USE_GZIP","valueFrom":{"configMapKeyRef":{"name":"web-ingress-nginx-controller","key":"use-gzip"}}},{"name":"TZ","value":"UTC"}]`),
+		rolls: []string{"DaemonSet shop/web-ingress-nginx-controller"},
+	},
+	{
 		name: "ingress-nginx chart: a key nobody reads", namespace: realNamespace,
 		old: helmSide(ingressChart, nil, ingressDiffValues),
 		new: helmSide(ingressChart, nil, ingressDiffValues, "--set-string", "controller.config.proxy-body-size=8m"),
@@ -233,6 +240,18 @@ var realDiffs = []realDiffRow{
 		rolls: argoCDHA,
 	},
 	{
+		// Argo CD's install.yaml as shipped and applied (kubectl apply -f),
+		// without confighash: diff says what it would roll.
+		name: "argo-cd install.yaml v2.13.3 to v2.14.11, without confighash", namespace: "argocd",
+		old: fileSide(argoCDModule, "manifests/install.yaml"),
+		new: fileSide(argoCDNext, "manifests/install.yaml"),
+		rolls: []string{
+			"Deployment argocd/argocd-applicationset-controller", "Deployment argocd/argocd-dex-server", "Deployment argocd/argocd-notifications-controller",
+			"Deployment argocd/argocd-redis", "Deployment argocd/argocd-repo-server", "Deployment argocd/argocd-server",
+			"StatefulSet argocd/argocd-application-controller",
+		},
+	},
+	{
 		// A kustomize rename: the Secret's hash suffix changes with the
 		// key the db-manager reads.
 		name:     "katib overlay: a secretGenerator key read",
@@ -290,6 +309,17 @@ func treeSide(module, root, build string, overlay map[string]string) diffSide {
 		addConfighash(t, filepath.Join(dir, build))
 		out, _ := realBuild(t, filepath.Join(dir, build), nil, true)
 		return out
+	}
+}
+
+// fileSide is a manifest file of a module, as shipped.
+func fileSide(module, path string) diffSide {
+	return func(t *testing.T) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(testtools.ModuleDir(t, module), path))
+		require.NoError(t, err)
+		require.NotContains(t, string(b), "confighash.dev/")
+		return string(b)
 	}
 }
 
