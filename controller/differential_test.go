@@ -108,13 +108,14 @@ var diffKeys = []string{"a", "b", "LOG_LEVEL", "app.conf", "tls-crt", "x_y.z-w",
 
 // diffValues are ConfigMap data and Secret stringData values: empty, white
 // space, multi-line, words YAML 1.1 reads as booleans, numbers or null,
-// text that looks like YAML, non-ASCII.
+// text that looks like YAML, non-ASCII, and the line breaks YAML counts
+// besides "\n" and "\r" (NEL, LINE and PARAGRAPH SEPARATOR).
 var diffValues = []string{
 	"", "v", " ", "multi\nline\n", "no newline\nat end", "yes", "on", "Off", "1", "1.5", "true", "null", "~",
 	"  lead", "trail  ", "ünïcödé ✓", "# not a comment", "key: value", "- item", "{a: 1}", "'quoted'", "\"dq\"",
 	"tab\there", "0x1F", "2001-12-14", "---", "...", "&anchor", "*alias", "!tag", "%", "@", "`",
 	"crlf\r\n", "cr\ronly", "trailing \n", "\n\nlead", "end\n\n\n", " \n", "\t",
-	"\ufeffbom", "1:20", "0o17", "y", "NO",
+	"\ufeffbom", "1:20", "0o17", "y", "NO", "nel\u0085", "ls\u2028x", "ps\u2029",
 }
 
 // diffGen draws one case from r.

@@ -125,7 +125,9 @@ func batchable(text []byte) bool {
 	if !bytes.HasPrefix(text, []byte("---")) || !isMarker(firstLine(text), "---") {
 		return false
 	}
-	if bytes.IndexByte(text, '&') >= 0 || bytes.IndexByte(text, '\r') >= 0 {
+	// The lines of a batch are counted by "\n" (startLine), the parser's
+	// by every break it knows.
+	if bytes.IndexByte(text, '&') >= 0 || bytes.IndexByte(text, '\r') >= 0 || hasUnicodeBreak(text) {
 		return false
 	}
 	// A document that does not end with a line break (the last of a stream)

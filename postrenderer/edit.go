@@ -41,8 +41,15 @@ func (e edit) isInsertion() bool { return e.start == e.end }
 func newEditor(text []byte, root *yaml.Node) *editor {
 	e := &editor{text: text, lines: make([]int, 1, bytes.Count(text, []byte("\n"))+1), newline: "\n", edits: make([]edit, 0, 2), root: root}
 	for i, b := range text {
-		if b == '\n' {
+		switch {
+		case b == '\n':
 			e.lines = append(e.lines, i+1)
+		case b >= utf8.RuneSelf:
+			// NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR break lines
+			// for the parser, whose line numbers the edits follow.
+			if n := unicodeBreak(text[i:]); n > 0 {
+				e.lines = append(e.lines, i+n)
+			}
 		}
 	}
 	if bytes.Contains(text, []byte("\r\n")) {

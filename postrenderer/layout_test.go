@@ -178,3 +178,33 @@ func objectMetadata(t *testing.T, stream string) map[string]any {
 	require.NoError(t, sigsyaml.Unmarshal([]byte(docs[len(docs)-1]), &obj))
 	return obj.Metadata
 }
+
+// TestUnicodeLineBreaks: YAML (yaml.v3, and the libyaml-based readers of
+// kubectl and Helm) counts NEL (U+0085), LINE SEPARATOR (U+2028) and
+// PARAGRAPH SEPARATOR (U+2029) as line breaks, also inside a quoted value,
+// as Helm's toYaml and Go's JSON encoder write them. The edits land where
+// the parser's lines say, whether the character is in the workload or in a
+// document before it: the output means what the kyaml filter's does.
+func TestUnicodeLineBreaks(t *testing.T) {
+	const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: db\ndata:\n  a: x\n---\n"
+	const job = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  labels: {note: \"%s\"}\nspec:\n  template:\n    metadata:\n      labels:\n        app: j\n    spec:\n      containers:\n      - name: a\n        envFrom:\n        - configMapRef:\n            name: db\n"
+	for _, brk := range []string{"\u0085", "\u2028", "\u2029"} {
+		note := "a" + brk + "b" + brk + brk + "c"
+		for name, in := range map[string]string{
+			"in the workload":             cm + fmt.Sprintf(job, note),
+			"in a document before it":     cm + "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\ndata:\n  a: \"" + note + "\"\n---\n" + fmt.Sprintf(job, "n"),
+			"in a Secret value before it": cm + "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  a: \"" + note + "\"\n---\n" + fmt.Sprintf(job, "n"),
+		} {
+			t.Run(fmt.Sprintf("%U %s", []rune(brk)[0], name), func(t *testing.T) {
+				for _, opts := range []inject.Options{{}, {Key: []byte("k")}} {
+					checkProcess(t, []byte(in), opts)
+				}
+				out, r, err := postrenderer.Process([]byte(in), inject.Options{})
+				require.NoError(t, err)
+				require.Len(t, r.Workloads, 1)
+				assert.Equal(t, r.Workloads[0].Hash, templateAnnotations(t, out)["confighash.dev/hash"])
+				assert.Contains(t, string(out), "      labels:\n        app: j\n", "the template's labels as they were")
+			})
+		}
+	}
+}
