@@ -31,7 +31,7 @@ func quietLeaseRelease(log logr.Logger) logr.Logger {
 
 func (s leaseReleaseSink) Error(err error, msg string, kv ...any) {
 	if msg == stopSequenceError && err != nil && err.Error() == leaderElectionLost {
-		s.LogSink.Info(0, leaseReleasedMsg, kv...)
+		s.Info(0, leaseReleasedMsg, kv...)
 		return
 	}
 	s.LogSink.Error(err, msg, kv...)
