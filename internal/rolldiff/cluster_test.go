@@ -118,6 +118,12 @@ func TestClusterAgrees(t *testing.T) {
 			[]string{"      serviceAccountName: sa\n", "      serviceAccountName: sa\n      serviceAccount: sa\n"}, false},
 		{"the service account under its old name only", []string{"      tolerations: []\n", "      tolerations: []\n      serviceAccountName: sa\n"},
 			[]string{"      serviceAccountName: sa\n", "      serviceAccount: sa\n"}, false},
+		// The pod template is another one to the Deployment controller:
+		// a real upgrade that only reorders them rolls.
+		{"volumes reordered", []string{"      tolerations: []\n", "      tolerations: []\n      volumes: [{name: a, emptyDir: {}}, {name: b, emptyDir: {}}]\n"},
+			[]string{"[{name: a, emptyDir: {}}, {name: b, emptyDir: {}}]", "[{name: b, emptyDir: {}}, {name: a, emptyDir: {}}]"}, true},
+		{"containers reordered", []string{"      containers:\n", "      containers:\n      - {name: sidecar, image: sidecar:1}\n"},
+			[]string{"      - {name: sidecar, image: sidecar:1}\n", "", "          valueFrom: {configMapKeyRef: {name: app, key: LOG_LEVEL}}\n", "          valueFrom: {configMapKeyRef: {name: app, key: LOG_LEVEL}}\n      - {name: sidecar, image: sidecar:1}\n"}, true},
 		{"a probe's period changed", []string{
 			"        image: web:1\n", "        image: web:1\n" + probes,
 		}, []string{"periodSeconds: 5", "periodSeconds: 6"}, true},

@@ -234,6 +234,31 @@ func TestCompare(t *testing.T) {
 			fields: map[string][]string{"Deployment/web": {"containers[web].imagePullPolicy"}},
 		},
 		{
+			// The order of containers and volumes is the pod template's:
+			// the Deployment controller makes a new ReplicaSet
+			// (TestClusterAgrees).
+			name:   "volumes reordered",
+			old:    edit(t, "      volumes:\n      - name: cfg", "      volumes:\n      - {name: tmp, emptyDir: {}}\n      - name: cfg"),
+			new:    edit(t, "        configMap: {name: app, items: [{key: PORT, path: port}]}\n", "        configMap: {name: app, items: [{key: PORT, path: port}]}\n      - {name: tmp, emptyDir: {}}\n"),
+			rolls:  []string{"Deployment/api"},
+			fields: map[string][]string{"Deployment/api": {"volumes (order)"}},
+		},
+		{
+			name: "containers reordered, one added between them",
+			old:  edit(t, "      containers:\n      - name: web", "      containers:\n      - {name: proxy, image: proxy:1}\n      - name: web"),
+			new: edit(t, "      containers:\n      - name: web", "      containers:\n      - {name: log, image: log:1}\n      - name: web",
+				"          valueFrom: {configMapKeyRef: {name: app, key: PORT}}\n", "          valueFrom: {configMapKeyRef: {name: app, key: PORT}}\n      - {name: proxy, image: proxy:1}\n"),
+			rolls:  []string{"Deployment/web"},
+			fields: map[string][]string{"Deployment/web": {"containers[log]", "containers (order)"}},
+		},
+		{
+			name:   "a container added first, the others in their order",
+			old:    base,
+			new:    edit(t, "      containers:\n      - name: web", "      containers:\n      - {name: log, image: log:1}\n      - name: web"),
+			rolls:  []string{"Deployment/web"},
+			fields: map[string][]string{"Deployment/web": {"containers[log]"}},
+		},
+		{
 			name: "a CronJob's resources change",
 			old:  base, new: edit(t, "image: report:1", "image: report:1\n            resources: {limits: {cpu: 100m}}"),
 			rolls:  []string{"CronJob/report"},

@@ -104,7 +104,9 @@ func specChanges(old, cur map[string]any) []FieldChange {
 }
 
 // namedListChanges compares two lists of objects keyed by name. For
-// containers it names each changed field; for other lists the item.
+// containers it names each changed field; for other lists the item. Items
+// of both lists in another order are a change of the list ("volumes
+// (order)").
 func namedListChanges(list string, old, cur any, fields bool) []FieldChange {
 	om, nm, okOld, okNew := byName(old), byName(cur), true, true
 	if om == nil && old != nil {
@@ -133,6 +135,26 @@ func namedListChanges(list string, old, cur any, fields bool) []FieldChange {
 			for _, f := range changedKeys(asMap(o), asMap(n)) {
 				out = append(out, FieldChange{Path: item + "." + f, Field: f})
 			}
+		}
+	}
+	if !slices.Equal(commonOrder(old, nm), commonOrder(cur, om)) {
+		// The API server keeps the order, and the Deployment controller
+		// compares templates in it: the same items in another order are
+		// another pod template.
+		out = append(out, FieldChange{Path: list + " (order)", Field: list})
+	}
+	return out
+}
+
+// commonOrder lists the names of a list of named objects, in its order,
+// that other holds too.
+func commonOrder(list any, other map[string]any) []string {
+	items, _ := list.([]any)
+	var out []string
+	for _, it := range items {
+		name, _ := asMap(it)["name"].(string)
+		if _, ok := other[name]; ok {
+			out = append(out, name)
 		}
 	}
 	return out
