@@ -118,6 +118,14 @@ func TestClusterAgrees(t *testing.T) {
 			[]string{"      serviceAccountName: sa\n", "      serviceAccountName: sa\n      serviceAccount: sa\n"}, false},
 		{"the service account under its old name only", []string{"      tolerations: []\n", "      tolerations: []\n      serviceAccountName: sa\n"},
 			[]string{"      serviceAccountName: sa\n", "      serviceAccount: sa\n"}, false},
+		// Maps stored empty are no maps (Go maps, omitempty); a struct
+		// written empty is one (a pointer), and the Deployment rolls.
+		{"empty maps left out", []string{"      tolerations: []\n", "      tolerations: []\n      nodeSelector: {}\n",
+			"    metadata: {labels: {app: web}}\n", "    metadata: {labels: {app: web}, annotations: {}}\n",
+			"{limits: {cpu: 1000m, memory: 1024Mi}}", "{limits: {cpu: 1000m, memory: 1024Mi}, requests: {}}"},
+			[]string{"      nodeSelector: {}\n", "", ", annotations: {}", "", ", requests: {}", ""}, false},
+		{"affinity: {} left out", []string{"      tolerations: []\n", "      tolerations: []\n      affinity: {}\n"},
+			[]string{"      affinity: {}\n", ""}, true},
 		// The pod template is another one to the Deployment controller:
 		// a real upgrade that only reorders them rolls.
 		{"volumes reordered", []string{"      tolerations: []\n", "      tolerations: []\n      volumes: [{name: a, emptyDir: {}}, {name: b, emptyDir: {}}]\n"},

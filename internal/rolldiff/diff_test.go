@@ -205,6 +205,22 @@ func TestCompare(t *testing.T) {
 			new: base,
 		},
 		{
+			// A field that is a Go map (omitempty) is stored without its
+			// empty map; a struct written empty (affinity: {}, a pointer)
+			// is stored as one: the Deployment rolls (TestClusterAgrees).
+			name: "empty maps are left out",
+			old: edit(t, "image: web:1", "image: web:1\n        resources: {limits: {}, requests: {}}",
+				"    spec:\n      containers:\n      - name: web", "    spec:\n      nodeSelector: {}\n      containers:\n      - name: web"),
+			new: base,
+		},
+		{
+			name:   "affinity: {} left out",
+			old:    edit(t, "    spec:\n      containers:\n      - name: web", "    spec:\n      affinity: {}\n      containers:\n      - name: web"),
+			new:    base,
+			rolls:  []string{"Deployment/web"},
+			fields: map[string][]string{"Deployment/web": {"affinity"}},
+		},
+		{
 			// Quantities are stored in their canonical form: 1000m is 1,
 			// 1024Mi is 1Gi, and 1 is "1".
 			name: "resources written another way, same quantities",

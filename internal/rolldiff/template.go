@@ -229,10 +229,11 @@ func withField(m map[string]any, key string, v map[string]any) map[string]any {
 // asStored returns a pod template as the API server stores it, as far as a
 // diff can tell it apart: an empty list is no list (a Go slice, which
 // storage gives back as nil and apimachinery's semantic equality takes for
-// nil), and a container's resources: {} is none (a struct, not a pointer).
+// nil), nor is an empty map of a map field (nodeSelector: {}, requests:
+// {}), and a container's resources: {} is none (a struct, not a pointer).
 // A render that stops writing them rolls nothing.
 func asStored(t map[string]any) map[string]any {
-	out, _ := withoutEmptyLists(t).(map[string]any)
+	out, _ := withoutEmpty(t).(map[string]any)
 	spec := asMap(out["spec"])
 	if spec == nil {
 		return out
@@ -494,9 +495,19 @@ func canonicalQuantities(m map[string]any, keys ...string) map[string]any {
 	return out
 }
 
-// withoutEmptyLists returns v without the map entries whose value is an
-// empty list, at any depth.
-func withoutEmptyLists(v any) any {
+// mapFields are the pod template fields (at any depth) whose Go type is a
+// map: stored empty, they are no field, and apimachinery's semantic
+// equality, with which the Deployment controller compares templates, takes
+// an empty map for none. A struct written empty (affinity: {}) is a
+// pointer to one: it stays.
+var mapFields = map[string]bool{
+	"labels": true, "annotations": true, "nodeSelector": true, "overhead": true, "limits": true, "requests": true,
+	"matchLabels": true, "volumeAttributes": true, "options": true, // flexVolume's; dnsConfig's is a list
+}
+
+// withoutEmpty returns v without the map entries whose value is an
+// empty list, or an empty map under one of mapFields, at any depth.
+func withoutEmpty(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
@@ -504,13 +515,16 @@ func withoutEmptyLists(v any) any {
 			if l, ok := e.([]any); ok && len(l) == 0 {
 				continue
 			}
-			out[k] = withoutEmptyLists(e)
+			if m, ok := e.(map[string]any); ok && len(m) == 0 && mapFields[k] {
+				continue
+			}
+			out[k] = withoutEmpty(e)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = withoutEmptyLists(e)
+			out[i] = withoutEmpty(e)
 		}
 		return out
 	}
