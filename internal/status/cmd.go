@@ -111,6 +111,12 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) er
 		}
 	}
 	cfg.UserAgent = "kubectl-confighash"
+	// Collect sends its requests one at a time, about five a workload:
+	// client-go's default limit (5 a second after a burst of 10) made a
+	// namespace of 40 workloads outlast --request-timeout. One request in
+	// flight needs no client-side limit; the API server's priority and
+	// fairness still applies.
+	cfg.QPS = -1
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("making a client: %w", err)
