@@ -246,30 +246,18 @@ func checkChartOnCluster(t *testing.T, tc clusterChart, chart string, args []str
 			readers[id] = append(readers[id], e.kind+"/"+e.name)
 		}
 	}
-	stale := statusOf(t, c.namespace)
-	for id, w := range stale {
-		if _, ok := readers[id]; !ok {
-			assert.Equal(t, status.ConfigCurrent, w.Config, "%s reads no edited key: %s %v", id, w.Reason, w.Changed)
-			continue
-		}
-		assert.Equal(t, status.ConfigStale, w.Config, "%s reads an edited key", id)
-		var external []string
-		inStream := false
-		for _, cfg := range w.Configs {
-			if slices.Contains(readers[id], cfg.Kind+"/"+cfg.Name) {
-				if cfg.External {
-					external = append(external, cfg.Kind+"/"+cfg.Name)
-				} else {
-					inStream = true
-				}
-			}
-		}
-		sort.Strings(external)
-		assert.Equal(t, external, w.Changed, "%s: the external configs status names as changed", id)
-		reason := map[bool]string{true: "render-hash-mismatch", false: "external-config-changed"}[inStream]
-		assert.Equal(t, reason, w.Reason, "%s: the reason status gives", id)
-		t.Logf("status of %s: %s (%s: %v)", id, w.Config, w.Reason, w.Changed)
-	}
+	assertStale(t, c.namespace, readers, "controller stopped")
+
+	// A dry run (as docs/migrating.md cuts over) counts one roll per
+	// reader and writes nothing.
+	dry := startController(t, "controller-dry-run", c.namespace, append(slices.Clone(window), "--dry-run")...)
+	dry.waitFor(t, "the readers' rolls counted", func(v float64) bool { return v >= float64(len(readers)) }, "confighash_rollouts_total", `dry_run="true"`)
+	dry.settledAll(t, r, workloads)
+	assert.InDelta(t, len(readers), dry.metric("confighash_rollouts_total", `dry_run="true"`), 0, "the dry run's rolls")
+	assert.Zero(t, dry.rolls(), "the dry run rolled")
+	assert.Equal(t, upgraded, r.rollCounts(t, workloads), "rollouts after the dry run")
+	assertStale(t, c.namespace, readers, "after a dry run")
+	dry.Signal(syscall.SIGTERM)
 
 	// The controller started again rolls each reader once.
 	ctrl = startController(t, "controller-again", c.namespace, window...)
@@ -409,4 +397,34 @@ func (p *controllerProc) settledAll(t *testing.T, r *release, workloads []string
 	}
 	p.waitFor(t, "an in-sync reconcile of each workload", func(v float64) bool { return v >= mark+float64(len(workloads)) },
 		"confighash_reconciles_total", `result="in_sync"`)
+}
+
+// assertStale checks kubectl confighash status once configs were edited
+// that no controller rolled for: STALE for each reader (a workload keyed
+// to the configs edited that it reads), naming the external ones, with the
+// controller's reason; current for the others.
+func assertStale(t *testing.T, namespace string, readers map[string][]string, when string) {
+	t.Helper()
+	for id, w := range statusOf(t, namespace) {
+		if _, ok := readers[id]; !ok {
+			assert.Equal(t, status.ConfigCurrent, w.Config, "%s, %s, reads no edited key: %s %v", when, id, w.Reason, w.Changed)
+			continue
+		}
+		assert.Equal(t, status.ConfigStale, w.Config, "%s, %s reads an edited key", when, id)
+		var external []string
+		inStream := false
+		for _, cfg := range w.Configs {
+			if slices.Contains(readers[id], cfg.Kind+"/"+cfg.Name) {
+				if cfg.External {
+					external = append(external, cfg.Kind+"/"+cfg.Name)
+				} else {
+					inStream = true
+				}
+			}
+		}
+		sort.Strings(external)
+		assert.Equal(t, external, w.Changed, "%s, %s: the external configs status names as changed", when, id)
+		reason := map[bool]string{true: "render-hash-mismatch", false: "external-config-changed"}[inStream]
+		assert.Equal(t, reason, w.Reason, "%s, %s: the reason status gives", when, id)
+	}
 }
