@@ -124,6 +124,8 @@ func TestClusterAgrees(t *testing.T) {
 			"    metadata: {labels: {app: web}}\n", "    metadata: {labels: {app: web}, annotations: {}}\n",
 			"{limits: {cpu: 1000m, memory: 1024Mi}}", "{limits: {cpu: 1000m, memory: 1024Mi}, requests: {}}"},
 			[]string{"      nodeSelector: {}\n", "", ", annotations: {}", "", ", requests: {}", ""}, false},
+		{"a boolean as YAML 1.1 spells it", []string{"        image: web:1\n", "        image: web:1\n        tty: yes\n"},
+			[]string{"        tty: yes\n", "        tty: true\n"}, false},
 		{"affinity: {} left out", []string{"      tolerations: []\n", "      tolerations: []\n      affinity: {}\n"},
 			[]string{"      affinity: {}\n", ""}, true},
 		// The pod template is another one to the Deployment controller:

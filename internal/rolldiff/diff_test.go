@@ -214,6 +214,13 @@ func TestCompare(t *testing.T) {
 			new: base,
 		},
 		{
+			// kubectl and Helm read YAML 1.1: yes and on are true, as
+			// kustomize, which reads YAML 1.2, writes them through.
+			name: "a boolean written as YAML 1.1 spells it",
+			old:  edit(t, "volumeMounts: [{name: cfg, mountPath: /etc/app}]", "volumeMounts: [{name: cfg, mountPath: /etc/app, readOnly: yes}]\n        tty: on"),
+			new:  edit(t, "volumeMounts: [{name: cfg, mountPath: /etc/app}]", "volumeMounts: [{name: cfg, mountPath: /etc/app, readOnly: true}]\n        tty: true"),
+		},
+		{
 			name:   "affinity: {} left out",
 			old:    edit(t, "    spec:\n      containers:\n      - name: web", "    spec:\n      affinity: {}\n      containers:\n      - name: web"),
 			new:    base,

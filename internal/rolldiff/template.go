@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/yaml11"
 	"github.com/confighash/confighash/internal/yamlnode"
 )
 
@@ -35,11 +36,49 @@ func templateOf(r *Render, w inject.Workload) map[string]any {
 	if t == nil {
 		return nil
 	}
-	m, err := t.Map()
-	if err != nil {
-		return nil // inject read it already; a template it accepted decodes
-	}
+	m, _ := valueOf(t.YNode()).(map[string]any)
 	return m
+}
+
+// valueOf returns a node as plain values, read as kubectl and Helm read it
+// (sigs.k8s.io/yaml, YAML 1.1): a plain yes, on, y (and their negations) is
+// a boolean, as kustomize, which reads YAML 1.2, writes it through. The
+// analysis has expanded anchors, aliases and merge keys already.
+func valueOf(n *yaml.Node) any {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil
+		}
+		return valueOf(n.Content[0])
+	case yaml.AliasNode:
+		if n.Alias == nil {
+			return nil
+		}
+		return valueOf(n.Alias)
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			m[n.Content[i].Value] = valueOf(n.Content[i+1])
+		}
+		return m
+	case yaml.SequenceNode:
+		l := make([]any, len(n.Content))
+		for i, it := range n.Content {
+			l[i] = valueOf(it)
+		}
+		return l
+	}
+	if n.Style&yaml.TaggedStyle == 0 && yaml11.Scalar(n) == yaml11.Bool {
+		if b, ok := yaml11.BoolValue(n.Value); ok {
+			return b
+		}
+	}
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return n.Value
+	}
+	return v
 }
 
 // templateChanges lists the fields that differ between two pod templates.
