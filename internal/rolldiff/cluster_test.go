@@ -126,6 +126,12 @@ func TestClusterAgrees(t *testing.T) {
 			[]string{"      nodeSelector: {}\n", "", ", annotations: {}", "", ", requests: {}", ""}, false},
 		{"a boolean as YAML 1.1 spells it", []string{"        image: web:1\n", "        image: web:1\n        tty: yes\n"},
 			[]string{"        tty: yes\n", "        tty: true\n"}, false},
+		{"zero values written out", []string{"        image: web:1\n", "        image: web:1\n        readinessProbe: {tcpSocket: {port: 80}}\n",
+			"        env:\n", "        env:\n        - {name: EMPTY}\n"},
+			[]string{"      tolerations: []\n", "      tolerations: []\n      hostNetwork: false\n      priorityClassName: \"\"\n      dnsPolicy: \"\"\n",
+				"        image: web:1\n", "        image: web:1\n        tty: false\n",
+				"{tcpSocket: {port: 80}}", "{tcpSocket: {port: 80}, initialDelaySeconds: 0}",
+				"{name: EMPTY}", "{name: EMPTY, value: \"\"}"}, false},
 		{"affinity: {} left out", []string{"      tolerations: []\n", "      tolerations: []\n      affinity: {}\n"},
 			[]string{"      affinity: {}\n", ""}, true},
 		// The pod template is another one to the Deployment controller:

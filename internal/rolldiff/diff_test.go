@@ -221,6 +221,18 @@ func TestCompare(t *testing.T) {
 			new:  edit(t, "volumeMounts: [{name: cfg, mountPath: /etc/app}]", "volumeMounts: [{name: cfg, mountPath: /etc/app, readOnly: true}]\n        tty: true"),
 		},
 		{
+			// A field that is no pointer is stored without its zero value
+			// (omitempty): false, 0 and "" are no field; a default then
+			// fills one the API server defaults.
+			name: "zero values written out",
+			old:  base,
+			new: edit(t, "    spec:\n      containers:\n      - name: web", "    spec:\n      hostNetwork: false\n      priorityClassName: \"\"\n      dnsPolicy: \"\"\n      containers:\n      - name: web",
+				"        image: web:1\n", "        image: web:1\n        tty: false\n        readinessProbe: {tcpSocket: {port: 80}, initialDelaySeconds: 0}\n",
+				"        env:\n", "        env:\n        - {name: EMPTY, value: \"\"}\n"),
+			rolls:  []string{"Deployment/web"},
+			fields: map[string][]string{"Deployment/web": {"containers[web].env", "containers[web].readinessProbe"}},
+		},
+		{
 			name:   "affinity: {} left out",
 			old:    edit(t, "    spec:\n      containers:\n      - name: web", "    spec:\n      affinity: {}\n      containers:\n      - name: web"),
 			new:    base,

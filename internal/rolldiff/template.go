@@ -1,13 +1,16 @@
 package rolldiff
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
@@ -266,13 +269,15 @@ func withField(m map[string]any, key string, v map[string]any) map[string]any {
 }
 
 // asStored returns a pod template as the API server stores it, as far as a
-// diff can tell it apart: an empty list is no list (a Go slice, which
-// storage gives back as nil and apimachinery's semantic equality takes for
-// nil), nor is an empty map of a map field (nodeSelector: {}, requests:
-// {}), and a container's resources: {} is none (a struct, not a pointer).
+// diff can tell it apart: read into its Go type (typed), so zero values of
+// fields that are no pointer are none; an empty list is no list (a Go
+// slice, which storage gives back as nil and apimachinery's semantic
+// equality takes for nil), nor is an empty map of a map field
+// (nodeSelector: {}, requests: {}); a container's resources: {} is none (a
+// struct, not a pointer); the fields the API server defaults are filled in.
 // A render that stops writing them rolls nothing.
 func asStored(t map[string]any) map[string]any {
-	out, _ := withoutEmpty(t).(map[string]any)
+	out, _ := withoutEmpty(typed(t)).(map[string]any)
 	spec := asMap(out["spec"])
 	if spec == nil {
 		return out
@@ -341,6 +346,40 @@ func asStored(t map[string]any) map[string]any {
 	}
 	out = maps.Clone(out)
 	out["spec"] = spec
+	return out
+}
+
+// typed returns a pod template as the API server decodes and stores it: read
+// into corev1.PodTemplateSpec (case-sensitive, as the API server reads
+// JSON) and written back, so a field that is no pointer (omitempty) loses
+// its zero value (hostNetwork: false, initialDelaySeconds: 0,
+// priorityClassName: "", an env var's value: ""), and fields the type does
+// not have are dropped. A template that does not decode is returned as it
+// is: the API server refuses it, diff compares it as written.
+func typed(t map[string]any) map[string]any {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return t
+	}
+	var tpl corev1.PodTemplateSpec
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &tpl); err != nil {
+		return t
+	}
+	if raw, err = json.Marshal(tpl); err != nil {
+		return t
+	}
+	var out map[string]any
+	// Read back as YAML, so numbers are ints as in the rest of the diff.
+	if err := yaml.Unmarshal(raw, &out); err != nil {
+		return t
+	}
+	// ObjectMeta writes a null creationTimestamp: no field of a template.
+	if meta := asMap(out["metadata"]); meta != nil {
+		delete(meta, "creationTimestamp")
+		if len(meta) == 0 {
+			delete(out, "metadata")
+		}
+	}
 	return out
 }
 
