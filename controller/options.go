@@ -20,7 +20,7 @@ const (
 	DefaultLeaderElectionID   = "confighash-controller"
 	DefaultMetricsAddress     = ":8080"
 	DefaultHealthAddress      = ":8081"
-	DefaultCoalesceWindow     = 2 * time.Second
+	DefaultCoalesceWindow     = 10 * time.Second
 	DefaultMinRollInterval    = 30 * time.Second
 	DefaultRolloutsPerSecond  = 5
 	DefaultRolloutBurst       = 20

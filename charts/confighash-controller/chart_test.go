@@ -159,7 +159,7 @@ func TestChartTemplate(t *testing.T) {
 				assert.NotContains(t, a, "--hmac-key-file")
 				assert.NotContains(t, a, "--kube-api-", "no client-side limit unless asked for")
 			}
-			assert.Subset(t, c.Args, []string{"--coalesce-window=2s", "--min-roll-interval=30s",
+			assert.Subset(t, c.Args, []string{"--coalesce-window=10s", "--min-roll-interval=30s",
 				"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"})
 			opts, err := controllercmd.ParseFlags(c.Args, io.Discard, os.Getenv)
 			require.NoError(t, err, "the rendered args are the controller's flags")
