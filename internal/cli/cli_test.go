@@ -322,6 +322,26 @@ func TestVerifyHints(t *testing.T) {
 	}
 }
 
+// TestExplainMissingHints: explain names the same causes as verify for a
+// workload without a hash, next to the hash it would write.
+func TestExplainMissingHints(t *testing.T) {
+	for _, tt := range []struct {
+		name, input, want string
+	}{
+		{"missing", deployment + "---\n" + configMap, "(missing from the input)"},
+		{"a Helm hook", strings.Replace(deployment, "  name: web\n", "  name: web\n  annotations: {helm.sh/hook: post-install}\n", 1) + "---\n" + configMap,
+			"(missing from the input: a Helm hook, which Helm 3's --post-renderer never sees)"},
+		{"an external list naming a config of the stream", strings.Replace(deployment, "  name: web\n", "  name: web\n  annotations:\n    confighash.dev/external: ConfigMap/cfg\n", 1) + "---\n" + configMap,
+			"(missing from the input, which holds the external list the function wrote: the configs were not in the stream under these names when it ran)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(t, tt.input, "explain")
+			assert.Equal(t, 0, code, errOut)
+			assert.Contains(t, out, tt.want)
+		})
+	}
+}
+
 // TestVerifyExternalList: the controller manages a workload that consumes
 // only configs from outside the stream by the external list the render
 // writes on it, so verify checks that list too (as a set, as the controller

@@ -182,6 +182,12 @@ func staleness(e explained, key []byte) string {
 	case e.Hash:
 		return "  (present)"
 	case "":
+		switch {
+		case e.helmHook:
+			return "  (missing from the input: a Helm hook, which Helm 3's --post-renderer never sees)"
+		case e.external != "":
+			return "  (missing from the input, which holds the external list the function wrote: the configs were not in the stream under these names when it ran)"
+		}
 		return "  (missing from the input)"
 	}
 	switch keyMismatch(e, key) {
