@@ -62,26 +62,7 @@ func independentHashes(t *testing.T, out string) map[string]rendered {
 	t.Helper()
 	nodes, err := kio.FromBytes([]byte(out))
 	require.NoError(t, err)
-	configs := map[string]hashing.Content{}
-	for _, n := range nodes {
-		if n.GetApiVersion() != "v1" {
-			continue
-		}
-		raw, err := n.MarshalJSON()
-		require.NoError(t, err)
-		switch n.GetKind() {
-		case "ConfigMap":
-			var cm corev1.ConfigMap
-			require.NoError(t, k8syaml.Unmarshal(raw, &cm))
-			c, err := hashing.ConfigMapContent(&cm)
-			require.NoError(t, err)
-			configs["ConfigMap/"+cm.Namespace+"/"+cm.Name] = c
-		case "Secret":
-			var s corev1.Secret
-			require.NoError(t, k8syaml.Unmarshal(raw, &s))
-			configs["Secret/"+s.Namespace+"/"+s.Name] = hashing.SecretContent(&s)
-		}
-	}
+	configs := independentConfigs(t, nodes)
 	got := map[string]rendered{}
 	for _, n := range nodes {
 		path, ok := podTemplatePaths[n.GetKind()]
@@ -91,12 +72,7 @@ func independentHashes(t *testing.T, out string) map[string]rendered {
 		tpl, err := n.Pipe(kyaml.Lookup(path...))
 		require.NoError(t, err)
 		require.NotNil(t, tpl, "%s has no pod template", n.GetName())
-		specNode, err := tpl.Pipe(kyaml.Lookup("spec"))
-		require.NoError(t, err)
-		raw, err := specNode.MarshalJSON()
-		require.NoError(t, err)
-		var spec corev1.PodSpec
-		require.NoError(t, k8syaml.Unmarshal(raw, &spec))
+		spec := independentPodSpec(t, tpl)
 		ns := n.GetNamespace()
 		lookup := func(kind hashing.Kind, name string) (hashing.Content, bool) {
 			c, ok := configs[string(kind)+"/"+ns+"/"+name]
@@ -122,6 +98,46 @@ func independentHashes(t *testing.T, out string) map[string]rendered {
 		got[n.GetKind()+"/"+ns+"/"+n.GetName()] = r
 	}
 	return got
+}
+
+// independentConfigs reads the ConfigMaps and Secrets among nodes through
+// the API types and the hashing package, by Kind/namespace/name.
+func independentConfigs(t *testing.T, nodes []*kyaml.RNode) map[string]hashing.Content {
+	t.Helper()
+	configs := map[string]hashing.Content{}
+	for _, n := range nodes {
+		if n.GetApiVersion() != "v1" {
+			continue
+		}
+		raw, err := n.MarshalJSON()
+		require.NoError(t, err)
+		switch n.GetKind() {
+		case "ConfigMap":
+			var cm corev1.ConfigMap
+			require.NoError(t, k8syaml.Unmarshal(raw, &cm))
+			c, err := hashing.ConfigMapContent(&cm)
+			require.NoError(t, err)
+			configs["ConfigMap/"+cm.Namespace+"/"+cm.Name] = c
+		case "Secret":
+			var s corev1.Secret
+			require.NoError(t, k8syaml.Unmarshal(raw, &s))
+			configs["Secret/"+s.Namespace+"/"+s.Name] = hashing.SecretContent(&s)
+		}
+	}
+	return configs
+}
+
+// independentPodSpec decodes the spec of a pod template node through the
+// API types.
+func independentPodSpec(t *testing.T, tpl *kyaml.RNode) corev1.PodSpec {
+	t.Helper()
+	specNode, err := tpl.Pipe(kyaml.Lookup("spec"))
+	require.NoError(t, err)
+	raw, err := specNode.MarshalJSON()
+	require.NoError(t, err)
+	var spec corev1.PodSpec
+	require.NoError(t, k8syaml.Unmarshal(raw, &spec))
+	return spec
 }
 
 // TestKustomizeRenames renders overlays as people write them, with the real

@@ -553,29 +553,13 @@ func readDiffRender(t *testing.T, stream, namespace string) diffRenderOf {
 	t.Helper()
 	nodes, err := kio.FromBytes([]byte(treeInputs(stream)))
 	require.NoError(t, err)
-	r := diffRenderOf{workloads: map[string]diffWorkloadOf{}, configs: map[string]hashing.Content{}}
+	r := diffRenderOf{workloads: map[string]diffWorkloadOf{}}
 	for _, n := range nodes {
 		if n.GetNamespace() == "" && namespace != "" {
 			require.NoError(t, n.SetNamespace(namespace))
 		}
-		if n.GetApiVersion() != "v1" {
-			continue
-		}
-		raw, err := n.MarshalJSON()
-		require.NoError(t, err)
-		switch n.GetKind() {
-		case "ConfigMap":
-			var cm corev1.ConfigMap
-			require.NoError(t, k8syaml.Unmarshal(raw, &cm))
-			c, err := hashing.ConfigMapContent(&cm)
-			require.NoError(t, err)
-			r.configs["ConfigMap/"+cm.Namespace+"/"+cm.Name] = c
-		case "Secret":
-			var s corev1.Secret
-			require.NoError(t, k8syaml.Unmarshal(raw, &s))
-			r.configs["Secret/"+s.Namespace+"/"+s.Name] = hashing.SecretContent(&s)
-		}
 	}
+	r.configs = independentConfigs(t, nodes)
 	for _, n := range nodes {
 		path, ok := diffPodTemplates[n.GetKind()]
 		if !ok {
@@ -595,12 +579,7 @@ func readDiffRender(t *testing.T, stream, namespace string) diffRenderOf {
 		w.template, err = tpl.Map()
 		require.NoError(t, err)
 		storeServiceAccount(mapOf(w.template["spec"]))
-		raw, err := tpl.Pipe(kyaml.Lookup("spec"))
-		require.NoError(t, err)
-		b, err := raw.MarshalJSON()
-		require.NoError(t, err)
-		var spec corev1.PodSpec
-		require.NoError(t, k8syaml.Unmarshal(b, &spec))
+		spec := independentPodSpec(t, tpl)
 		w.uses = hashing.Discover(&spec)
 		lookup := func(kind hashing.Kind, name string) (hashing.Content, bool) {
 			c, ok := r.configs[string(kind)+"/"+w.namespace+"/"+name]
