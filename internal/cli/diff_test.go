@@ -55,8 +55,8 @@ func TestDiffCommand(t *testing.T) {
 		{name: "bad input names the file", old: old, new: "-", stdin: "a: [", code: 1, stderr: "-: reading the render"},
 		{name: "bad input with --exit-code exits 2", old: old, new: "-", stdin: "a: [", args: []string{"--exit-code"}, code: 2, stderr: "reading the render"},
 		{name: "an empty NEW: a warning, and every workload removed", old: old, new: "-", stdin: "", args: []string{"--exit-code"}, code: 1,
-			stdout: []string{"removed"}, stderr: "warning: standard input holds no objects, so every workload of "},
-		{name: "an empty OLD: no warning", old: "# nothing yet\n", new: old, code: 0, stdout: []string{"new"}},
+			stdout: []string{"Deployment web  removed  removed workload"}, stderr: "warning: standard input holds no objects, so every workload of "},
+		{name: "an empty OLD: no warning", old: "# nothing yet\n", new: old, code: 0, stdout: []string{"Deployment web  new    new workload"}},
 		{name: "one file", old: old, new: "", code: 1, stderr: "diff takes two renders"},
 		{name: "--json and --markdown", old: old, new: edited, args: []string{"--json", "--markdown"}, code: 1, stderr: "exclude each other"},
 	}

@@ -103,7 +103,7 @@ func (w Workload) Why() []string {
 	case StatusNew:
 		out = append(out, "new workload")
 	case StatusRemoved:
-		out = append(out, "removed")
+		out = append(out, "removed workload")
 	}
 	out = append(out, w.Reasons...)
 	if w.OptedOut {
