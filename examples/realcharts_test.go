@@ -71,6 +71,24 @@ type realChart struct {
 	changes []chartChange
 }
 
+// kyvernoValues turn on kyverno's config-consuming parts: a ConfigMap key
+// every controller reads, and an image pull Secret every pod reads.
+const kyvernoValues = `global:
+  extraEnvVars:
+    - name: METRICS_NAMESPACES
+      valueFrom:
+        configMapKeyRef:
+          name: web-kyverno-metrics
+          key: namespaces
+  imagePullSecrets:
+    - name: regcred
+imagePullSecrets:
+  regcred:
+    registry: registry.example.com
+    username: user
+    password: first
+`
+
 var realCharts = []realChart{
 	{
 		// A CronJob (a Deployment with kind: Deployment) that mounts its
@@ -217,23 +235,9 @@ prometheus-node-exporter:
 		// metadata (metadata: with nothing under it); turned on: every
 		// controller reads one key of a ConfigMap of the release, and
 		// every pod, hooks included, pulls with a Secret of the release.
-		name:  "kyverno",
-		chart: chartIn{kyverno, "charts/kyverno"},
-		values: `global:
-  extraEnvVars:
-    - name: METRICS_NAMESPACES
-      valueFrom:
-        configMapKeyRef:
-          name: web-kyverno-metrics
-          key: namespaces
-  imagePullSecrets:
-    - name: regcred
-imagePullSecrets:
-  regcred:
-    registry: registry.example.com
-    username: user
-    password: first
-`,
+		name:        "kyverno",
+		chart:       chartIn{kyverno, "charts/kyverno"},
+		values:      kyvernoValues,
 		hashedOn:    kyvernoControllers,
 		hooksHashed: kyvernoHooks,
 		changes: []chartChange{

@@ -52,24 +52,8 @@ type realDiffRow struct {
 	canaries []string
 }
 
-// kyvernoDiffValues turns on kyverno's config-consuming parts (a ConfigMap
-// key every controller reads, an image pull Secret every pod reads) with a
-// password no output may print.
-const kyvernoDiffValues = `global:
-  extraEnvVars:
-    - name: METRICS_NAMESPACES
-      valueFrom:
-        configMapKeyRef:
-          name: web-kyverno-metrics
-          key: namespaces
-  imagePullSecrets:
-    - name: regcred
-imagePullSecrets:
-  regcred:
-    registry: registry.example.com
-    username: user
-    password: x9-canary-kyverno
-`
+// kyvernoDiffValues are kyvernoValues with a password no output may print.
+var kyvernoDiffValues = strings.Replace(kyvernoValues, "password: first", "password: x9-canary-kyverno", 1)
 
 // ingressDiffValues runs ingress-nginx's controller as a DaemonSet that
 // reads one key of the controller ConfigMap.
