@@ -483,7 +483,10 @@ func rollsAs(t *testing.T, cs kubernetes.Interface, cfg *rest.Config, chartDeplo
 	assert.Empty(t, obs.errors(), "no reconcile failed for lack of permission")
 
 	var rs []string
-	eventually(t, "2 ReplicaSets of web", func() bool {
+	var got *appsv1.Deployment
+	// The Deployment controller creates the new ReplicaSet, then writes the
+	// Deployment's revision: wait for both.
+	eventually(t, "2 ReplicaSets of web, and its revision written", func() bool {
 		list, err := cs.AppsV1().ReplicaSets(appNS).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 		if err != nil {
 			return false
@@ -492,11 +495,12 @@ func rollsAs(t *testing.T, cs kubernetes.Interface, cfg *rest.Config, chartDeplo
 		for _, r := range list.Items {
 			rs = append(rs, r.Name)
 		}
-		return len(rs) >= 2
+		if got, err = cs.AppsV1().Deployments(appNS).Get(ctx, "web", metav1.GetOptions{}); err != nil {
+			return false
+		}
+		return len(rs) >= 2 && got.Annotations["deployment.kubernetes.io/revision"] != "1"
 	})
 	assert.Len(t, rs, 2, "the edit rolled web exactly once")
-	got, err := cs.AppsV1().Deployments(appNS).Get(ctx, "web", metav1.GetOptions{})
-	require.NoError(t, err)
 	assert.NotEmpty(t, got.Spec.Template.Annotations["confighash.dev/controller-hash"])
 	assert.Equal(t, "2", got.Annotations["deployment.kubernetes.io/revision"])
 }
