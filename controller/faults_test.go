@@ -244,7 +244,14 @@ func TestFaultLeaderKilledDuringBurst(t *testing.T) {
 	for i := range n {
 		name := fmt.Sprintf("app-%d", i)
 		assert.Equal(t, 2, e.revisions("Deployment", name), "%s: ReplicaSets (one rollout)", name)
-		rev, err := strconv.Atoi(e.deployment(name).Annotations["deployment.kubernetes.io/revision"])
+		// The Deployment controller writes the revision after it made the
+		// new ReplicaSet.
+		var revision string
+		eventually(t, name+"'s revision written", func(context.Context) (bool, error) {
+			revision = e.deployment(name).Annotations["deployment.kubernetes.io/revision"]
+			return revision != "1", nil
+		})
+		rev, err := strconv.Atoi(revision)
 		require.NoError(t, err)
 		assert.Equal(t, 2, rev, "%s: Deployment revision (one rollout, none repeated)", name)
 	}

@@ -261,8 +261,14 @@ func TestChartProcessesFailOver(t *testing.T) {
 			byB := b.metric("confighash_rollouts_total", `dry_run="false"`)
 			for i := range n {
 				name := fmt.Sprintf("app-%d", i)
-				d, err := c.cs.AppsV1().Deployments(appNS).Get(t.Context(), name, metav1.GetOptions{})
-				require.NoError(t, err)
+				var d *appsv1.Deployment
+				// The Deployment controller writes the revision after it
+				// made the new ReplicaSet of the new template.
+				eventually(t, name+"'s revision written", func() bool {
+					var err error
+					d, err = c.cs.AppsV1().Deployments(appNS).Get(t.Context(), name, metav1.GetOptions{})
+					return err == nil && d.Annotations["deployment.kubernetes.io/revision"] != "1"
+				})
 				assert.Equal(t, "2", d.Annotations["deployment.kubernetes.io/revision"], "%s: one rollout, none repeated", name)
 				rs, err := kubetest.OwnedReplicaSets(t.Context(), c.cs, appNS, d.UID)
 				require.NoError(t, err)
