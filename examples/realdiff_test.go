@@ -94,16 +94,12 @@ var (
 
 var (
 	kyvernoRolls = append(slices.Clone(kyvernoControllerIDs), "Job shop/web-kyverno-migrate-resources", "Job shop/web-kyverno-scale-to-zero")
-	// kyvernoControllerIDs are kyvernoControllers as diff names them.
-	kyvernoControllerIDs = []string{
-		"Deployment shop/kyverno-admission-controller", "Deployment shop/kyverno-background-controller",
-		"Deployment shop/kyverno-cleanup-controller", "Deployment shop/kyverno-reports-controller",
-	}
-	kyvernoHookIDs = []string{
-		"Job shop/web-kyverno-clean-reports", "Job shop/web-kyverno-migrate-resources",
-		"Job shop/web-kyverno-remove-configmap", "Job shop/web-kyverno-scale-to-zero",
-	}
-	argoCDHA = []string{
+	// kyvernoControllerIDs and kyvernoHookIDs are kyvernoControllers and
+	// kyvernoHooks as diff names them; kyvernoPodIDs both.
+	kyvernoControllerIDs = diffIDs(kyvernoControllers)
+	kyvernoHookIDs       = diffIDs(kyvernoHooks)
+	kyvernoPodIDs        = slices.Concat(kyvernoControllerIDs, kyvernoHookIDs)
+	argoCDHA             = []string{
 		"Deployment argocd-applicationset-controller", "Deployment argocd-dex-server", "Deployment argocd-notifications-controller",
 		"Deployment argocd-redis-ha-haproxy", "Deployment argocd-repo-server", "Deployment argocd-server",
 		"StatefulSet argocd-application-controller", "StatefulSet argocd-redis-ha-server",
@@ -138,7 +134,7 @@ var realDiffs = []realDiffRow{
 		name: "kyverno chart: a Secret value", namespace: realNamespace,
 		old:      helmSide(kyvernoChart, nil, kyvernoDiffValues),
 		new:      helmSide(kyvernoChart, nil, kyvernoDiffValues, "--set", "imagePullSecrets.regcred.password=x9-canary-second"),
-		rolls:    append(slices.Clone(kyvernoRolls), "Job shop/web-kyverno-clean-reports", "Job shop/web-kyverno-remove-configmap"),
+		rolls:    kyvernoPodIDs,
 		canaries: []string{"x9-canary-kyverno", "x9-canary-second"},
 	},
 	{
@@ -181,7 +177,7 @@ var realDiffs = []realDiffRow{
 		name: "kyverno chart: a Secret left out of the render", namespace: realNamespace,
 		old:      helmSide(kyvernoChart, nil, kyvernoDiffValues),
 		new:      helmSide(kyvernoChart, nil, kyvernoDiffValues, "--set", "imagePullSecrets=null"),
-		rolls:    append(slices.Clone(kyvernoRolls), "Job shop/web-kyverno-clean-reports", "Job shop/web-kyverno-remove-configmap"),
+		rolls:    kyvernoPodIDs,
 		canaries: []string{"x9-canary-kyverno"},
 	},
 	{
@@ -500,6 +496,17 @@ func workloadID(kind, namespace, name string) string {
 		return kind + " " + name
 	}
 	return kind + " " + namespace + "/" + name
+}
+
+// diffIDs names the workloads ids (Kind/namespace/name) as diff's table
+// does.
+func diffIDs(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		parts := strings.SplitN(id, "/", 3)
+		out[i] = workloadID(parts[0], parts[1], parts[2])
+	}
+	return out
 }
 
 // diffPodTemplates are where the workloads of these renders hold their pod
