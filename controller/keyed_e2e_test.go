@@ -77,6 +77,20 @@ func keyedValues(t *testing.T, what, out string) (hash, keyID string) {
 	return h[0][1], k[0][1]
 }
 
+// applyKeyedRender applies the scenario's app rendered with the key in
+// keyFile and waits for the controller's first in-sync outcome after mark
+// that saw it; it returns that outcome and the render's hash.
+func (s *scenario) applyKeyedRender(t *testing.T, mark int, what, keyFile string) (controller.Outcome, string) {
+	t.Helper()
+	rendered := render(t, s.stream(defaultApp(s.kind)), "--hmac-key-file", keyFile)
+	hash, _ := keyedValues(t, what, rendered)
+	require.NoError(t, s.apply(rendered, "kubectl"))
+	o, _ := s.ctrl.obs.waitFor(t, mark, "in sync with "+what, func(o controller.Outcome) bool {
+		return is(s.kind, "in_sync")(o) && o.Input.RawRenderHash == hash
+	})
+	return o, hash
+}
+
 // TestKeyedRendersAgree renders one app with the key of a Secret volume
 // through kustomize (CONFIGHASH_HMAC_KEY_FILE, an absolute path, and
 // CONFIGHASH_HMAC_KEY), Helm 3's --post-renderer and the Helm 4 plugin in
@@ -191,13 +205,8 @@ func TestKeyRotationWhileRunning(t *testing.T) {
 	require.Equal(t, 1, s.rollouts())
 
 	// The render made with the new key, applied under the running controller.
-	rendered := render(t, e.stream(defaultApp("Deployment")), "--hmac-key-file", newKey)
-	newHash, _ := keyedValues(t, "the new render", rendered)
 	mark = s.ctrl.obs.mark()
-	require.NoError(t, e.apply(rendered, "kubectl"))
-	o, _ := s.ctrl.obs.waitFor(t, mark, "in sync with the new render", func(o controller.Outcome) bool {
-		return is("Deployment", "in_sync")(o) && o.Input.RawRenderHash == newHash
-	})
+	o, newHash := s.applyKeyedRender(t, mark, "the new render", newKey)
 	assert.Empty(t, o.Input.RenderHash, "the new key's hash is unknown to the old key")
 	assert.Equal(t, 2, s.rollouts(), "the new render's pod template, nothing of the controller's")
 	assert.Zero(t, s.ctrl.obs.count(mark, is("Deployment", "rolled")))
@@ -338,13 +347,8 @@ func TestTurningKeyedModeOn(t *testing.T) {
 	assert.Equal(t, 1, s.rollouts(), "the plain render under the keyed controller")
 
 	// Step 3: the keyed render.
-	rendered := render(t, e.stream(defaultApp("Deployment")), "--hmac-key-file", keyFile)
-	keyedHash, _ := keyedValues(t, "the keyed render", rendered)
-	mark = s.ctrl.obs.mark()
-	require.NoError(t, e.apply(rendered, "kubectl"))
-	o, _ := s.ctrl.obs.waitFor(t, mark, "in sync with the keyed render", func(o controller.Outcome) bool {
-		return is("Deployment", "in_sync")(o) && o.Input.RenderHash == keyedHash
-	})
+	o, keyedHash := s.applyKeyedRender(t, s.ctrl.obs.mark(), "the keyed render", keyFile)
+	assert.Equal(t, keyedHash, o.Input.RenderHash, "the keyed render's hash is known to the keyed controller")
 	assert.Equal(t, o.Input.RenderHash, o.Input.LiveIn)
 	assert.Equal(t, 2, s.rollouts(), "the keyed render's pod template")
 	a := s.workloadAnnotations()
