@@ -89,6 +89,20 @@ imagePullSecrets:
     password: first
 `
 
+// ingressValues run ingress-nginx's controller as a DaemonSet that reads
+// one key of the controller ConfigMap.
+const ingressValues = `controller:
+  kind: DaemonSet
+  config:
+    use-gzip: "true"
+  extraEnvs:
+    - name: USE_GZIP
+      valueFrom:
+        configMapKeyRef:
+          name: web-ingress-nginx-controller
+          key: use-gzip
+`
+
 var realCharts = []realChart{
 	{
 		// A CronJob (a Deployment with kind: Deployment) that mounts its
@@ -186,19 +200,9 @@ prometheus-node-exporter:
 		// template has metadata without annotations and that reads a
 		// Secret the release does not hold; turned on: a DaemonSet that
 		// reads one key of the controller ConfigMap.
-		name:  "ingress-nginx",
-		chart: chartIn{ingressNginx, "charts/ingress-nginx"},
-		values: `controller:
-  kind: DaemonSet
-  config:
-    use-gzip: "true"
-  extraEnvs:
-    - name: USE_GZIP
-      valueFrom:
-        configMapKeyRef:
-          name: web-ingress-nginx-controller
-          key: use-gzip
-`,
+		name:     "ingress-nginx",
+		chart:    chartIn{ingressNginx, "charts/ingress-nginx"},
+		values:   ingressValues,
 		hashedOn: []string{"DaemonSet/shop/web-ingress-nginx-controller"},
 		changes: []chartChange{
 			{[]string{"--set-string", "controller.config.use-gzip=false"}, []string{"DaemonSet/shop/web-ingress-nginx-controller"}},
