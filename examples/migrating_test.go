@@ -75,6 +75,12 @@ func (p *controllerProc) rolls() float64 {
 	return p.metric("confighash_rollouts_total", `dry_run="false"`)
 }
 
+// waitRolls waits until the controller has made n rolls (not dry-run ones).
+func (p *controllerProc) waitRolls(t *testing.T, what string, n float64) {
+	t.Helper()
+	p.waitFor(t, what, func(v float64) bool { return v == n }, "confighash_rollouts_total", `dry_run="false"`)
+}
+
 // cluster is a namespace of the shared control plane that tests apply
 // renders to, with server-side apply as Argo CD or Flux does.
 type cluster struct {
@@ -181,7 +187,7 @@ func TestMigrateFromHelmChecksum(t *testing.T) {
 			assert.Zero(t, ctrl.rolls(), "the controller rolled a workload the render had hashed")
 
 			r.editConfigMap(t, "web-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "warn" })
-			ctrl.waitFor(t, "the out-of-band edit rolled", func(v float64) bool { return v == 1 }, "confighash_rollouts_total", `dry_run="false"`)
+			ctrl.waitRolls(t, "the out-of-band edit rolled", 1)
 			edited := r.deployment(t, "web-app")
 			assertRolled(t, "an out-of-band edit", 1, unread, edited)
 			assert.Equal(t, unread.annotations["checksum/config"], edited.annotations["checksum/config"])
@@ -199,7 +205,7 @@ func TestMigrateFromHelmChecksum(t *testing.T) {
 				upgrade = append(upgrade, "--force-conflicts")
 			}
 			r.mustHelm(t, h, "upgrade", chart, upgrade...)
-			ctrl.waitFor(t, "the reverted edit rolled", func(v float64) bool { return v == 2 }, "confighash_rollouts_total", `dry_run="false"`)
+			ctrl.waitRolls(t, "the reverted edit rolled", 2)
 			reverted := r.deployment(t, "web-app")
 			assertRolled(t, "helm upgrade reverting the edit", 1, edited, reverted)
 			assert.Equal(t, unread.hash(), reverted.hash())
@@ -232,7 +238,7 @@ func TestMigrateReloaderWithHelmChecksum(t *testing.T) {
 
 	res = r.helm(t, r.h3, "upgrade", chart, []string{}, "--reuse-values", "--set", "logLevel=debug")
 	require.Zero(t, res.ExitCode, res.Stderr)
-	ctrl.waitFor(t, "rolled", func(v float64) bool { return v == 1 }, "confighash_rollouts_total", `dry_run="false"`)
+	ctrl.waitRolls(t, "rolled", 1)
 	twice := r.deployment(t, "web-app")
 	assertRolled(t, "an upgrade changing a consumed value", 2, installed, twice)
 
@@ -347,7 +353,7 @@ func TestMigrateFromWaveAndReloader(t *testing.T) {
 	untouched("the switch")
 
 	c.editConfigMap(t, "app", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "error" })
-	ctrl.waitFor(t, "rolled", func(v float64) bool { return v == 1 }, "confighash_rollouts_total", `dry_run="false"`)
+	ctrl.waitRolls(t, "rolled", 1)
 	rolled := c.deployment(t, "web")
 	assertRolled(t, "an edit after the switch", 1, switched, rolled)
 	untouched("a roll")
@@ -370,7 +376,7 @@ func TestMigrateFromWaveAndReloader(t *testing.T) {
 	untouched("the render")
 
 	c.editConfigMap(t, "app", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "info" })
-	ctrl.waitFor(t, "rolled", func(v float64) bool { return v == 2 }, "confighash_rollouts_total", `dry_run="false"`)
+	ctrl.waitRolls(t, "rolled", 2)
 	again := c.deployment(t, "web")
 	assertRolled(t, "an edit after the render", 1, rendered, again)
 	untouched("a roll after the render")
@@ -378,7 +384,7 @@ func TestMigrateFromWaveAndReloader(t *testing.T) {
 	// Reloader's list still counts next to the render-time hash, which
 	// does not cover the config the pod spec does not name.
 	c.editConfigMap(t, "flags", func(cm *corev1.ConfigMap) { cm.Data["beta"] = "on" })
-	ctrl.waitFor(t, "rolled", func(v float64) bool { return v == 3 }, "confighash_rollouts_total", `dry_run="false"`)
+	ctrl.waitRolls(t, "rolled", 3)
 	flagged := c.deployment(t, "web")
 	assertRolled(t, "an edit of a config named in the reload list", 1, again, flagged)
 
@@ -431,7 +437,7 @@ func TestMigrateKustomizeGenerators(t *testing.T) {
 	assertRolled(t, "a consumed literal changed", 1, first, literal)
 
 	c.editConfigMap(t, configName(), func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "warn" })
-	ctrl.waitFor(t, "rolled", func(v float64) bool { return v == 1 }, "confighash_rollouts_total", `dry_run="false"`)
+	ctrl.waitRolls(t, "rolled", 1)
 	edited := c.deployment(t, "shop")
 	assertRolled(t, "an out-of-band edit of the suffixed ConfigMap", 1, literal, edited)
 
@@ -440,7 +446,7 @@ func TestMigrateKustomizeGenerators(t *testing.T) {
 	// controller's; the render changes nothing on the pod template.
 	suffixed := configName()
 	c.apply(t, kustomizeBuild(t, dir))
-	ctrl.waitFor(t, "the reverted edit rolled", func(v float64) bool { return v == 2 }, "confighash_rollouts_total", `dry_run="false"`)
+	ctrl.waitRolls(t, "the reverted edit rolled", 2)
 	resynced := c.deployment(t, "shop")
 	assertRolled(t, "a re-sync reverting the edit", 1, edited, resynced)
 	assert.Equal(t, literal.hash(), resynced.hash())
