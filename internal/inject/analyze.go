@@ -219,7 +219,7 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 	}
 	// References name objects as they will be once kustomize has fixed
 	// them: in-stream uses carry the names the cluster will hold.
-	r := &resolver{configs: configs, context: context, namespace: o.Namespace}
+	r := &resolver{configs: configs, context: context, namespace: o.Namespace, written: o.written}
 	uses, required := hashing.DiscoverRequired(spec)
 	w.InStream, w.External = r.resolveUses(uses)
 	w.warnings = append(slices.Clip(r.findings), r.missingKeys(required)...)
@@ -294,7 +294,7 @@ func (c *configIndex) add(node *yaml.RNode, o Object) error {
 		return fmt.Errorf("%s: %w", o, err)
 	}
 	if context.previous != nil {
-		c.renamed = append(c.renamed, renamedConfig{key: key, context: context})
+		c.renamed = append(c.renamed, renamedConfig{key: key, written: o.written, context: context})
 	}
 	return c.put(o, content)
 }

@@ -129,7 +129,10 @@ func effectiveNamespace(ns string) string {
 // renamedConfig is a ConfigMap or Secret kustomize has renamed or moved:
 // references may still name it by an earlier name.
 type renamedConfig struct {
-	key     configKey
+	key configKey
+	// written is its namespace as the document writes it (key's is
+	// filled in with Options.DefaultNamespace).
+	written string
 	context buildContext
 }
 
@@ -140,12 +143,17 @@ type renamedConfig struct {
 // whose prefixes and suffixes match the referrer's. When none is left, or
 // several with different names (kustomize then refuses the reference),
 // there is no referral and the reference keeps its name; the second result
-// lists the ambiguous candidates.
-func (c configIndex) referral(referrer buildContext, namespace string, kind hashing.Kind, name string) (*renamedConfig, []*renamedConfig) {
+// lists the ambiguous candidates. written is the referrer's namespace as
+// written: kustomize compares the namespaces the objects carry, an empty one
+// meaning "default", not those they will be installed into (a Helm chart
+// through helmCharts often writes a namespace on its workloads and none on
+// its ConfigMaps; the functionConfig's namespace fills both in for the hash,
+// but kustomize leaves such a reference alone).
+func (c configIndex) referral(referrer buildContext, written string, kind hashing.Kind, name string) (*renamedConfig, []*renamedConfig) {
 	var candidates []*renamedConfig
 	for i := range c.renamed {
 		r := &c.renamed[i]
-		if r.context.hadName(name) && r.context.hadKind(kind) && effectiveNamespace(r.key.namespace) == effectiveNamespace(namespace) {
+		if r.context.hadName(name) && r.context.hadKind(kind) && effectiveNamespace(r.written) == effectiveNamespace(written) {
 			candidates = append(candidates, r)
 		}
 	}
@@ -186,6 +194,8 @@ type resolver struct {
 	configs   configIndex
 	context   buildContext
 	namespace string
+	// written is the workload's namespace as written (see referral).
+	written string
 	// found holds, by kind and final name, the configs references resolved
 	// to through an earlier name.
 	found map[configRef]hashing.Content
@@ -205,7 +215,7 @@ type configRef struct {
 // final name, hash suffix included) and the content it names in the
 // cluster, or false when the render does not hold it.
 func (r *resolver) resolve(kind hashing.Kind, name string) (string, hashing.Content, bool) {
-	referral, ambiguous := r.configs.referral(r.context, r.namespace, kind, name)
+	referral, ambiguous := r.configs.referral(r.context, r.written, kind, name)
 	if referral != nil {
 		// kustomize rewrites the reference to the referral's final name,
 		// whatever its kind is now; the pod then reads kind by that name.

@@ -46,11 +46,13 @@ const envFromCfg = "        envFrom:\n        - configMapRef: {name: cfg}\n"
 func TestKustomizeReferences(t *testing.T) {
 	renamedCfg := []string{"previousNames=cfg", "previousKinds=ConfigMap", "previousNamespaces=default", "prefixes=prod-"}
 	cases := []struct {
-		name     string
-		docs     []string
-		inStream []string // Kind/name of the uses hashed
-		external string
-		warning  string // a finding containing this
+		name string
+		// namespace is Options.DefaultNamespace: the functionConfig's.
+		namespace string
+		docs      []string
+		inStream  []string // Kind/name of the uses hashed
+		external  string
+		warning   string // a finding containing this
 	}{
 		{name: "no build annotations: the written name",
 			docs:     []string{kcm("ConfigMap", "cfg", ""), kdeploy("", envFromCfg)},
@@ -74,6 +76,15 @@ func TestKustomizeReferences(t *testing.T) {
 		{name: "renamed object in another namespace: not a candidate",
 			docs:     []string{kcm("ConfigMap", "prod-cfg", "other", renamedCfg...), kdeploy("shop", envFromCfg)},
 			external: "ConfigMap/cfg"},
+		{name: "default namespace: a renamed config without namespace is no candidate for a workload of that namespace", namespace: "shop",
+			docs:     []string{kcm("ConfigMap", "prod-cfg", "", renamedCfg...), kdeploy("shop", envFromCfg, "prefixes=prod-")},
+			external: "ConfigMap/cfg"},
+		{name: "default namespace: a workload without namespace keeps the old name of a renamed config of that namespace", namespace: "shop",
+			docs:     []string{kcm("ConfigMap", "prod-cfg", "shop", "previousNames=cfg", "previousKinds=ConfigMap", "previousNamespaces=shop", "prefixes=prod-"), kdeploy("", envFromCfg, "prefixes=prod-")},
+			external: "ConfigMap/cfg"},
+		{name: "default namespace: neither writes one, kustomize fixes the reference", namespace: "shop",
+			docs:     []string{kcm("ConfigMap", "prod-cfg", "", renamedCfg...), kdeploy("", envFromCfg, "prefixes=prod-")},
+			inStream: []string{"ConfigMap/prod-cfg"}},
 		{name: "now another kind: kustomize renames the reference all the same, external by the new name",
 			docs:     []string{kcm("Secret", "prod-cfg", "", renamedCfg...), kdeploy("", envFromCfg, "prefixes=prod-")},
 			external: "ConfigMap/prod-cfg"},
@@ -116,7 +127,7 @@ func TestKustomizeReferences(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			nodes, err := kio.FromBytes([]byte(strings.Join(tc.docs, "---\n")))
 			require.NoError(t, err)
-			r, err := Analyze(nodes, Options{})
+			r, err := Analyze(nodes, Options{DefaultNamespace: tc.namespace})
 			require.NoError(t, err)
 			require.Len(t, r.Workloads, 1)
 			w := r.Workloads[0]

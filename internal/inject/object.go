@@ -22,6 +22,10 @@ type Object struct {
 	Kind       string
 	Namespace  string
 	Name       string
+	// written is the namespace as the document writes it, before
+	// Options.DefaultNamespace fills an empty one: what kustomize compares
+	// when it fixes a reference (see referral).
+	written string
 }
 
 // String names the object the way errors and warnings show it, for example
@@ -66,6 +70,7 @@ func identifyIn(list Object, d Doc, opts Options) (Object, error) {
 	if d.Node == nil {
 		c := d.Config
 		o.APIVersion, o.Kind, o.Name, o.Namespace = "v1", string(c.Kind), c.Name, c.Namespace
+		o.written = o.Namespace
 		if o.Namespace == "" {
 			o.Namespace = opts.DefaultNamespace
 		}
@@ -87,6 +92,7 @@ func identifyIn(list Object, d Doc, opts Options) (Object, error) {
 	}
 	meta := yamlnode.Child(n, "metadata")
 	o.Name, o.Namespace = scalar(meta, "name"), scalar(meta, "namespace")
+	o.written = o.Namespace
 	if o.Path == "" {
 		// Helm 4 sends no "# Source:" comments but this annotation.
 		o.Path, _ = Annotation(n, "postrenderer.helm.sh/postrender-filename")
