@@ -128,6 +128,14 @@ func TestRealInflate(t *testing.T) {
 			})
 
 			prodHashes := testtools.PodHashes(t, configsAndWorkloads(checkInflated(t, prod, "helm3", "")))
+			// The overlay's confighash given the chart's namespace: a config
+			// the chart writes with none keeps its old name in the references
+			// of a workload that names one (kustomize fixes references within
+			// one namespace, none meaning "default"), so it is external there.
+			t.Run("overlay, functionConfig namespace", func(t *testing.T) {
+				writeTree(t, dir, map[string]string{"prod-ns/kustomization.yaml": inflateOverlay, "prod-ns/confighash.yaml": fc + "namespace: " + realNamespace + "\n"})
+				checkInflated(t, filepath.Join(dir, "prod-ns"), "helm3", realNamespace)
+			})
 			assert.Equal(t, slices.Sorted(slices.Values(overlayIDs(tc.hashedOn))), slices.Sorted(maps.Keys(prodHashes)), "overlay: hashed workloads")
 
 			for k, c := range tc.changes {
