@@ -38,6 +38,10 @@ const (
 	ReasonRenderMismatch   Reason = "render-hash-mismatch"
 	ReasonExternalChanged  Reason = "external-config-changed"
 	ReasonChangedSinceRoll Reason = "changed-since-last-roll"
+	// ReasonRenderStarted: a new render rolled the pods after the live
+	// in-stream content last changed; they read it, though the render does
+	// not hold all of it. Recorded (RenderBaseline), not rolled again.
+	ReasonRenderStarted Reason = "render-started-on-live-content"
 )
 
 // Input is everything Decide needs, read from the workload and the cache.
@@ -94,6 +98,13 @@ type Input struct {
 	Uses           string
 	ControllerUses string
 	BaselineUses   string
+	// RenderBaseline is the live in-stream hash recorded for the pods of
+	// RawRenderHash (View.RenderBaseline), empty when none is.
+	RenderBaseline string
+	// RenderStarted reports that this process saw the pod template take
+	// its render-time hash after it last saw a consumed config change: the
+	// pods that template started read the live content, render or not.
+	RenderStarted bool
 }
 
 // Record is the state the controller writes.
@@ -109,6 +120,9 @@ type Record struct {
 	// Uses is the fingerprint of the pod spec's uses, on the pod template
 	// with ControllerHash (a roll); the baseline carries it too.
 	Uses string
+	// RenderBaseline goes on the workload metadata
+	// (FormatRenderBaseline); empty means remove it.
+	RenderBaseline string
 }
 
 // Decision is the outcome of Decide.
@@ -135,9 +149,12 @@ type Decision struct {
 //     ControllerHash, so roll iff LiveAll differs.
 //  3. Otherwise the pods reflect the render: roll iff the in-stream content
 //     differs from the render-time hash (hashed in the workload's namespace,
-//     or in none for a render that named none) or an external config differs
-//     from its baseline. External configs without a comparable baseline (none,
-//     another key, another pod spec's uses) get one, without a roll.
+//     or in none for a render that named none) and from the render baseline,
+//     or an external config differs from its baseline. External configs
+//     without a comparable baseline (none, another key, another pod spec's
+//     uses) get one, without a roll; so does in-stream content that differs
+//     from the render when the render's template rolled the pods after that
+//     content last changed (RenderStarted): the pods read it.
 func Decide(in Input) Decision {
 	if len(in.Missing) > 0 {
 		missing := append([]string(nil), in.Missing...)
@@ -178,14 +195,26 @@ func Decide(in Input) Decision {
 	// changed, or where the baseline written since already held the changed
 	// content (it absorbed the edit).
 	changed, _ := compareBaseline(merged(baseline, in.FirstSeen), in.LiveExternal)
-	if in.RenderHash != "" && in.LiveIn != in.RenderHash && in.LiveInUnnamespaced != in.RenderHash {
-		return Decision{Action: ActionRoll, Reason: ReasonRenderMismatch, Record: roll, Changed: changed}
+	renderStarted := false
+	if in.RenderHash != "" && in.LiveIn != in.RenderHash && in.LiveInUnnamespaced != in.RenderHash && in.LiveIn != in.RenderBaseline {
+		if !in.RenderStarted {
+			return Decision{Action: ActionRoll, Reason: ReasonRenderMismatch, Record: roll, Changed: changed}
+		}
+		renderStarted = true
 	}
 	if len(changed) > 0 {
 		return Decision{Action: ActionRoll, Reason: ReasonExternalChanged, Record: roll, Changed: changed}
 	}
-	if unrecorded {
-		return Decision{Action: ActionRecordBaseline, Reason: ReasonNewExternal, Record: Record{Baseline: roll.Baseline}}
+	switch {
+	case renderStarted:
+		return Decision{Action: ActionRecordBaseline, Reason: ReasonRenderStarted,
+			Record: Record{Baseline: roll.Baseline, RenderBaseline: FormatRenderBaseline(in.RawRenderHash, in.LiveIn)}}
+	case unrecorded:
+		rec := Record{Baseline: roll.Baseline}
+		if in.RenderBaseline != "" {
+			rec.RenderBaseline = FormatRenderBaseline(in.RawRenderHash, in.RenderBaseline)
+		}
+		return Decision{Action: ActionRecordBaseline, Reason: ReasonNewExternal, Record: rec}
 	}
 	return Decision{Action: ActionNone, Reason: ReasonInSync}
 }

@@ -216,6 +216,51 @@ func TestDecide(t *testing.T) {
 			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonExternalChanged, Changed: []string{"Secret/db"},
 				Record: controller.Record{ControllerHash: h("all4"), ControllerBase: h("r"), Baseline: "uses=u2,Secret/db=" + h("db3+user"), Uses: "u2"}},
 		},
+		{
+			name: "new render after a roll, in-stream content the render does not hold, its rollout seen after the last change: recorded, not rolled again",
+			in: controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), ControllerHash: h("all1"), ControllerBase: h("r1"),
+				LiveIn: h("live2"), LiveAll: h("all2"), RenderStarted: true},
+			want: controller.Decision{Action: controller.ActionRecordBaseline, Reason: controller.ReasonRenderStarted,
+				Record: controller.Record{RenderBaseline: h("r2") + "=" + h("live2")}},
+		},
+		{
+			name: "the same, not seen (a restart, or a config changed after the template): roll",
+			in: controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), ControllerHash: h("all1"), ControllerBase: h("r1"),
+				LiveIn: h("live2"), LiveAll: h("all2")},
+			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonRenderMismatch,
+				Record: controller.Record{ControllerHash: h("all2"), ControllerBase: h("r2")}},
+		},
+		{
+			name: "render baseline recorded and the live content still the same: in sync",
+			in: controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), ControllerHash: h("all1"), ControllerBase: h("r1"),
+				LiveIn: h("live2"), LiveAll: h("all2"), RenderBaseline: h("live2")},
+			want: controller.Decision{Action: controller.ActionNone, Reason: controller.ReasonInSync},
+		},
+		{
+			name: "render baseline recorded, then an edit: roll, the record goes",
+			in:   controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), LiveIn: h("live3"), LiveAll: h("all3"), RenderBaseline: h("live2")},
+			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonRenderMismatch,
+				Record: controller.Record{ControllerHash: h("all3"), ControllerBase: h("r2")}},
+		},
+		{
+			name: "render baseline recorded, an external config new: both kept",
+			in: controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), LiveIn: h("live2"), LiveAll: h("all2"), RenderBaseline: h("live2"),
+				LiveExternal: map[string]string{"Secret/db": h("db1")}},
+			want: controller.Decision{Action: controller.ActionRecordBaseline, Reason: controller.ReasonNewExternal,
+				Record: controller.Record{Baseline: "Secret/db=" + h("db1"), RenderBaseline: h("r2") + "=" + h("live2")}},
+		},
+		{
+			name: "rollout seen after the last change, but an external config changed: roll",
+			in: controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), LiveIn: h("live2"), LiveAll: h("all2"), RenderStarted: true,
+				Baseline: map[string]string{"Secret/db": h("db1")}, LiveExternal: map[string]string{"Secret/db": h("db2")}},
+			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonExternalChanged, Changed: []string{"Secret/db"},
+				Record: controller.Record{ControllerHash: h("all2"), ControllerBase: h("r2"), Baseline: "Secret/db=" + h("db2")}},
+		},
+		{
+			name: "rollout seen, the live content is the render's: in sync, nothing recorded",
+			in:   controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), LiveIn: h("r2"), LiveAll: h("all2"), RenderStarted: true},
+			want: controller.Decision{Action: controller.ActionNone, Reason: controller.ReasonInSync},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -250,6 +295,16 @@ func TestBaselineRoundTrip(t *testing.T) {
 		assert.Nil(t, got, bad)
 		assert.Empty(t, keyID, bad)
 		assert.Empty(t, uses, bad)
+	}
+}
+
+func TestRenderBaselineRoundTrip(t *testing.T) {
+	s := controller.FormatRenderBaseline(h("r"), h("live"))
+	assert.Equal(t, h("live"), controller.ParseRenderBaseline(s, h("r")))
+	for _, c := range []struct{ value, render string }{
+		{s, h("other")}, {s, ""}, {"", h("r")}, {"garbage", h("r")}, {h("live"), h("r")},
+	} {
+		assert.Empty(t, controller.ParseRenderBaseline(c.value, c.render), "%q for %q", c.value, c.render)
 	}
 }
 

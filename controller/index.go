@@ -170,6 +170,9 @@ func (r *Reconciler) workloadHandler(kind *workloadKind) handler.TypedEventHandl
 			}
 			old, cur := r.consumes(kind, o), r.consumes(kind, n)
 			r.consumers.update(consumer{kind: kind, name: n.GetName()}, old, cur)
+			if h := r.renderHashOf(kind, n); h != "" && h != r.renderHashOf(kind, o) {
+				r.memory.noteRender(req(n), h)
+			}
 			if cur != nil || old != nil {
 				q.Add(req(n))
 			}
@@ -179,4 +182,14 @@ func (r *Reconciler) workloadHandler(kind *workloadKind) handler.TypedEventHandl
 			r.forget(req(e.Object))
 		},
 	}
+}
+
+// renderHashOf is the render-time hash on a workload's pod template, empty
+// when it carries none.
+func (r *Reconciler) renderHashOf(kind *workloadKind, o client.Object) string {
+	tmpl, err := kind.template(o)
+	if err != nil || tmpl == nil {
+		return ""
+	}
+	return tmpl.Annotations[r.keys.hash]
 }

@@ -161,7 +161,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 	case ActionRoll:
 		return r.roll(ctx, req, kind, obj, v, d, out, log)
 	default:
-		r.memory.with(req, func(e *entry) { e.settle(); e.firstSeen = nil })
+		r.memory.with(req, func(e *entry) { e.settle(); e.firstSeen = nil; e.render, e.renderSeq = "", 0 })
 		out.Result = "in_sync"
 	}
 	return reconcile.Result{}, nil
@@ -271,6 +271,7 @@ func (r *Reconciler) observe(ctx context.Context, req Request, v View) (Input, m
 		ControllerHash: v.ControllerHash, ControllerBase: v.ControllerBase,
 		KeyID: r.keyID, ControllerKeyID: v.ControllerKeyID,
 		Uses: v.UsesPrint, ControllerUses: v.ControllerUses,
+		RenderBaseline: v.RenderBaseline, RenderStarted: r.memory.renderStarted(req, v.RawRenderHash),
 	}
 	in.Baseline, in.BaselineKeyID, in.BaselineUses = ParseBaseline(v.Baseline)
 	for _, u := range v.Uses {
@@ -414,15 +415,15 @@ func (r *Reconciler) blocked(req Request, kind *workloadKind, obj client.Object,
 
 // recordBaseline writes the external baseline on the workload metadata.
 func (r *Reconciler) recordBaseline(ctx context.Context, req Request, kind *workloadKind, obj client.Object, d Decision, out *Outcome, log logr.Logger) (reconcile.Result, error) {
-	r.memory.with(req, func(e *entry) { e.settle() })
+	r.memory.with(req, func(e *entry) { e.settle(); e.render, e.renderSeq = "", 0 })
 	if r.opts.DryRun {
 		r.memory.with(req, func(e *entry) {
-			e.overlayMeta, e.firstSeen = map[string]string{r.keys.baseline: d.Record.Baseline}, nil
+			e.overlayMeta, e.firstSeen = map[string]string{r.keys.baseline: d.Record.Baseline, r.keys.renderBaseline: d.Record.RenderBaseline}, nil
 		})
 		out.Result = "baseline_recorded"
 		return reconcile.Result{RequeueAfter: dryRunRecheck}, nil
 	}
-	patch := r.patch(kind, obj, Record{Baseline: d.Record.Baseline}, false)
+	patch := r.patch(kind, obj, Record{Baseline: d.Record.Baseline, RenderBaseline: d.Record.RenderBaseline}, false)
 	if res, done, err := r.send(ctx, req, shell(kind, obj), patch, out); done {
 		return res, err
 	}
@@ -439,7 +440,11 @@ func (r *Reconciler) recordBaseline(ctx context.Context, req Request, kind *work
 	}
 	r.memory.with(req, func(e *entry) { e.firstSeen, e.written = nil, written })
 	r.metrics.baselines.WithLabelValues(req.Kind).Inc()
-	log.V(1).Info("recorded the external baseline", "external", d.Record.Baseline)
+	if d.Reason == ReasonRenderStarted {
+		log.V(1).Info("recorded the render baseline: the render's rollout read in-stream content the render does not hold", "render", d.Record.RenderBaseline)
+	} else {
+		log.V(1).Info("recorded the external baseline", "external", d.Record.Baseline)
+	}
 	out.Result = "baseline_recorded"
 	return reconcile.Result{}, nil
 }
@@ -479,8 +484,9 @@ func (r *Reconciler) roll(ctx context.Context, req Request, kind *workloadKind, 
 		changes = e.changes
 		// The roll restarts the pods on the live content: nothing absorbed.
 		e.lastRoll, e.firstMismatch, e.changes, e.firstSeen, e.written = now, time.Time{}, nil, nil, nil
+		e.render, e.renderSeq = "", 0
 		if r.opts.DryRun {
-			e.overlayMeta = map[string]string{r.keys.baseline: d.Record.Baseline}
+			e.overlayMeta = map[string]string{r.keys.baseline: d.Record.Baseline, r.keys.renderBaseline: ""}
 			e.overlayTemplate = map[string]string{r.keys.controllerHash: d.Record.ControllerHash, r.keys.controllerBase: d.Record.ControllerBase,
 				r.keys.controllerKeyID: d.Record.KeyID, r.keys.controllerUses: d.Record.Uses}
 		}
@@ -546,6 +552,11 @@ func (r *Reconciler) patch(kind *workloadKind, obj client.Object, rec Record, ro
 		metaAnn[r.keys.baseline] = rec.Baseline
 	} else if _, has := obj.GetAnnotations()[r.keys.baseline]; has {
 		metaAnn[r.keys.baseline] = nil
+	}
+	if rec.RenderBaseline != "" {
+		metaAnn[r.keys.renderBaseline] = rec.RenderBaseline
+	} else if _, has := obj.GetAnnotations()[r.keys.renderBaseline]; has {
+		metaAnn[r.keys.renderBaseline] = nil
 	}
 	if len(metaAnn) > 0 {
 		meta["annotations"] = metaAnn

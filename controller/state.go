@@ -70,6 +70,12 @@ type entry struct {
 	// overlay holds, in dry-run mode, the annotations the controller would
 	// have written, on the workload (meta) and its pod template.
 	overlayMeta, overlayTemplate map[string]string
+	// changeSeq is when (in memory.seq) a config the workload consumes was
+	// last seen to change; renderSeq when its pod template was seen to take
+	// the render-time hash render. renderSeq > changeSeq: the pods that
+	// template started read the live content (see Input.RenderStarted).
+	changeSeq, renderSeq uint64
+	render               string
 }
 
 // settle forgets a mismatch: the pods reflect the live configs.
@@ -87,7 +93,8 @@ func (e *entry) clearMissing() {
 func (e *entry) empty() bool {
 	return e.firstMismatch.IsZero() && e.lastRoll.IsZero() && len(e.changes) == 0 &&
 		e.missing == "" && e.missingSet == "" && e.missingSince.IsZero() && !e.warnedUnknown &&
-		len(e.firstSeen) == 0 && len(e.written) == 0 && len(e.overlayMeta) == 0 && len(e.overlayTemplate) == 0
+		len(e.firstSeen) == 0 && len(e.written) == 0 && len(e.overlayMeta) == 0 && len(e.overlayTemplate) == 0 &&
+		e.render == ""
 }
 
 // memory holds the entries of the workloads that have something to
@@ -96,6 +103,8 @@ type memory struct {
 	mu      sync.Mutex
 	entries map[Request]*entry
 	missing int
+	// seq orders the config and workload events the handlers note.
+	seq uint64
 }
 
 func newMemory() *memory { return &memory{entries: map[Request]*entry{}} }
@@ -120,11 +129,32 @@ func (m *memory) with(req Request, f func(e *entry)) {
 // noteChange records a config change for a workload, keeping the latest few.
 func (m *memory) noteChange(req Request, c Change) {
 	m.with(req, func(e *entry) {
+		m.seq++
+		e.changeSeq = m.seq
 		e.changes = append(e.changes, c)
 		if n := len(e.changes); n > maxPendingChangesPerEntry {
 			e.changes = append([]Change(nil), e.changes[n-maxPendingChangesPerEntry:]...)
 		}
 	})
+}
+
+// noteRender remembers that the workload's pod template took the
+// render-time hash render: the template changed, and the pods it starts read
+// the configs as they are from now on.
+func (m *memory) noteRender(req Request, render string) {
+	m.with(req, func(e *entry) {
+		m.seq++
+		e.render, e.renderSeq = render, m.seq
+	})
+}
+
+// renderStarted reports whether the pod template was last seen to take the
+// render-time hash render after every consumed config change seen since.
+func (m *memory) renderStarted(req Request, render string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[req]
+	return ok && render != "" && e.render == render && e.renderSeq > e.changeSeq
 }
 
 // noteFirstSeen remembers hash as the first observed content of ref for a

@@ -28,6 +28,7 @@ const (
 type keys struct {
 	hash, keyID, external, enabled                                            string
 	controllerHash, controllerBase, controllerKeyID, controllerUses, baseline string
+	renderBaseline                                                            string
 }
 
 func newKeys(prefix string) keys {
@@ -41,6 +42,7 @@ func newKeys(prefix string) keys {
 		controllerKeyID: annotations.Key(prefix, annotations.ControllerKeyID),
 		controllerUses:  annotations.Key(prefix, annotations.ControllerUses),
 		baseline:        annotations.Key(prefix, annotations.ExternalBaseline),
+		renderBaseline:  annotations.Key(prefix, annotations.RenderBaseline),
 	}
 }
 
@@ -75,6 +77,10 @@ type View struct {
 	ControllerKeyID string
 	ControllerUses  string
 	Baseline        string
+	// RenderBaseline is the live hash of the in-stream configs recorded for
+	// the pods of RawRenderHash (see annotations.RenderBaseline); empty when
+	// there is none, or one recorded for another render.
+	RenderBaseline string
 }
 
 // Inspect reads a workload as the controller does: its annotations meta
@@ -112,6 +118,7 @@ func inspect(ns string, meta map[string]string, tmpl *corev1.PodTemplateSpec, k 
 	v.ControllerHash, v.ControllerBase, v.ControllerKeyID = ta[k.controllerHash], ta[k.controllerBase], ta[k.controllerKeyID]
 	v.ControllerUses = ta[k.controllerUses]
 	v.Baseline = meta[k.baseline]
+	v.RenderBaseline = ParseRenderBaseline(meta[k.renderBaseline], v.RawRenderHash)
 
 	discovered, required := hashing.DiscoverRequired(&tmpl.Spec)
 	v.External = map[string]bool{}
@@ -140,6 +147,21 @@ func inspect(ns string, meta map[string]string, tmpl *corev1.PodTemplateSpec, k 
 		}
 	}
 	return v
+}
+
+// FormatRenderBaseline is the render-baseline annotation: the pods of the
+// render-time hash render read in-stream content of hash live.
+func FormatRenderBaseline(render, live string) string { return render + "=" + live }
+
+// ParseRenderBaseline returns the live hash a render-baseline annotation
+// records for the render-time hash render, or "" when it records none, or
+// one for another render.
+func ParseRenderBaseline(s, render string) string {
+	r, live, ok := strings.Cut(s, "=")
+	if !ok || render == "" || r != render {
+		return ""
+	}
+	return live
 }
 
 // UsesPrint is a short fingerprint of how a pod spec consumes configs:

@@ -124,7 +124,11 @@ var clusterTrees = []clusterTree{
 //   - the render re-applied rolls once more exactly the readers of the
 //     edits it writes back, applied again it rolls nothing, and the
 //     controller's record of a workload whose edits were all written back
-//     is the render's hash.
+//     is the render's hash;
+//   - a change in git after that (the row's first change undone) rolls
+//     exactly the workloads whose hash it moves, once, even those that
+//     read content the render does not hold (kueue's cert, keys added to
+//     argocd-cm): the controller rolls nothing on top.
 func TestRealTreesOnCluster(t *testing.T) {
 	cptest.Require(t)
 	t.Parallel()
@@ -275,6 +279,19 @@ func checkTreeOnCluster(t *testing.T, ct clusterTree, tc realTree) {
 	for _, id := range ct.agree {
 		assert.Equal(t, final[id].RenderHash, final[id].ControllerHash, "%s: the controller's record and the render's hash", id)
 	}
+
+	// A change in git once the edits settled (the row's first change
+	// undone): the render rolls the workloads whose hash it moves, once;
+	// the controller rolls nothing more.
+	ch := tc.changes[0]
+	edit(t, filepath.Join(dir, ch.file), ch.new, ch.old)
+	rolls := ctrl.rolls()
+	c.apply(t, render())
+	changed := c.rollCounts(t, workloads)
+	ctrl.settledAll(t, c.release, workloads)
+	assertReadersRolled(t, "a change in git after the edits", resynced, changed, kindNames(ch.moved))
+	assert.Equal(t, changed, c.rollCounts(t, workloads), "a change in git after the edits: rollouts after the controller saw it")
+	assert.InDelta(t, rolls, ctrl.rolls(), 0, "a change in git after the edits: the controller rolled")
 }
 
 // treeEdits makes the row's out-of-band edits, each value after prefix, and

@@ -50,6 +50,12 @@ const (
 	// roll pods), records the content of each external config as the pods
 	// last saw it.
 	ExternalBaseline = "external-baseline"
+	// RenderBaseline, on the workload's own metadata, records
+	// "<render-time hash>=<live hash of the in-stream configs>": the pods
+	// the render of that hash started read in-stream content the render does
+	// not hold (a key another applier owns, a Secret the project fills at
+	// run time), so the controller does not roll them again for it.
+	RenderBaseline = "render-baseline"
 )
 
 // HelmHook is Helm's annotation that makes an object a hook, whatever its

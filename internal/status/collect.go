@@ -342,6 +342,7 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 		ControllerHash: v.ControllerHash, ControllerBase: v.ControllerBase,
 		KeyID: c.keyID, ControllerKeyID: v.ControllerKeyID,
 		Uses: v.UsesPrint, ControllerUses: v.ControllerUses,
+		RenderBaseline: v.RenderBaseline,
 	}
 	in.Baseline, in.BaselineKeyID, in.BaselineUses = controller.ParseBaseline(v.Baseline)
 	contents := map[string]hashing.Content{}
