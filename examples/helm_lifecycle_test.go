@@ -393,3 +393,58 @@ func TestHelmHookConfigs(t *testing.T) {
 		assert.Equal(t, "two", cm.Data["SETTING"], "the pre-upgrade hook ran")
 	})
 }
+
+// TestHelmJobUpgrade installs a chart whose Job (not a hook: applied like
+// any object) reads a ConfigMap, then upgrades it with a changed value. The
+// API server refuses any change of a Job's pod template, so confighash
+// writes a Job's hash on the Job's own metadata: the upgrade succeeds, as
+// it does without confighash, and the hash there follows the content.
+func TestHelmJobUpgrade(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: migrate\nversion: 0.1.0\n",
+		"values.yaml": "setting: one\n",
+		"templates/settings.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-settings
+data:
+  SETTING: {{ .Values.setting | quote }}
+`,
+		"templates/job.yaml": `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-migrate
+spec:
+  suspend: true
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: migrate
+          image: busybox
+          envFrom:
+            - configMapRef: {name: {{ .Release.Name }}-settings}
+`,
+	} {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	}
+	eachHelm(t, "web", "job", func(t *testing.T, version int, r *release, h testtools.Helm) {
+		job := func() (meta, tmpl map[string]string) {
+			j, err := r.client.BatchV1().Jobs(r.namespace).Get(t.Context(), "web-migrate", metav1.GetOptions{})
+			require.NoError(t, err)
+			return j.Annotations, j.Spec.Template.Annotations
+		}
+		r.mustHelm(t, h, "install", dir, "--create-namespace")
+		installed, tmpl := job()
+		require.NotEmpty(t, installed[hashKey], "the Job's hash, on its metadata")
+		assert.NotContains(t, tmpl, hashKey, "nothing on the Job's pod template")
+
+		r.mustHelm(t, h, "upgrade", dir, "--reuse-values", "--set", "setting=two")
+		upgraded, tmpl := job()
+		assert.NotEqual(t, installed[hashKey], upgraded[hashKey], "the hash follows the ConfigMap")
+		assert.NotContains(t, tmpl, hashKey, "nothing on the Job's pod template")
+	})
+}

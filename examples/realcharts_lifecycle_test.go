@@ -571,10 +571,11 @@ func (cr *chartRelease) assertNoJobOrPodWritten(t *testing.T, readers map[string
 
 // hookKubelet stands in for the kubelet for the hook pods of a namespace:
 // it reports each pod that a Job owns or that Helm created as a hook (a
-// helm test Pod) Succeeded without running it, and records the pod
-// template of the Job by its Kind/name, or the Pod as a template by its
-// own. The pods of Deployments, StatefulSets and
-// DaemonSets stay Pending.
+// helm test Pod) Succeeded without running it, and records by Kind/name
+// where confighash writes and what it hashes: a Job's own metadata (the API
+// server refuses changes of a Job's pod template, so its hash lives on the
+// Job) with its pod spec, or a Pod as it is. The pods of Deployments,
+// StatefulSets and DaemonSets stay Pending.
 type hookKubelet struct {
 	mu  sync.Mutex
 	ran map[string]*corev1.PodTemplateSpec
@@ -636,7 +637,7 @@ func (k *hookKubelet) complete(ctx context.Context, r *release) error {
 			if err != nil {
 				return fmt.Errorf("job %s: %w", ref.Name, err)
 			}
-			id, tpl = "Job/"+job.Name, &job.Spec.Template
+			id, tpl = "Job/"+job.Name, &corev1.PodTemplateSpec{ObjectMeta: job.ObjectMeta, Spec: job.Spec.Template.Spec}
 		} else if _, hook := p.Annotations["helm.sh/hook"]; !hook || ref != nil {
 			continue
 		}

@@ -3,6 +3,7 @@ package postrenderer_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -106,18 +107,9 @@ func objects(t *testing.T, stream string) map[string]*yaml.RNode {
 	return objs
 }
 
-// hashes returns the confighash annotation on each pod template.
+// hashes returns the confighash hash of each workload (testtools.TemplateHashes).
 func hashes(objs map[string]*yaml.RNode) map[string]string {
-	out := map[string]string{}
-	for id, n := range objs {
-		for _, path := range [][]string{{"spec", "template"}, {"spec", "jobTemplate", "spec", "template"}} {
-			tpl, err := n.Pipe(yaml.Lookup(path...))
-			if err == nil && tpl != nil && tpl.GetAnnotations()[hashKey] != "" {
-				out[id] = tpl.GetAnnotations()[hashKey]
-			}
-		}
-	}
-	return out
+	return testtools.TemplateHashes(slices.Collect(maps.Values(objs)))
 }
 
 // hooks returns the ids of Helm hook objects.

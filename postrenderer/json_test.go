@@ -45,7 +45,7 @@ func TestPrettyJSON(t *testing.T) {
 			doc := strings.SplitN(string(out), "---\n", 2)[1]
 			var v map[string]any
 			require.NoError(t, json.Unmarshal([]byte(doc), &v), "valid JSON:\n%s", doc)
-			assert.Equal(t, r.Workloads[0].Hash, templateAnnotations(t, out)["confighash.dev/hash"])
+			assert.Equal(t, r.Workloads[0].Hash, hashAnnotations(t, out)["confighash.dev/hash"])
 			assertOnlyMetadataChanged(t, in, string(out), meta)
 			assert.Greater(t, strings.Count(doc, "\n"), 15, "still pretty-printed:\n%s", doc)
 			again, _, err := postrenderer.Process(out, inject.Options{})

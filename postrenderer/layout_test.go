@@ -64,7 +64,7 @@ func TestEmptyMetadataLayouts(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, r.Workloads, 1)
 			assertOnlyMetadataChanged(t, in, string(out), meta)
-			assert.Equal(t, r.Workloads[0].Hash, templateAnnotations(t, out)["confighash.dev/hash"])
+			assert.Equal(t, r.Workloads[0].Hash, hashAnnotations(t, out)["confighash.dev/hash"])
 			again, _, err := postrenderer.Process(out, inject.Options{})
 			require.NoError(t, err)
 			assert.Equal(t, string(out), string(again), "a second run changes nothing")
@@ -96,24 +96,33 @@ func assertOnlyMetadataChanged(t *testing.T, in, out, meta string) {
 	}
 }
 
-// templateAnnotations reads the last document's pod template annotations
-// through sigs.k8s.io/yaml, as kubectl does; a value that is not a string
-// fails the test.
-func templateAnnotations(t *testing.T, out []byte) map[string]string {
+// hashAnnotations reads the annotations of the last document's hash holder
+// (its pod template, or a Job itself: the API server refuses changes of a
+// Job's pod template, so its hash lives on the Job) through
+// sigs.k8s.io/yaml, as kubectl does; a value that is not a string fails the
+// test.
+func hashAnnotations(t *testing.T, out []byte) map[string]string {
 	t.Helper()
 	docs := strings.Split(string(out), "\n---\n")
+	type meta struct {
+		Annotations map[string]json.RawMessage `json:"annotations"`
+	}
 	var obj struct {
-		Spec struct {
+		Kind     string `json:"kind"`
+		Metadata meta   `json:"metadata"`
+		Spec     struct {
 			Template struct {
-				Metadata struct {
-					Annotations map[string]json.RawMessage `json:"annotations"`
-				} `json:"metadata"`
+				Metadata meta `json:"metadata"`
 			} `json:"template"`
 		} `json:"spec"`
 	}
 	require.NoError(t, sigsyaml.Unmarshal([]byte(docs[len(docs)-1]), &obj))
+	holder := obj.Spec.Template.Metadata
+	if obj.Kind == "Job" {
+		holder = obj.Metadata
+	}
 	got := map[string]string{}
-	for k, raw := range obj.Spec.Template.Metadata.Annotations {
+	for k, raw := range holder.Annotations {
 		var s string
 		require.NoError(t, json.Unmarshal(raw, &s), "annotation %s is %s, not a string", k, raw)
 		got[k] = s
@@ -129,7 +138,7 @@ func TestKeyIDQuoted(t *testing.T) {
 		opts := inject.Options{Key: []byte(key)}
 		out, r, err := postrenderer.Process([]byte(in), opts)
 		require.NoError(t, err)
-		got := templateAnnotations(t, out)
+		got := hashAnnotations(t, out)
 		assert.Equal(t, r.Workloads[0].KeyID(opts), got["confighash.dev/key-id"], key)
 		// An unquoted key id left by an older version is rewritten.
 		stale := strings.Replace(string(out), `"`+got["confighash.dev/key-id"]+`"`, got["confighash.dev/key-id"], 1)
@@ -158,7 +167,7 @@ func TestRewrittenKeepsMetadata(t *testing.T) {
 			out, r, err := postrenderer.Process([]byte(input), inject.Options{})
 			require.NoError(t, err)
 			require.Len(t, r.Workloads, 1)
-			assert.Equal(t, r.Workloads[0].Hash, templateAnnotations(t, out)["confighash.dev/hash"])
+			assert.Equal(t, r.Workloads[0].Hash, hashAnnotations(t, out)["confighash.dev/hash"])
 			want, got := objectMetadata(t, input), objectMetadata(t, string(out))
 			assert.Equal(t, want, got, "the Deployment's metadata")
 			again, _, err := postrenderer.Process(out, inject.Options{})
@@ -187,7 +196,14 @@ func objectMetadata(t *testing.T, stream string) map[string]any {
 // document before it: the output means what the kyaml filter's does.
 func TestUnicodeLineBreaks(t *testing.T) {
 	const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: db\ndata:\n  a: x\n---\n"
-	const job = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  labels: {note: \"%s\"}\nspec:\n  template:\n    metadata:\n      labels:\n        app: j\n    spec:\n      containers:\n      - name: a\n        envFrom:\n        - configMapRef:\n            name: db\n"
+	// A Deployment's hash goes on its pod template, a Job's on the Job.
+	for _, kind := range []string{"apps/v1\nkind: Deployment", "batch/v1\nkind: Job"} {
+		job := "apiVersion: " + kind + "\nmetadata:\n  name: j\n  labels: {note: \"%s\"}\nspec:\n  template:\n    metadata:\n      labels:\n        app: j\n    spec:\n      containers:\n      - name: a\n        envFrom:\n        - configMapRef:\n            name: db\n"
+		checkUnicodeLineBreaks(t, cm, job)
+	}
+}
+
+func checkUnicodeLineBreaks(t *testing.T, cm, job string) {
 	for _, brk := range []string{"\u0085", "\u2028", "\u2029"} {
 		note := "a" + brk + "b" + brk + brk + "c"
 		for name, in := range map[string]string{
@@ -195,14 +211,14 @@ func TestUnicodeLineBreaks(t *testing.T) {
 			"in a document before it":     cm + "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\ndata:\n  a: \"" + note + "\"\n---\n" + fmt.Sprintf(job, "n"),
 			"in a Secret value before it": cm + "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  a: \"" + note + "\"\n---\n" + fmt.Sprintf(job, "n"),
 		} {
-			t.Run(fmt.Sprintf("%U %s", []rune(brk)[0], name), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s %U %s", strings.Fields(job)[3], []rune(brk)[0], name), func(t *testing.T) {
 				for _, opts := range []inject.Options{{}, {Key: []byte("k")}} {
 					checkProcess(t, []byte(in), opts)
 				}
 				out, r, err := postrenderer.Process([]byte(in), inject.Options{})
 				require.NoError(t, err)
 				require.Len(t, r.Workloads, 1)
-				assert.Equal(t, r.Workloads[0].Hash, templateAnnotations(t, out)["confighash.dev/hash"])
+				assert.Equal(t, r.Workloads[0].Hash, hashAnnotations(t, out)["confighash.dev/hash"])
 				assert.Contains(t, string(out), "      labels:\n        app: j\n", "the template's labels as they were")
 			})
 		}

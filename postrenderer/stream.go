@@ -284,8 +284,14 @@ func rewrite(text []byte, ws []inject.Workload, opts inject.Options, n annotatio
 			}
 			e = newEditor(text, ws[0].Node.YNode())
 		}
-		if !e.annotate(w.Template.YNode(), kv{n.hash, w.Hash}, kv{n.keyID, w.KeyID(opts)}) ||
-			!e.annotate(w.Node.YNode(), kv{n.external, w.ExternalValue()}) {
+		hash, keyID, external := kv{n.hash, w.Hash}, kv{n.keyID, w.KeyID(opts)}, kv{n.external, w.ExternalValue()}
+		ok := false
+		if holder := w.HashHolder(); holder == w.Node {
+			ok = e.annotate(w.Node.YNode(), hash, keyID, external)
+		} else {
+			ok = e.annotate(holder.YNode(), hash, keyID) && e.annotate(w.Node.YNode(), external)
+		}
+		if !ok {
 			inPlace = false
 			break
 		}

@@ -123,7 +123,8 @@ func (a argo) generate(t *testing.T, app, sourcePath, namespace string, env ...s
 	return out.String(), errb.String(), err
 }
 
-// podHashes returns the confighash annotation of each pod template in a
+// podHashes returns the confighash hash of each workload (on its pod
+// template; a Job's on the Job, whose pod template cannot change) in a
 // stream, keyed by Kind/name.
 func podHashes(t *testing.T, stream string) map[string]string {
 	t.Helper()
@@ -134,7 +135,11 @@ func podHashes(t *testing.T, stream string) map[string]string {
 	out := map[string]string{}
 	for _, n := range nodes {
 		tpl, err := n.Pipe(yaml.Lookup("spec", "template"))
-		if err == nil && tpl != nil {
+		switch {
+		case n.GetKind() == "Job":
+			// A Job's pod template cannot change: its hash is on the Job.
+			out[n.GetKind()+"/"+n.GetName()] = n.GetAnnotations()["confighash.dev/hash"]
+		case err == nil && tpl != nil:
 			out[n.GetKind()+"/"+n.GetName()] = tpl.GetAnnotations()["confighash.dev/hash"]
 		}
 	}

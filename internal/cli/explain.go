@@ -90,7 +90,7 @@ func explainAll(o options, r *inject.Report) []explained {
 		}
 		var on []holder
 		if w.Template != nil {
-			on = append(on, holder{w.Template.YNode(), inject.HashName}, holder{w.Template.YNode(), inject.KeyIDName})
+			on = append(on, holder{w.HashHolder().YNode(), inject.HashName}, holder{w.HashHolder().YNode(), inject.KeyIDName})
 		}
 		if w.Node != nil {
 			on = append(on, holder{w.Node.YNode(), inject.ExternalName})

@@ -394,6 +394,20 @@ func kustomizeVarHint(u hashing.Use) string {
 		"use replacements: instead of vars:, kustomize runs them before the transformers", u.Kind)
 }
 
+// HashHolder is the node whose annotations hold the workload's hash and key
+// id: its pod template, or the workload itself for a Job, whose pod template
+// cannot change after creation (see immutableTemplate); nil when the
+// workload has no pod template.
+func (w Workload) HashHolder() *yaml.RNode {
+	if w.Template == nil {
+		return nil
+	}
+	if immutableTemplate(w.group(), w.Kind) {
+		return w.Node
+	}
+	return w.Template
+}
+
 // Rebind returns the workload with its nodes taken from another parse of
 // the same document (one whose comments are exactly where the document has
 // them, for writing it anew). For an item of a List, node is the List

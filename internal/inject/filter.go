@@ -40,10 +40,11 @@ func Apply(w Workload, opts Options) error {
 	if w.OptedOut || w.Template == nil {
 		return nil
 	}
-	if err := setOrClear(w.Template, opts.Annotation(HashName), w.Hash); err != nil {
+	holder := w.HashHolder()
+	if err := setOrClear(holder, opts.Annotation(HashName), w.Hash); err != nil {
 		return err
 	}
-	if err := setOrClear(w.Template, opts.Annotation(KeyIDName), w.KeyID(opts)); err != nil {
+	if err := setOrClear(holder, opts.Annotation(KeyIDName), w.KeyID(opts)); err != nil {
 		return err
 	}
 	return setOrClear(w.Node, opts.Annotation(ExternalName), w.ExternalValue())

@@ -53,6 +53,12 @@ var builtinWorkloads = []WorkloadKind{
 	{Group: "", Kind: "ReplicationController", Path: "spec/template"},
 }
 
+// immutableTemplate reports whether the API server refuses any change of a
+// kind's pod template once an object exists: a Job's. A hash there would make
+// every apply after a config change fail (helm upgrade, kubectl apply, Argo
+// CD and Flux syncs), where without confighash it succeeds.
+func immutableTemplate(group, kind string) bool { return group == "batch" && kind == "Job" }
+
 // ParseWorkload reads the short form Kind.group=path of a WorkloadKind, for
 // example CloneSet.apps.kruise.io=spec/template (core kinds: Kind=path), as
 // the --workload flag and the KRM function's data.workloads write it.

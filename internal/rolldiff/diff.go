@@ -240,7 +240,7 @@ func staleHashes(r *Render, w inject.Workload, side string) []StaleHash {
 	if w.Template == nil {
 		return nil
 	}
-	found, ok := inject.Annotation(w.Template.YNode(), r.opts.Annotation(inject.HashName))
+	found, ok := inject.Annotation(w.HashHolder().YNode(), r.opts.Annotation(inject.HashName))
 	if !ok || found == w.Hash {
 		return nil
 	}
@@ -249,7 +249,7 @@ func staleHashes(r *Render, w inject.Workload, side string) []StaleHash {
 	if len(r.opts.Key) > 0 {
 		keyID = hashing.KeyID(r.opts.Key)
 	}
-	renderKeyID, _ := inject.Annotation(w.Template.YNode(), r.opts.Annotation(inject.KeyIDName))
+	renderKeyID, _ := inject.Annotation(w.HashHolder().YNode(), r.opts.Annotation(inject.KeyIDName))
 	if s.Cause = hashing.CompareMode(found, renderKeyID, keyID); s.Cause == hashing.MismatchUnknown {
 		s.Cause = ""
 	}
