@@ -309,12 +309,21 @@ func statusOf(t *testing.T, namespace string) map[string]status.Workload {
 func (r *release) editConfig(t *testing.T, e clusterEdit) {
 	t.Helper()
 	if e.kind == "Secret" {
-		_, err := kubetest.Edit(t.Context(), r.client.CoreV1().Secrets(r.namespace), e.name, "kubectl-edit",
-			func(s *corev1.Secret) { s.Data[e.key] = []byte(e.value) })
+		_, err := kubetest.Edit(t.Context(), r.client.CoreV1().Secrets(r.namespace), e.name, "kubectl-edit", func(s *corev1.Secret) {
+			if s.Data == nil { // shipped empty, for a cert manager to fill
+				s.Data = map[string][]byte{}
+			}
+			s.Data[e.key] = []byte(e.value)
+		})
 		require.NoError(t, err)
 		return
 	}
-	r.editConfigMap(t, e.name, func(cm *corev1.ConfigMap) { cm.Data[e.key] = e.value })
+	r.editConfigMap(t, e.name, func(cm *corev1.ConfigMap) {
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[e.key] = e.value
+	})
 }
 
 // rollCounts returns, per workload (Kind/name), how many pod templates its
@@ -323,11 +332,18 @@ func (r *release) editConfig(t *testing.T, e clusterEdit) {
 // workload's current generation.
 func (r *release) rollCounts(t *testing.T, workloads []string) map[string]int {
 	t.Helper()
+	return perWorkload(t, workloads, "the workload controller to observe ", func(kind, name string) (int, bool) { return r.templates(t, kind, name) })
+}
+
+// perWorkload polls count for each workload (Kind/name) until it reports
+// ok, and returns the counts.
+func perWorkload(t *testing.T, workloads []string, what string, count func(kind, name string) (int, bool)) map[string]int {
+	t.Helper()
 	out := map[string]int{}
 	for _, id := range workloads {
 		kind, name, _ := strings.Cut(id, "/")
-		kubetest.EventuallyTrue(t, time.Minute, 100*time.Millisecond, "the workload controller to observe "+id, func() bool {
-			n, ok := r.templates(t, kind, name)
+		kubetest.EventuallyTrue(t, time.Minute, 100*time.Millisecond, what+id, func() bool {
+			n, ok := count(kind, name)
 			out[id] = n
 			return ok
 		})

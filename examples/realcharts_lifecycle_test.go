@@ -254,16 +254,7 @@ const revisionKey = "deployment.kubernetes.io/revision"
 // templates.
 func (r *release) rollouts(t *testing.T, workloads []string) map[string]int {
 	t.Helper()
-	out := map[string]int{}
-	for _, id := range workloads {
-		kind, name, _ := strings.Cut(id, "/")
-		kubetest.EventuallyTrue(t, time.Minute, 100*time.Millisecond, "the current revision of "+id, func() bool {
-			n, ok := r.currentRevision(t, kind, name)
-			out[id] = n
-			return ok
-		})
-	}
-	return out
+	return perWorkload(t, workloads, "the current revision of ", func(kind, name string) (int, bool) { return r.currentRevision(t, kind, name) })
 }
 
 // currentRevision is the revision of the workload's current ReplicaSet or

@@ -17,7 +17,6 @@ import (
 
 	"github.com/confighash/confighash/internal/status"
 	"github.com/confighash/confighash/internal/testing/cptest"
-	"github.com/confighash/confighash/internal/testing/kubetest"
 	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
@@ -227,7 +226,7 @@ func checkTreeOnCluster(t *testing.T, ct clusterTree, tc realTree) {
 	}
 	for _, e := range unread {
 		events := ctrl.metric("confighash_config_events_total", `change="content"`)
-		c.setKey(t, e)
+		c.editConfig(t, e)
 		ctrl.waitFor(t, "the edit seen", func(v float64) bool { return v > events }, "confighash_config_events_total", `change="content"`)
 		ctrl.settledAll(t, c.release, workloads)
 		assert.Equal(t, counts, c.rollCounts(t, workloads), "rollouts after an edit of %s %s key %s, which no workload reads", e.kind, e.name, e.key)
@@ -304,7 +303,7 @@ func (c *cluster) treeEdits(t *testing.T, render string, edits []treeEdit, prefi
 		e := te.clusterEdit
 		e.name = liveName(t, render, e.kind, e.name)
 		e.value = prefix + e.value
-		c.setKey(t, e)
+		c.editConfig(t, e)
 		for _, id := range e.readers {
 			readers[id] = append(readers[id], e.kind+"/"+e.name)
 			if !te.kept && !slices.Contains(rewritten, id) {
@@ -410,26 +409,4 @@ func (c *cluster) deleteConfig(t *testing.T, kind, name string) {
 		err = c.client.CoreV1().ConfigMaps(c.namespace).Delete(t.Context(), name, metav1.DeleteOptions{})
 	}
 	require.NoError(t, err)
-}
-
-// setKey is editConfig for a config that may hold no data yet, as the
-// empty Secrets that projects ship for their cert managers to fill.
-func (c *cluster) setKey(t *testing.T, e clusterEdit) {
-	t.Helper()
-	if e.kind == "Secret" {
-		_, err := kubetest.Edit(t.Context(), c.client.CoreV1().Secrets(c.namespace), e.name, "kubectl-edit", func(s *corev1.Secret) {
-			if s.Data == nil {
-				s.Data = map[string][]byte{}
-			}
-			s.Data[e.key] = []byte(e.value)
-		})
-		require.NoError(t, err)
-		return
-	}
-	c.editConfigMap(t, e.name, func(cm *corev1.ConfigMap) {
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		cm.Data[e.key] = e.value
-	})
 }
