@@ -11,11 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/hmackey"
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/testing/cptest"
 	"github.com/confighash/confighash/internal/testing/kubetest"
@@ -387,10 +391,57 @@ func TestTemplateLayouts(t *testing.T) {
 		t.Errorf("helm3 printed\n%q\nstream mode wrote\n%q", got, want)
 	}
 	hash := hashes(objects(t, string(want)))
-	if hash["Deployment//web-odd"] == "" {
-		t.Fatalf("the Deployment is not hashed: %v", hash)
+	for _, id := range []string{"Deployment//web-odd", "Job//web-json", "Job//web-listed", "Job//web-flow", "CronJob//web-cron"} {
+		if hash[id] == "" {
+			t.Errorf("%s is not hashed: %v", id, hash)
+		}
 	}
-	assertByWorkload(t, "helm4", hashes(objects(t, h4.template(t, chart, true))), hash)
+	out4 := h4.template(t, chart, true)
+	assertByWorkload(t, "helm4", hashes(objects(t, out4)), hash)
+	assertByWorkload(t, "krm", hashes(objects(t, testtools.RunKRM(t, h3.confighash, plain, namespace))), hash)
+	for what, out := range map[string]string{"stream": string(want), "helm4": out4} {
+		assertNoJobTemplateHash(t, what, out)
+		again, _, err := postrenderer.Process([]byte(out), opts)
+		require.NoError(t, err)
+		assert.Equal(t, out, string(again), "%s: a second run changes nothing", what)
+	}
+
+	// Keyed: the key id goes where the hash goes, on a Job the Job itself.
+	keyFile := filepath.Join(t.TempDir(), "key")
+	writeFile(t, keyFile, "a key")
+	keyed, _, err := postrenderer.Process([]byte(plain), inject.Options{DefaultNamespace: namespace, Key: []byte("a key")})
+	require.NoError(t, err)
+	for _, h := range []helm{h3, h4} {
+		h.Env = append(slices.Clone(h.Env), hmackey.EnvFile+"="+keyFile)
+		out := h.template(t, chart, true)
+		if h.Version == 3 {
+			assert.Equal(t, string(keyed), out, "helm3 keyed")
+		}
+		assertByWorkload(t, fmt.Sprintf("helm%d keyed", h.Version), hashes(objects(t, out)), hashes(objects(t, string(keyed))))
+		assertNoJobTemplateHash(t, fmt.Sprintf("helm%d keyed", h.Version), out)
+		for id, o := range objects(t, out) {
+			if o.GetKind() == "Job" && o.GetAnnotations()["confighash.dev/key-id"] != hashing.KeyID([]byte("a key")) {
+				t.Errorf("helm%d keyed: %s: key id %q on the Job", h.Version, id, o.GetAnnotations()["confighash.dev/key-id"])
+			}
+		}
+	}
+}
+
+// assertNoJobTemplateHash fails the test when a Job of stream carries a
+// confighash annotation on its pod template, which the API server refuses
+// to change.
+func assertNoJobTemplateHash(t *testing.T, what, stream string) {
+	t.Helper()
+	for id, o := range objects(t, stream) {
+		if o.GetKind() != "Job" {
+			continue
+		}
+		tpl, err := o.Pipe(yaml.Lookup("spec", "template", "metadata", "annotations"))
+		require.NoError(t, err)
+		if tpl != nil && strings.Contains(tpl.MustString(), "confighash.dev/") {
+			t.Errorf("%s: %s: confighash annotations on the pod template:\n%s", what, id, tpl.MustString())
+		}
+	}
 }
 
 // TestOutputDir: helm template --output-dir writes the files Helm 4 gets
