@@ -311,6 +311,10 @@ func TestVerifyHints(t *testing.T) {
 			"1 without one, though the render wrote its external list: the configs it reads were not in the stream under these names when the function ran", "did the function run"},
 		{"hash on a workload that reads nothing of the stream", stale + "---\n" + strings.Replace(configMap, "name: cfg", "name: other", 1),
 			"1 on a workload that reads no config of the stream: names changed after the function ran", "did the function run"},
+		// An earlier confighash wrote a Job's hash on its pod template,
+		// which the API server refuses to change.
+		{"a Job's hash on its pod template", oldLayoutJob(stale) + "---\n" + configMap,
+			"1 on a Job's pod template, where an earlier confighash wrote it: the API server refuses any change of a Job's pod template, so confighash now writes a Job's hash on the Job itself; render again", "did the function run"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, errOut := run(t, tt.input, "verify")
@@ -320,6 +324,12 @@ func TestVerifyHints(t *testing.T) {
 			assert.NotContains(t, errOut, tt.not)
 		})
 	}
+}
+
+// oldLayoutJob turns a Deployment of these tests into a Job, as an earlier
+// confighash rendered it: the hash on the pod template, none on the Job.
+func oldLayoutJob(d string) string {
+	return strings.NewReplacer("apps/v1", "batch/v1", "kind: Deployment", "kind: Job").Replace(d)
 }
 
 // TestExplainMissingHints: explain names the same causes as verify for a
@@ -333,6 +343,8 @@ func TestExplainMissingHints(t *testing.T) {
 			"(missing from the input: a Helm hook, which Helm 3's --post-renderer never sees)"},
 		{"an external list naming a config of the stream", strings.Replace(deployment, "  name: web\n", "  name: web\n  annotations:\n    confighash.dev/external: ConfigMap/cfg\n", 1) + "---\n" + configMap,
 			"(missing from the input, which holds the external list the function wrote: the configs were not in the stream under these names when it ran)"},
+		{"a Job's hash on its pod template", oldLayoutJob(strings.Replace(deployment, "  template:\n", "  template:\n    metadata:\n      annotations:\n        confighash.dev/hash: v1-sha256:00\n", 1)) + "---\n" + configMap,
+			"(missing from the Job, whose pod template has one, where an earlier confighash wrote it: render again)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, errOut := run(t, tt.input, "explain")

@@ -65,6 +65,10 @@ type explained struct {
 	// helmHook is true for a Helm hook (helm.sh/hook), which Helm 3 does
 	// not send its post-renderer.
 	helmHook bool
+	// onTemplate is true when a workload whose hash goes on the workload
+	// itself (a Job) has none there but has one on its pod template, where
+	// an earlier confighash wrote it.
+	onTemplate bool
 }
 
 type notString struct {
@@ -91,6 +95,9 @@ func explainAll(o options, r *inject.Report) []explained {
 		var on []holder
 		if w.Template != nil {
 			on = append(on, holder{w.HashHolder().YNode(), inject.HashName}, holder{w.HashHolder().YNode(), inject.KeyIDName})
+			if w.HashHolder() != w.Template {
+				_, e.onTemplate = inject.Annotation(w.Template.YNode(), o.Annotation(inject.HashName))
+			}
 		}
 		if w.Node != nil {
 			on = append(on, holder{w.Node.YNode(), inject.ExternalName})
@@ -183,6 +190,8 @@ func staleness(e explained, key []byte) string {
 		return "  (present)"
 	case "":
 		switch {
+		case e.onTemplate:
+			return "  (missing from the Job, whose pod template has one, where an earlier confighash wrote it: render again)"
 		case e.helmHook:
 			return "  (missing from the input: a Helm hook, which Helm 3's --post-renderer never sees)"
 		case e.external != "":
@@ -238,7 +247,7 @@ func runVerify(args []string, stdio IO) error {
 	for _, u := range unchecked {
 		bad = append(bad, "  "+u)
 	}
-	missing, hooks, joined, stale, orphan, unquoted := 0, 0, 0, 0, 0, 0
+	missing, hooks, joined, stale, orphan, unquoted, onTemplate := 0, 0, 0, 0, 0, 0, 0
 	noExternal, otherExternal := 0, 0
 	keyed, unkeyed := 0, 0
 	otherKeys := map[string]int{}
@@ -258,6 +267,8 @@ func runVerify(args []string, stdio IO) error {
 		if !e.OptedOut && e.Current != e.Hash {
 			bad = append(bad, fmt.Sprintf("  %s (document %d%s): want %q, found %q", e.Workload, e.Document, pathSuffix(e.Path), e.Hash, e.Current))
 			switch {
+			case e.Current == "" && e.onTemplate:
+				onTemplate++
 			case e.Current == "" && e.helmHook:
 				hooks++
 			case e.Current == "" && e.external != "":
@@ -288,6 +299,9 @@ func runVerify(args []string, stdio IO) error {
 		}
 		if joined > 0 {
 			hints = append(hints, fmt.Sprintf("%d without one, though the render wrote its external list: the configs it reads were not in the stream under these names when the function ran (kustomize substitutes vars: after its transformers, so use replacements:; or a kustomization above the one that lists confighash renamed them: list it in the outermost one)", joined))
+		}
+		if onTemplate > 0 {
+			hints = append(hints, fmt.Sprintf("%d on a Job's pod template, where an earlier confighash wrote it: the API server refuses any change of a Job's pod template, so confighash now writes a Job's hash on the Job itself; render again", onTemplate))
 		}
 		if hooks > 0 {
 			hints = append(hints, fmt.Sprintf("%d without one on a Helm hook: Helm 3's --post-renderer never sees hooks, which helm template prints as rendered, so verify what `helm template … | confighash` writes, which hashes them (else the function did not run)", hooks))
