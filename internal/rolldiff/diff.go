@@ -66,6 +66,9 @@ type Workload struct {
 	StaleHashes []StaleHash `json:"staleHashes,omitempty"`
 	// Reasons are the causes in words, one per config or template change.
 	Reasons []string `json:"reasons,omitempty"`
+	// job is true for a Job: its pods run once, and the API server refuses
+	// any change of its pod template.
+	job bool
 }
 
 // Config change kinds.
@@ -205,7 +208,8 @@ func keyOf(w inject.Workload) workloadKey { return workloadKey{w.Kind, w.Namespa
 
 // compareWorkload diffs a workload present in both renders.
 func compareWorkload(old, cur *Render, ow, w inject.Workload) Workload {
-	d := Workload{OptedOut: w.OptedOut, OldHash: ow.Hash, NewHash: w.Hash}
+	d := Workload{OptedOut: w.OptedOut, OldHash: ow.Hash, NewHash: w.Hash,
+		job: w.Kind == "Job" && strings.HasPrefix(w.APIVersion, "batch/")}
 	d.StaleHashes = append(staleHashes(old, ow, "old"), staleHashes(cur, w, "new")...)
 	renames := map[string]string{}
 	if ow.Hash != w.Hash {

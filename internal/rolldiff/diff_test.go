@@ -676,3 +676,66 @@ func TestReadAsTheAPIServerStores(t *testing.T) {
 		})
 	}
 }
+
+// TestJobNotes: a Job's pods run once; an existing Job is not run again
+// when its config changes, and the API server refuses any change of its pod
+// template. diff says so next to a Job it lists.
+func TestJobNotes(t *testing.T) {
+	const job = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: app, namespace: shop}
+data: {MODE: a}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate, namespace: shop}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: migrate
+        image: migrate:1
+        envFrom: [{configMapRef: {name: app}}]
+`
+	render := func(t *testing.T, in string) string {
+		t.Helper()
+		out, _, err := postrenderer.Process([]byte(in), inject.Options{})
+		require.NoError(t, err)
+		return string(out)
+	}
+	first := render(t, job)
+	_, r, err := postrenderer.Process([]byte(job), inject.Options{})
+	require.NoError(t, err)
+	hash := r.Workloads[0].Hash
+	oldLayout := strings.Replace(job, "  template:\n", "  template:\n    metadata:\n      annotations:\n        confighash.dev/hash: "+hash+"\n", 1)
+	const runsOnlyWhenRecreated = "a Job: applying this changes its hash annotation only, it runs nothing again; the Job runs with the new config when it is re-created (Helm re-creates hook Jobs; delete a regular one to run it again)"
+	const refused = "a Job: the API server refuses any change of an existing Job's pod template, so delete the Job before applying this (Helm re-creates hook Jobs)"
+	for _, tt := range []struct {
+		name, old, cur string
+		status         rolldiff.Status
+		want, not      []string
+	}{
+		{"its config changes", first, render(t, strings.Replace(job, "MODE: a", "MODE: b", 1)), rolldiff.StatusRolls,
+			[]string{"ConfigMap shop/app key MODE changed", runsOnlyWhenRecreated}, []string{refused}},
+		{"its image changes", first, render(t, strings.Replace(job, "migrate:1", "migrate:2", 1)), rolldiff.StatusRolls,
+			[]string{"image", refused}, []string{runsOnlyWhenRecreated}},
+		// A render of an earlier confighash, then one of this version.
+		{"the hash leaves its pod template", oldLayout, first, rolldiff.StatusRolls,
+			[]string{"pod template changed: metadata.annotations[confighash.dev/hash]", refused}, []string{runsOnlyWhenRecreated}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := compare(t, tt.old, tt.cur, inject.Options{})
+			w := byID(res)["Job/migrate"]
+			assert.Equal(t, tt.status, w.Status)
+			var text bytes.Buffer
+			require.NoError(t, rolldiff.WriteText(&text, res))
+			for _, s := range tt.want {
+				assert.Contains(t, text.String(), s)
+			}
+			for _, s := range tt.not {
+				assert.NotContains(t, text.String(), s)
+			}
+		})
+	}
+}

@@ -106,6 +106,9 @@ func (w Workload) Why() []string {
 		out = append(out, "removed workload")
 	}
 	out = append(out, w.Reasons...)
+	if note := w.jobNote(); note != "" {
+		out = append(out, note)
+	}
 	if w.OptedOut {
 		out = append(out, "opted out of confighash")
 	}
@@ -129,4 +132,17 @@ func short(h string) string {
 		return h[:i+13] + "…"
 	}
 	return h
+}
+
+// jobNote says what applying a render does to an existing Job that
+// "rolls": its pods ran once and do not run again, and the API server
+// refuses any change of its pod template.
+func (w Workload) jobNote() string {
+	switch {
+	case !w.job || w.Status != StatusRolls:
+		return ""
+	case len(w.Template) > 0:
+		return "a Job: the API server refuses any change of an existing Job's pod template, so delete the Job before applying this (Helm re-creates hook Jobs)"
+	}
+	return "a Job: applying this changes its hash annotation only, it runs nothing again; the Job runs with the new config when it is re-created (Helm re-creates hook Jobs; delete a regular one to run it again)"
 }
