@@ -105,7 +105,7 @@ func (r *Reconciler) enqueueConsumers(ctx context.Context, kind hashing.Kind, ob
 		}
 		req := Request{Kind: c.kind.Name, Namespace: ns, Name: c.name}
 		r.noteFirstSeen(req, c.kind, o, ref, tr)
-		r.memory.noteChange(req, change)
+		r.memory.noteChange(req, change, tr.after.version)
 		q.Add(req)
 	}
 }
@@ -171,7 +171,7 @@ func (r *Reconciler) workloadHandler(kind *workloadKind) handler.TypedEventHandl
 			old, cur := r.consumes(kind, o), r.consumes(kind, n)
 			r.consumers.update(consumer{kind: kind, name: n.GetName()}, old, cur)
 			if h := r.renderHashOf(kind, n); h != "" && h != r.renderHashOf(kind, o) {
-				r.memory.noteRender(req(n), h)
+				r.memory.noteRender(req(n), h, n.GetResourceVersion())
 			}
 			if cur != nil || old != nil {
 				q.Add(req(n))

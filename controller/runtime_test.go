@@ -482,7 +482,7 @@ func TestJobNotManaged(t *testing.T) {
 	require.NoError(t, e.apply(render(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: job-config, namespace: %s}\ndata: {MODE: full}\n---\n", e.ns)+manifest.YAML()), "kubectl"))
 	job, err := e.cs.BatchV1().Jobs(e.ns).Get(context.Background(), "migrate", metav1.GetOptions{})
 	require.NoError(t, err)
-	require.Contains(t, job.Spec.Template.Annotations, "confighash.dev/hash", "the render hashed the Job")
+	require.Contains(t, job.Annotations, "confighash.dev/hash", "the render hashed the Job (on the Job: its pod template cannot change)")
 	// A Deployment in the same namespace proves the edit was seen.
 	w := optedIn(e, "web")
 	w.EnvFrom = []string{"{configMapRef: {name: job-config}}"}

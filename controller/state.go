@@ -2,6 +2,8 @@ package controller
 
 import (
 	"maps"
+	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -71,11 +73,26 @@ type entry struct {
 	// have written, on the workload (meta) and its pod template.
 	overlayMeta, overlayTemplate map[string]string
 	// changeSeq is when (in memory.seq) a config the workload consumes was
-	// last seen to change; renderSeq when its pod template was seen to take
-	// the render-time hash render. renderSeq > changeSeq: the pods that
-	// template started read the live content (see Input.RenderStarted).
-	changeSeq, renderSeq uint64
-	render               string
+	// last seen to change, changeRV the highest resourceVersion such a
+	// change was written at (unknownRV when one did not read as a number);
+	// renderSeq and renderRV when, and at which resourceVersion, its pod
+	// template was seen to take the render-time hash render. See
+	// renderStarted.
+	changeSeq, changeRV uint64
+	renderSeq, renderRV uint64
+	render              string
+}
+
+// unknownRV stands for a resourceVersion that is not a number.
+const unknownRV = math.MaxUint64
+
+// parseRV reads a resourceVersion; 0 when it is not a number.
+func parseRV(rv string) uint64 {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // settle forgets a mismatch: the pods reflect the live configs.
@@ -126,11 +143,19 @@ func (m *memory) with(req Request, f func(e *entry)) {
 	}
 }
 
-// noteChange records a config change for a workload, keeping the latest few.
-func (m *memory) noteChange(req Request, c Change) {
+// noteChange records a config change for a workload, keeping the latest few;
+// rv is the resourceVersion the change was written at ("" for a deletion,
+// whose version a watch may not tell).
+func (m *memory) noteChange(req Request, c Change, rv string) {
 	m.with(req, func(e *entry) {
 		m.seq++
 		e.changeSeq = m.seq
+		switch v := parseRV(rv); {
+		case v == 0:
+			e.changeRV = unknownRV
+		case v > e.changeRV && e.changeRV != unknownRV:
+			e.changeRV = v
+		}
 		e.changes = append(e.changes, c)
 		if n := len(e.changes); n > maxPendingChangesPerEntry {
 			e.changes = append([]Change(nil), e.changes[n-maxPendingChangesPerEntry:]...)
@@ -139,22 +164,36 @@ func (m *memory) noteChange(req Request, c Change) {
 }
 
 // noteRender remembers that the workload's pod template took the
-// render-time hash render: the template changed, and the pods it starts read
-// the configs as they are from now on.
-func (m *memory) noteRender(req Request, render string) {
+// render-time hash render, written at resourceVersion rv: the template
+// changed, and the pods it starts read the configs as they are from then on.
+func (m *memory) noteRender(req Request, render, rv string) {
 	m.with(req, func(e *entry) {
 		m.seq++
-		e.render, e.renderSeq = render, m.seq
+		e.render, e.renderSeq, e.renderRV = render, m.seq, parseRV(rv)
 	})
 }
 
-// renderStarted reports whether the pod template was last seen to take the
-// render-time hash render after every consumed config change seen since.
+// renderStarted reports whether the pod template took the render-time hash
+// render after every consumed config change this process saw: the pods it
+// started read the live content. The resourceVersions the writes were made
+// at tell (one etcd numbers every write of the cluster in one sequence), as
+// the order in which the watches delivered them does not: a render applies
+// its ConfigMap before its Deployment, yet the two watches may deliver them
+// the other way round. Where a version is not a number, the delivery order
+// decides (a roll at worst, never a missed one).
 func (m *memory) renderStarted(req Request, render string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.entries[req]
-	return ok && render != "" && e.render == render && e.renderSeq > e.changeSeq
+	switch {
+	case !ok || render == "" || e.render != render:
+		return false
+	case e.changeSeq == 0:
+		return true
+	case e.renderRV != 0 && e.changeRV != unknownRV:
+		return e.renderRV > e.changeRV
+	}
+	return e.renderSeq > e.changeSeq
 }
 
 // noteFirstSeen remembers hash as the first observed content of ref for a

@@ -41,7 +41,49 @@ func TestMemoryKeepsOnlyWhatMatters(t *testing.T) {
 		})
 	}
 	m := newMemory()
-	m.noteChange(req, Change{Name: "app"})
+	m.noteChange(req, Change{Name: "app"}, "7")
 	m.with(req, func(e *entry) { e.settle() })
 	assert.Empty(t, m.entries, "a settled change leaves nothing")
+}
+
+// TestRenderStarted: a render's pods read the live content when the pod
+// template took the render's hash after the last consumed config change; the
+// resourceVersions the two were written at decide, whatever order the
+// watches delivered them in, and the delivery order where a version is not
+// a number.
+func TestRenderStarted(t *testing.T) {
+	req := Request{Kind: "Deployment", Namespace: "shop", Name: "web"}
+	type event struct {
+		render, rv string // a template event when render is set, else a config change
+	}
+	for _, tc := range []struct {
+		name   string
+		events []event
+		want   bool
+	}{
+		{"no render seen", []event{{"", "10"}}, false},
+		{"render seen, no config change", []event{{"r2", "10"}}, true},
+		{"config then template, in order", []event{{"", "10"}, {"r2", "11"}}, true},
+		{"config written first, delivered after the template", []event{{"r2", "11"}, {"", "10"}}, true},
+		{"config written after the template", []event{{"r2", "11"}, {"", "12"}}, false},
+		{"config written after, delivered first", []event{{"", "12"}, {"r2", "11"}}, false},
+		{"one of two configs written after", []event{{"", "10"}, {"r2", "11"}, {"", "12"}}, false},
+		{"a deletion (no version) after the template", []event{{"r2", "11"}, {"", ""}}, false},
+		{"a deletion (no version) before the template", []event{{"", ""}, {"r2", "11"}}, true},
+		{"versions that are not numbers: delivery order", []event{{"", "b"}, {"r2", "a"}}, true},
+		{"versions that are not numbers, config last", []event{{"r2", "a"}, {"", "b"}}, false},
+		{"another render since", []event{{"r2", "11"}, {"r3", "12"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMemory()
+			for _, e := range tc.events {
+				if e.render != "" {
+					m.noteRender(req, e.render, e.rv)
+				} else {
+					m.noteChange(req, Change{Name: "app"}, e.rv)
+				}
+			}
+			assert.Equal(t, tc.want, m.renderStarted(req, "r2"))
+		})
+	}
 }
