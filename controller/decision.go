@@ -195,8 +195,15 @@ func Decide(in Input) Decision {
 	// changed, or where the baseline written since already held the changed
 	// content (it absorbed the edit).
 	changed, _ := compareBaseline(merged(baseline, in.FirstSeen), in.LiveExternal)
+	// A render baseline says what the render's pods read: the in-stream
+	// content is then fine only as it was recorded, not as the render holds
+	// it (the content the render does not hold taken back is an edit).
+	inStreamFine := in.LiveIn == in.RenderHash || in.LiveInUnnamespaced == in.RenderHash
+	if in.RenderBaseline != "" {
+		inStreamFine = in.LiveIn == in.RenderBaseline
+	}
 	renderStarted := false
-	if in.RenderHash != "" && in.LiveIn != in.RenderHash && in.LiveInUnnamespaced != in.RenderHash && in.LiveIn != in.RenderBaseline {
+	if in.RenderHash != "" && !inStreamFine {
 		if !in.RenderStarted {
 			return Decision{Action: ActionRoll, Reason: ReasonRenderMismatch, Record: roll, Changed: changed}
 		}

@@ -161,7 +161,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 	case ActionRoll:
 		return r.roll(ctx, req, kind, obj, v, d, out, log)
 	default:
-		r.memory.with(req, func(e *entry) { e.settle(); e.firstSeen = nil; e.render, e.renderSeq = "", 0 })
+		r.memory.with(req, func(e *entry) { e.settle(); e.firstSeen = nil; e.forgetRender(in.RawRenderHash) })
 		out.Result = "in_sync"
 	}
 	return reconcile.Result{}, nil
@@ -415,7 +415,25 @@ func (r *Reconciler) blocked(req Request, kind *workloadKind, obj client.Object,
 
 // recordBaseline writes the external baseline on the workload metadata.
 func (r *Reconciler) recordBaseline(ctx context.Context, req Request, kind *workloadKind, obj client.Object, d Decision, out *Outcome, log logr.Logger) (reconcile.Result, error) {
-	r.memory.with(req, func(e *entry) { e.settle(); e.render, e.renderSeq = "", 0 })
+	if d.Reason == ReasonRenderStarted {
+		// The render may still be landing (its Deployment applied before
+		// its ConfigMap): the mismatch must last the coalescing window, as
+		// for a roll, before the live content is recorded as what the
+		// render's pods read.
+		now := r.now()
+		var wait time.Duration
+		r.memory.with(req, func(e *entry) {
+			if e.firstMismatch.IsZero() {
+				e.firstMismatch = now
+			}
+			wait, _ = Wait(now, e.firstMismatch, time.Time{}, r.opts.CoalesceWindow, 0)
+		})
+		if wait > 0 {
+			out.Result = "waiting"
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+	}
+	r.memory.with(req, func(e *entry) { e.settle(); e.forgetRender(out.Input.RawRenderHash) })
 	if r.opts.DryRun {
 		r.memory.with(req, func(e *entry) {
 			e.overlayMeta, e.firstSeen = map[string]string{r.keys.baseline: d.Record.Baseline, r.keys.renderBaseline: d.Record.RenderBaseline}, nil
@@ -484,7 +502,7 @@ func (r *Reconciler) roll(ctx context.Context, req Request, kind *workloadKind, 
 		changes = e.changes
 		// The roll restarts the pods on the live content: nothing absorbed.
 		e.lastRoll, e.firstMismatch, e.changes, e.firstSeen, e.written = now, time.Time{}, nil, nil, nil
-		e.render, e.renderSeq = "", 0
+		e.forgetRender(v.RawRenderHash)
 		if r.opts.DryRun {
 			e.overlayMeta = map[string]string{r.keys.baseline: d.Record.Baseline, r.keys.renderBaseline: ""}
 			e.overlayTemplate = map[string]string{r.keys.controllerHash: d.Record.ControllerHash, r.keys.controllerBase: d.Record.ControllerBase,

@@ -163,6 +163,15 @@ func (m *memory) noteChange(req Request, c Change, rv string) {
 	})
 }
 
+// forgetRender forgets the render noted for the pod template once a
+// decision on that render is made. A render noted since, which the decision
+// (made on a cache read before it) did not see, is kept.
+func (e *entry) forgetRender(decided string) {
+	if e.render == decided {
+		e.render, e.renderSeq = "", 0
+	}
+}
+
 // noteRender remembers that the workload's pod template took the
 // render-time hash render, written at resourceVersion rv: the template
 // changed, and the pods it starts read the configs as they are from then on.
