@@ -237,6 +237,12 @@ func TestDecide(t *testing.T) {
 			want: controller.Decision{Action: controller.ActionNone, Reason: controller.ReasonInSync},
 		},
 		{
+			name: "render baseline recorded, the content then taken back to the render's: roll (the pods read the recorded content)",
+			in:   controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), LiveIn: h("r2"), LiveAll: h("all3"), RenderBaseline: h("live2")},
+			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonRenderMismatch,
+				Record: controller.Record{ControllerHash: h("all3"), ControllerBase: h("r2")}},
+		},
+		{
 			name: "render baseline recorded, then an edit: roll, the record goes",
 			in:   controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), LiveIn: h("live3"), LiveAll: h("all3"), RenderBaseline: h("live2")},
 			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonRenderMismatch,
@@ -383,6 +389,13 @@ func FuzzDecide(f *testing.F) {
 		ids := []string{"", "id-a", "id-b"}
 		in.KeyID, in.ControllerKeyID, in.BaselineKeyID = ids[keys%3], ids[keys/3%3], ids[keys/9%3]
 		in.Uses, in.ControllerUses, in.BaselineUses = prints[1+keys/27%2], prints[keys/54%3], prints[keys/162%3]
+		// A render baseline (of one of the live in-stream values) and the
+		// render's rollout seen after the last change, from baseA's high
+		// bits.
+		if baseA/16%3 == 1 {
+			in.RenderBaseline = val(liveIn^baseA) + "i"
+		}
+		in.RenderStarted = baseA/48%2 == 1
 		d := controller.Decide(in)
 		if !reflect.DeepEqual(d, controller.Decide(in)) {
 			t.Fatal("Decide is not deterministic")
@@ -399,13 +412,18 @@ func FuzzDecide(f *testing.F) {
 			after.ControllerHash, after.ControllerBase, after.ControllerKeyID = d.Record.ControllerHash, d.Record.ControllerBase, d.Record.KeyID
 			after.ControllerUses = d.Record.Uses
 			after.Baseline, after.BaselineKeyID, after.BaselineUses = controller.ParseBaseline(d.Record.Baseline)
+			after.RenderBaseline, after.RenderStarted = "", false
 		case controller.ActionRecordBaseline:
 			after.Baseline, after.BaselineKeyID, after.BaselineUses = controller.ParseBaseline(d.Record.Baseline)
+			after.RenderBaseline = controller.ParseRenderBaseline(d.Record.RenderBaseline, in.RawRenderHash)
 		}
 		if again := controller.Decide(after); again.Action != controller.ActionNone {
 			t.Fatalf("after %s (%s), deciding again gives %s (%s); input %+v", d.Action, d.Reason, again.Action, again.Reason, in)
 		}
 		inSync := in.RenderHash == "" || in.LiveIn == in.RenderHash
+		if in.RenderBaseline != "" {
+			inSync = in.RenderHash == "" || in.LiveIn == in.RenderBaseline
+		}
 		for ref, v := range in.LiveExternal {
 			if b, ok := in.Baseline[ref]; ok && b != v && in.BaselineComparable() {
 				inSync = false
