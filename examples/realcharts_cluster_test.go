@@ -358,10 +358,7 @@ func (r *release) templates(t *testing.T, kind, name string) (n int, ok bool) {
 	apps := r.client.AppsV1()
 	switch kind {
 	case "Deployment":
-		d, err := apps.Deployments(r.namespace).Get(t.Context(), name, metav1.GetOptions{})
-		require.NoError(t, err)
-		rs, err := kubetest.OwnedReplicaSets(t.Context(), r.client, r.namespace, d.UID)
-		require.NoError(t, err)
+		d, rs := r.replicaSets(t, name)
 		return len(rs), d.Status.ObservedGeneration == d.Generation && hasTemplate(rs, d)
 	case "StatefulSet":
 		s, err := apps.StatefulSets(r.namespace).Get(t.Context(), name, metav1.GetOptions{})
@@ -374,6 +371,16 @@ func (r *release) templates(t *testing.T, kind, name string) (n int, ok bool) {
 	}
 	t.Fatalf("no count of pod templates for %s/%s", kind, name)
 	return 0, false
+}
+
+// replicaSets reads a Deployment and the ReplicaSets it owns.
+func (r *release) replicaSets(t *testing.T, name string) (*appsv1.Deployment, []appsv1.ReplicaSet) {
+	t.Helper()
+	d, err := r.client.AppsV1().Deployments(r.namespace).Get(t.Context(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	rs, err := kubetest.OwnedReplicaSets(t.Context(), r.client, r.namespace, d.UID)
+	require.NoError(t, err)
+	return d, rs
 }
 
 // revisions counts the ControllerRevisions of the object with uid; 0 when

@@ -265,10 +265,7 @@ func (r *release) currentRevision(t *testing.T, kind, name string) (revision int
 	apps := r.client.AppsV1()
 	switch kind {
 	case "Deployment":
-		d, err := apps.Deployments(r.namespace).Get(t.Context(), name, metav1.GetOptions{})
-		require.NoError(t, err)
-		rs, err := kubetest.OwnedReplicaSets(t.Context(), r.client, r.namespace, d.UID)
-		require.NoError(t, err)
+		d, rs := r.replicaSets(t, name)
 		current := slices.ContainsFunc(rs, func(s appsv1.ReplicaSet) bool {
 			return maps.Equal(s.Spec.Template.Annotations, d.Spec.Template.Annotations) && s.Annotations[revisionKey] == d.Annotations[revisionKey]
 		})
