@@ -95,7 +95,7 @@ func explainAll(o options, r *inject.Report) []explained {
 		var on []holder
 		if w.Template != nil {
 			on = append(on, holder{w.HashHolder().YNode(), inject.HashName}, holder{w.HashHolder().YNode(), inject.KeyIDName})
-			if w.HashHolder() != w.Template {
+			if w.TemplateImmutable() {
 				_, e.onTemplate = inject.Annotation(w.Template.YNode(), o.Annotation(inject.HashName))
 			}
 		}

@@ -402,11 +402,16 @@ func (w Workload) HashHolder() *yaml.RNode {
 	if w.Template == nil {
 		return nil
 	}
-	if immutableTemplate(w.group(), w.Kind) {
+	if w.TemplateImmutable() {
 		return w.Node
 	}
 	return w.Template
 }
+
+// TemplateImmutable reports whether the API server refuses any change of
+// the workload's pod template once it exists: a Job's (see
+// immutableTemplate).
+func (w Workload) TemplateImmutable() bool { return immutableTemplate(w.group(), w.Kind) }
 
 // Rebind returns the workload with its nodes taken from another parse of
 // the same document (one whose comments are exactly where the document has

@@ -209,7 +209,7 @@ func keyOf(w inject.Workload) workloadKey { return workloadKey{w.Kind, w.Namespa
 // compareWorkload diffs a workload present in both renders.
 func compareWorkload(old, cur *Render, ow, w inject.Workload) Workload {
 	d := Workload{OptedOut: w.OptedOut, OldHash: ow.Hash, NewHash: w.Hash,
-		job: w.Kind == "Job" && strings.HasPrefix(w.APIVersion, "batch/")}
+		job: w.TemplateImmutable()}
 	d.StaleHashes = append(staleHashes(old, ow, "old"), staleHashes(cur, w, "new")...)
 	renames := map[string]string{}
 	if ow.Hash != w.Hash {
