@@ -293,6 +293,14 @@ func (c *configIndex) add(node *yaml.RNode, o Object) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", o, err)
 	}
+	if content.Name != o.Name {
+		// kustomize's hash suffix step, which runs after the functions and
+		// before it fixes references, records the unsuffixed name as a
+		// previous one (HashTransformer's StorePreviousId): from then on
+		// the config competes for references to that name with the
+		// configs renamed from it (a base next to a prefixed variant).
+		context.previous = append(context.previous, previousID{kind: o.Kind, name: o.Name, namespace: effectiveNamespace(o.written)})
+	}
 	if context.previous != nil {
 		c.renamed = append(c.renamed, renamedConfig{key: key, written: o.written, context: context})
 	}
