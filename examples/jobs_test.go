@@ -41,23 +41,8 @@ configMapGenerator:
 transformers:
 - confighash.yaml
 `,
-	"job.yaml": `apiVersion: batch/v1
-kind: Job
-metadata:
-  name: migrate
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: migrate
-        image: busybox
-        envFrom:
-        - configMapRef: {name: settings}
-        env:
-        - name: MODE
-          valueFrom: {configMapKeyRef: {name: mode, key: MODE}}
-`,
+	"job.yaml": kubetest.Workload{Kind: "Job", Name: "migrate",
+		Env: []string{kubetest.EnvKey("mode", "MODE")}, EnvFrom: []string{"{configMapRef: {name: settings}}"}}.YAML(),
 }
 
 // jobRender builds jobTree for namespace ns with the given edits of the
@@ -71,16 +56,10 @@ func jobRender(t *testing.T, ns string, exec bool, edits ...string) string {
 		}
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
 	}
-	fn := "apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata:\n  name: confighash\n  annotations:\n" +
-		"    config.kubernetes.io/function: |\n      exec:\n        path: " + testtools.Tool(t, "confighash") + "\n"
+	fn := testtools.ExecFunctionConfig(testtools.Tool(t, "confighash"))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "confighash.yaml"), []byte(fn), 0o644))
-	args := []string{"build", "--enable-alpha-plugins"}
-	if exec {
-		args = append(args, "--enable-exec")
-	}
-	res := testtools.Run(t, dir, nil, nil, testtools.Tool(t, "kustomize"), append(args, ".")...)
-	require.Zero(t, res.ExitCode, res.Stderr)
-	return res.Stdout
+	out, _ := realBuild(t, dir, nil, exec)
+	return out
 }
 
 // jobHashes reads the hash annotations on the render's Job and on its pod
@@ -108,7 +87,7 @@ func oldLayout(t *testing.T, render string) string {
 	hash, _ := jobHashes(t, render)
 	require.NotEmpty(t, hash)
 	out := strings.Replace(render, "    "+hashKey+": "+hash+"\n", "", 1)
-	out = strings.Replace(out, "  template:\n    spec:\n", "  template:\n    metadata:\n      annotations:\n        "+hashKey+": "+hash+"\n    spec:\n", 1)
+	out = strings.Replace(out, "  template:\n    metadata:\n", "  template:\n    metadata:\n      annotations:\n        "+hashKey+": "+hash+"\n", 1)
 	_, onTemplate := jobHashes(t, out)
 	require.Equal(t, hash, onTemplate, "the old layout:\n%s", out)
 	return out

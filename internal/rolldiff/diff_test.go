@@ -681,34 +681,23 @@ func TestReadAsTheAPIServerStores(t *testing.T) {
 // when its config changes, and the API server refuses any change of its pod
 // template. diff says so next to a Job it lists.
 func TestJobNotes(t *testing.T) {
-	const job = `apiVersion: v1
+	job := `apiVersion: v1
 kind: ConfigMap
 metadata: {name: app, namespace: shop}
 data: {MODE: a}
 ---
-apiVersion: batch/v1
-kind: Job
-metadata: {name: migrate, namespace: shop}
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: migrate
-        image: migrate:1
-        envFrom: [{configMapRef: {name: app}}]
-`
+` + kubetest.Workload{Kind: "Job", Name: "migrate", Namespace: "shop", EnvFrom: []string{"{configMapRef: {name: app}}"}}.YAML()
 	render := func(t *testing.T, in string) string {
 		t.Helper()
 		out, _, err := postrenderer.Process([]byte(in), inject.Options{})
 		require.NoError(t, err)
 		return string(out)
 	}
-	first := render(t, job)
-	_, r, err := postrenderer.Process([]byte(job), inject.Options{})
+	out, r, err := postrenderer.Process([]byte(job), inject.Options{})
 	require.NoError(t, err)
-	hash := r.Workloads[0].Hash
-	oldLayout := strings.Replace(job, "  template:\n", "  template:\n    metadata:\n      annotations:\n        confighash.dev/hash: "+hash+"\n", 1)
+	first, hash := string(out), r.Workloads[0].Hash
+	oldLayout := strings.Replace(job, "metadata: {labels: {app: migrate}}", "metadata: {labels: {app: migrate}, annotations: {confighash.dev/hash: "+hash+"}}", 1)
+	require.NotEqual(t, job, oldLayout)
 	const runsOnlyWhenRecreated = "a Job: applying this changes its hash annotation only, it runs nothing again; the Job runs with the new config when it is re-created (Helm re-creates hook Jobs; delete a regular one to run it again)"
 	const refused = "a Job: the API server refuses any change of an existing Job's pod template, so delete the Job before applying this (Helm re-creates hook Jobs)"
 	for _, tt := range []struct {
