@@ -42,8 +42,9 @@ const (
 // environment variable and leaves the process-wide loggers alone: the
 // program does that and hands in plain options.
 type Options struct {
-	// Kubeconfig is the kubeconfig file; empty uses $KUBECONFIG, then the
-	// in-cluster configuration.
+	// Kubeconfig is the kubeconfig file; empty uses $KUBECONFIG, then
+	// ~/.kube/config, then the in-cluster configuration (client-go's
+	// loading rules).
 	Kubeconfig string
 	// LeaderElect turns on leader election (active/standby) on a Lease.
 	LeaderElect             bool

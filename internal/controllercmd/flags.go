@@ -59,7 +59,7 @@ func ParseFlags(args []string, out io.Writer, getenv func(string) string) (Confi
 
 // bindFlags defines the flags on fs, with the values in c as defaults.
 func (c *Config) bindFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "kubeconfig file (default $KUBECONFIG, then in-cluster)")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "kubeconfig file (default $KUBECONFIG, then ~/.kube/config, then in-cluster)")
 	fs.BoolVar(&c.LeaderElect, "leader-elect", c.LeaderElect, "elect a leader on a Lease (run several replicas, one active)")
 	fs.StringVar(&c.LeaderElectionNamespace, "leader-election-namespace", c.LeaderElectionNamespace, "namespace of the Lease (default: the pod's namespace)")
 	fs.StringVar(&c.LeaderElectionID, "leader-election-id", c.LeaderElectionID, "name of the Lease")
