@@ -31,7 +31,9 @@ var docsTrees = []docsTree{
 	{
 		// examples/multibases with the base itself among the variants, as
 		// a canary is often written: two candidates once named app, told
-		// apart only after the function ran, by the hash suffix step.
+		// apart only after the function ran, by the hash suffix step; the
+		// plain ConfigMap settings, renamed in the canary only, is what
+		// kustomize points both Deployments at.
 		name: "a base next to a prefixed variant of itself", tree: "canary", build: ".",
 		workloads: map[string]string{"Deployment//web": "", "Deployment//canary-web": ""},
 		changes: []treeChange{
@@ -41,6 +43,123 @@ var docsTrees = []docsTree{
 				moved: []string{"Deployment//web"}},
 			{file: "base/kustomization.yaml", old: "password=first", new: "password=second",
 				moved: []string{"Deployment//web", "Deployment//canary-web"}},
+			{file: "canary/kustomization.yaml", old: "timeout=5", new: "timeout=9",
+				moved: []string{"Deployment//web", "Deployment//canary-web"}},
+		},
+	},
+	{
+		// examples/multibases: three prefixed variants under a left-most
+		// prefix, each config once named app or settings.
+		name: "multibases: variants under namePrefixes, composed under another", tree: "multibases", build: ".",
+		workloads: map[string]string{
+			"Deployment//cluster-a-dev-myapp": "", "Deployment//cluster-a-stag-myapp": "", "Deployment//cluster-a-prod-myapp": "",
+		},
+		changes: []treeChange{
+			{file: "production/kustomization.yaml", old: "LOG_LEVEL=warn", new: "LOG_LEVEL=error",
+				moved: []string{"Deployment//cluster-a-prod-myapp"}},
+			{file: "base/kustomization.yaml", old: "LOG_LEVEL=info", new: "LOG_LEVEL=trace",
+				moved: []string{"Deployment//cluster-a-dev-myapp", "Deployment//cluster-a-stag-myapp"}},
+			{file: "base/settings.yaml", old: "listen 80", new: "listen 81",
+				moved: []string{"Deployment//cluster-a-dev-myapp", "Deployment//cluster-a-stag-myapp", "Deployment//cluster-a-prod-myapp"}},
+		},
+	},
+	{
+		// examples/multibases/multi-namespace: the same names in two
+		// namespaces.
+		name: "multibases: variants in namespaces", tree: "multi-namespace", build: ".",
+		workloads: map[string]string{"Deployment/namespace-a/myapp": "", "Deployment/namespace-b/myapp": ""},
+		changes: []treeChange{
+			{file: "namespace-b/kustomization.yaml", old: "LOG_LEVEL=debug", new: "LOG_LEVEL=error",
+				moved: []string{"Deployment/namespace-b/myapp"}},
+			{file: "base/kustomization.yaml", old: "LOG_LEVEL=info", new: "LOG_LEVEL=trace",
+				moved: []string{"Deployment/namespace-a/myapp"}},
+		},
+	},
+	{
+		// examples/configGeneration: a patch over the base's generated
+		// ConfigMap, prefix, suffix, commonLabels, commonAnnotations (on
+		// the pod template too), origin annotations. Any change of the
+		// patched data changes the hash suffix, so the name the pod reads,
+		// so the hash: an unread key too.
+		name: "configGeneration: a patched generator under prefix and suffix", tree: "configgeneration", build: "staging",
+		workloads: map[string]string{"Deployment//staging-hello-v1": ""},
+		changes: []treeChange{
+			{file: "staging/map.yaml", old: "pineapple", new: "kiwi", moved: []string{"Deployment//staging-hello-v1"}},
+			{file: "staging/map.yaml", old: `motd: "unread"`, new: `motd: "renamed"`, moved: []string{"Deployment//staging-hello-v1"}},
+		},
+	},
+	{
+		// examples/springboot and examples/ldap staging: a generator merged
+		// with a file of the same key, literals and the singular env: field;
+		// a generator nobody reads.
+		name: "springboot and ldap: a generator merged with files, literals and env", tree: "springboot", build: "staging",
+		workloads: map[string]string{"Deployment//staging-sbdemo": ""},
+		changes: []treeChange{
+			{file: "staging/staging.env", old: "-Xmx256m", new: "-Xmx512m", moved: []string{"Deployment//staging-sbdemo"}},
+			{file: "staging/application.properties", old: "Staging Demo", new: "Staging", moved: []string{"Deployment//staging-sbdemo"}},
+			// The variant's file replaces the base's under the same key.
+			{file: "base/application.properties", old: "app.name=Demo", new: "app.name=Base"},
+			{file: "staging/config.env", old: "Example", new: "Other"},
+		},
+	},
+	{
+		// examples/generatorOptions: no hash suffix, labels, annotations,
+		// immutable, for every generator.
+		name: "generatorOptions for every generator", tree: "generatoroptions", build: ".",
+		workloads: map[string]string{"Deployment//shop-shop": ""},
+		changes: []treeChange{
+			{file: "kustomization.yaml", old: "foo=bar", new: "foo=baz", moved: []string{"Deployment//shop-shop"}},
+			{file: "kustomization.yaml", old: "epoch=1", new: "epoch=2", moved: []string{"Deployment//shop-shop"}},
+			{file: "kustomization.yaml", old: "token=abc", new: "token=def", moved: []string{"Deployment//shop-shop"}},
+			// Unread, and without suffix no rename either.
+			{file: "kustomization.yaml", old: "baz=qux", new: "baz=quux"},
+			{file: "kustomization.yaml", old: "kustomize.generated.resource: somevalue", new: "kustomize.generated.resource: other"},
+		},
+	},
+	{
+		// examples/patchMultipleObjects: one patch, the targets a label
+		// selector or a name pattern picks.
+		name: "patchMultipleObjects: patches by label selector and name pattern", tree: "patchmultipleobjects", build: ".",
+		workloads: map[string]string{"Deployment/hello/deploy1": "", "Deployment/hello/deploy2": "", "StatefulSet/hello/store": ""},
+		changes: []treeChange{
+			{file: "kustomization.yaml", old: "PROXY_PORT=15001", new: "PROXY_PORT=15006",
+				moved: []string{"Deployment/hello/deploy1", "Deployment/hello/deploy2"}},
+			{file: "kustomization.yaml", old: "token=t1", new: "token=t2",
+				moved: []string{"Deployment/hello/deploy1", "Deployment/hello/deploy2", "StatefulSet/hello/store"}},
+		},
+	},
+	{
+		// examples/transformerconfigs: nameReference configurations for a
+		// CRD's fields, in and out of its pod template.
+		name: "transformerconfigs: a CRD workload's references under prefix and suffix", tree: "transformerconfigs", build: ".",
+		verify:    []string{"--workload=Worker.example.com=spec/runner/template"},
+		workloads: map[string]string{"Worker//batch-crunch-eu": ""},
+		changes: []treeChange{
+			{file: "kustomization.yaml", old: "amqp://queue", new: "amqp://other", moved: []string{"Worker//batch-crunch-eu"}},
+			{file: "kustomization.yaml", old: "user=worker", new: "user=admin", moved: []string{"Worker//batch-crunch-eu"}},
+		},
+	},
+	{
+		// replacements: (a generated config's name into the volume that
+		// mounts it, a Service's name into a ConfigMap's data) and labels
+		// with includeTemplates.
+		name: "replacements and labels on pod templates", tree: "replacements", build: ".",
+		workloads: map[string]string{"Deployment//eu-api": "", "Deployment//eu-frontend": ""},
+		changes: []treeChange{
+			{file: "kustomization.yaml", old: "routes.yaml=/v1", new: "routes.yaml=/v2", moved: []string{"Deployment//eu-api"}},
+			{file: "resources.yaml", old: `RETRIES: "3"`, new: `RETRIES: "4"`},
+			{file: "kustomization.yaml", old: "team: shop", new: "team: web"},
+		},
+	},
+	{
+		// examples/valueAdd: the namespace from the folder's name, by a
+		// ValueAddTransformer listed as a folder of transformer configs,
+		// and confighash listed the same way, in each project.
+		name: "valueAdd: namespaces from folder names, transformers as folders", tree: "valueadd", build: "all",
+		workloads: map[string]string{"Deployment/cat-111/tunnel": "", "Deployment/dog-222/tunnel": ""},
+		changes: []treeChange{
+			{file: "projects/dog-222/kustomization.yaml", old: "TIER=premium", new: "TIER=gold", moved: []string{"Deployment/dog-222/tunnel"}},
+			{file: "bases/app/kustomization.yaml", old: "TIER=standard", new: "TIER=basic", moved: []string{"Deployment/cat-111/tunnel"}},
 		},
 	},
 }
