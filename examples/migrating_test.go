@@ -81,6 +81,17 @@ func (p *controllerProc) waitRolls(t *testing.T, what string, n float64) {
 	p.waitFor(t, what, func(v float64) bool { return v == n }, "confighash_rollouts_total", `dry_run="false"`)
 }
 
+// rolledOnce waits for the controller's n-th roll (not a dry-run one) and
+// fails unless r's Deployment name got exactly one new pod template since
+// before; it returns the Deployment's state.
+func (p *controllerProc) rolledOnce(t *testing.T, r *release, name, what string, n float64, before state) state {
+	t.Helper()
+	p.waitRolls(t, what, n)
+	after := r.deployment(t, name)
+	assertRolled(t, what, 1, before, after)
+	return after
+}
+
 // cluster is a namespace of the shared control plane that tests apply
 // renders to, with server-side apply as Argo CD or Flux does.
 type cluster struct {
@@ -187,9 +198,7 @@ func TestMigrateFromHelmChecksum(t *testing.T) {
 			assert.Zero(t, ctrl.rolls(), "the controller rolled a workload the render had hashed")
 
 			r.editConfigMap(t, "web-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "warn" })
-			ctrl.waitRolls(t, "the out-of-band edit rolled", 1)
-			edited := r.deployment(t, "web-app")
-			assertRolled(t, "an out-of-band edit", 1, unread, edited)
+			edited := ctrl.rolledOnce(t, r, "web-app", "an out-of-band edit", 1, unread)
 			assert.Equal(t, unread.annotations["checksum/config"], edited.annotations["checksum/config"])
 
 			// The next upgrade writes the chart's value back over the edit
@@ -205,9 +214,7 @@ func TestMigrateFromHelmChecksum(t *testing.T) {
 				upgrade = append(upgrade, "--force-conflicts")
 			}
 			r.mustHelm(t, h, "upgrade", chart, upgrade...)
-			ctrl.waitRolls(t, "the reverted edit rolled", 2)
-			reverted := r.deployment(t, "web-app")
-			assertRolled(t, "helm upgrade reverting the edit", 1, edited, reverted)
+			reverted := ctrl.rolledOnce(t, r, "web-app", "helm upgrade reverting the edit", 2, edited)
 			assert.Equal(t, unread.hash(), reverted.hash())
 			ctrl.settled(t, r, "web-app", 0)
 			assert.InDelta(t, 2, ctrl.rolls(), 0, "the controller rolled again")
@@ -353,9 +360,7 @@ func TestMigrateFromWaveAndReloader(t *testing.T) {
 	untouched("the switch")
 
 	c.editConfigMap(t, "app", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "error" })
-	ctrl.waitRolls(t, "rolled", 1)
-	rolled := c.deployment(t, "web")
-	assertRolled(t, "an edit after the switch", 1, switched, rolled)
+	rolled := ctrl.rolledOnce(t, c.release, "web", "an edit after the switch", 1, switched)
 	untouched("a roll")
 	events := ctrl.metric("confighash_config_events_total", `change="content"`)
 	c.editConfigMap(t, "app", func(cm *corev1.ConfigMap) { cm.Data["UNREAD"] = "three" })
@@ -376,17 +381,13 @@ func TestMigrateFromWaveAndReloader(t *testing.T) {
 	untouched("the render")
 
 	c.editConfigMap(t, "app", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "info" })
-	ctrl.waitRolls(t, "rolled", 2)
-	again := c.deployment(t, "web")
-	assertRolled(t, "an edit after the render", 1, rendered, again)
+	again := ctrl.rolledOnce(t, c.release, "web", "an edit after the render", 2, rendered)
 	untouched("a roll after the render")
 
 	// Reloader's list still counts next to the render-time hash, which
 	// does not cover the config the pod spec does not name.
 	c.editConfigMap(t, "flags", func(cm *corev1.ConfigMap) { cm.Data["beta"] = "on" })
-	ctrl.waitRolls(t, "rolled", 3)
-	flagged := c.deployment(t, "web")
-	assertRolled(t, "an edit of a config named in the reload list", 1, again, flagged)
+	flagged := ctrl.rolledOnce(t, c.release, "web", "an edit of a config named in the reload list", 3, again)
 
 	// Removing Wave's hash from the pod template is a template change.
 	_, err = c.client.AppsV1().Deployments(c.namespace).Patch(t.Context(), "web", types.JSONPatchType,
@@ -437,18 +438,14 @@ func TestMigrateKustomizeGenerators(t *testing.T) {
 	assertRolled(t, "a consumed literal changed", 1, first, literal)
 
 	c.editConfigMap(t, configName(), func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "warn" })
-	ctrl.waitRolls(t, "rolled", 1)
-	edited := c.deployment(t, "shop")
-	assertRolled(t, "an out-of-band edit of the suffixed ConfigMap", 1, literal, edited)
+	edited := ctrl.rolledOnce(t, c.release, "shop", "an out-of-band edit of the suffixed ConfigMap", 1, literal)
 
 	// The GitOps tool re-applies the render: the ConfigMap is back to its
 	// literal, which the pods no longer run: one more roll, the
 	// controller's; the render changes nothing on the pod template.
 	suffixed := configName()
 	c.apply(t, kustomizeBuild(t, dir))
-	ctrl.waitRolls(t, "the reverted edit rolled", 2)
-	resynced := c.deployment(t, "shop")
-	assertRolled(t, "a re-sync reverting the edit", 1, edited, resynced)
+	resynced := ctrl.rolledOnce(t, c.release, "shop", "a re-sync reverting the edit", 2, edited)
 	assert.Equal(t, literal.hash(), resynced.hash())
 
 	mark := ctrl.inSync()
