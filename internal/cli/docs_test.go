@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/internal/testing/testtools"
 )
@@ -213,4 +214,64 @@ func codeLines(t *testing.T, page string) []string {
 		cont = ""
 	}
 	return lines
+}
+
+// writtenRow is a row of README.md's table "What gets written": the
+// annotation key and where it goes.
+var writtenRow = regexp.MustCompile("(?m)^\\| `(confighash\\.dev/[a-z-]+):[^`]*` \\| ([^|]+) \\|")
+
+// TestWhereAnnotationsGo: each annotation README.md's table "What gets
+// written" says the render writes is where its "where" column says, on a
+// Deployment and a Job that read a ConfigMap of the stream and a Secret
+// outside it, rendered keyed: "pod template" is the pod template's
+// annotations, "workload" the workload's own, and "(a Job: the Job
+// itself)" moves it for a Job. A Job's row without that note means its pod
+// template.
+func TestWhereAnnotationsGo(t *testing.T) {
+	confighash := testtools.Tool(t, "confighash")
+	readme, err := os.ReadFile(filepath.Join(testtools.RepoRoot(t), "README.md"))
+	require.NoError(t, err)
+	keyFile := filepath.Join(t.TempDir(), "hmac.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte("a key of the test\n"), 0o600))
+	const pod = "    spec:\n      containers: [{name: c, image: c:1, envFrom: [{configMapRef: {name: app}}, {secretRef: {name: db}}]}]\n"
+	stream := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {LOG_LEVEL: info}\n---\n" +
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n" + pod + "---\n" +
+		"apiVersion: batch/v1\nkind: Job\nmetadata: {name: once}\nspec:\n  template:\n" + pod
+	res := testtools.Run(t, "", nil, []byte(stream), confighash, "--namespace", "shop", "--quiet", "--hmac-key-file", keyFile)
+	require.Equal(t, 0, res.ExitCode, res.Stderr)
+	type annotated struct {
+		Metadata struct{ Annotations map[string]string }
+	}
+	written := map[string]struct{ own, template map[string]string }{}
+	for _, doc := range testtools.Documents(res.Stdout) {
+		var o struct {
+			Kind string
+			annotated
+			Spec struct{ Template annotated }
+		}
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &o))
+		written[o.Kind] = struct{ own, template map[string]string }{o.Metadata.Annotations, o.Spec.Template.Metadata.Annotations}
+	}
+	rows := writtenRow.FindAllStringSubmatch(string(readme), -1)
+	require.NotEmpty(t, rows, "README.md has the table What gets written")
+	for _, row := range rows {
+		key, where := row[1], strings.TrimSpace(row[2])
+		if strings.Contains(where, "(yours)") {
+			continue // written by the user, not the render
+		}
+		for _, kind := range []string{"Deployment", "Job"} {
+			onTemplate := strings.HasPrefix(where, "pod template")
+			if kind == "Job" && strings.Contains(where, "(a Job: the Job itself)") {
+				onTemplate = false
+			}
+			got := written[kind]
+			if onTemplate {
+				assert.Contains(t, got.template, key, "README.md says the render writes %s on the pod template (%q); on the %s", key, where, kind)
+				assert.NotContains(t, got.own, key, "README.md says the render writes %s on the pod template (%q); on the %s", key, where, kind)
+			} else {
+				assert.Contains(t, got.own, key, "README.md says the render writes %s on the workload (%q); on the %s", key, where, kind)
+				assert.NotContains(t, got.template, key, "README.md says the render writes %s on the workload (%q); on the %s", key, where, kind)
+			}
+		}
+	}
 }
