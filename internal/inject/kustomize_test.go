@@ -41,6 +41,16 @@ func kdeploy(namespace, refs string, annotations ...string) string {
 
 const envFromCfg = "        envFrom:\n        - configMapRef: {name: cfg}\n"
 
+// analyze runs Analyze on docs, one stream, and fails the test on an error.
+func analyze(t *testing.T, opts Options, docs ...string) *Report {
+	t.Helper()
+	nodes, err := kio.FromBytes([]byte(strings.Join(docs, "---\n")))
+	require.NoError(t, err)
+	r, err := Analyze(nodes, opts)
+	require.NoError(t, err)
+	return r
+}
+
 // TestKustomizeReferences follows kustomize's filters/nameref rules for a
 // reference written before the kustomization's renames.
 func TestKustomizeReferences(t *testing.T) {
@@ -125,10 +135,7 @@ func TestKustomizeReferences(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			nodes, err := kio.FromBytes([]byte(strings.Join(tc.docs, "---\n")))
-			require.NoError(t, err)
-			r, err := Analyze(nodes, Options{DefaultNamespace: tc.namespace})
-			require.NoError(t, err)
+			r := analyze(t, Options{DefaultNamespace: tc.namespace}, tc.docs...)
 			require.Len(t, r.Workloads, 1)
 			w := r.Workloads[0]
 			var got []string
@@ -161,10 +168,7 @@ func TestKustomizeRenameHashesFinalNames(t *testing.T) {
 	after := []string{kcm("ConfigMap", "prod-cfg", ""),
 		kdeploy("", "        env:\n        - {name: A, valueFrom: {configMapKeyRef: {name: prod-cfg, key: k}}}\n        - {name: B, valueFrom: {configMapKeyRef: {name: prod-cfg, key: other}}}\n")}
 	hash := func(docs []string) hashing.Use {
-		nodes, err := kio.FromBytes([]byte(strings.Join(docs, "---\n")))
-		require.NoError(t, err)
-		r, err := Analyze(nodes, Options{})
-		require.NoError(t, err)
+		r := analyze(t, Options{}, docs...)
 		require.Len(t, r.Workloads, 1)
 		require.Len(t, r.Workloads[0].InStream, 1)
 		require.NotEmpty(t, r.Workloads[0].Hash)

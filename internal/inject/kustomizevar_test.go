@@ -5,7 +5,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/kustomize/kyaml/kio"
 )
 
 // TestKustomizeVarHint: a reference whose name holds a kustomize var
@@ -24,10 +23,7 @@ func TestKustomizeVarHint(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: manager\nspec:\n  template:\n    spec:\n" +
 				"      containers: [{name: c}]\n      volumes: [{name: cert, secret: {secretName: \"" + tc.secret + "\"}}]\n"
-			nodes, err := kio.FromBytes([]byte(doc))
-			require.NoError(t, err)
-			r, err := Analyze(nodes, Options{})
-			require.NoError(t, err)
+			r := analyze(t, Options{}, doc)
 			require.Len(t, r.Findings, 1)
 			msg := r.Findings[0].Message
 			assert.Contains(t, msg, "consumes Secret "+tc.secret+", which is not in the stream")

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/kustomize/kyaml/kio"
 
 	"github.com/confighash/confighash/internal/testing/testtools"
 )
@@ -41,10 +40,7 @@ func TestSkipLocalConfig(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			nodes, err := kio.FromBytes([]byte(strings.Join(tc.docs, "---\n")))
-			require.NoError(t, err)
-			r, err := Analyze(nodes, Options{SkipLocalConfig: tc.skip})
-			require.NoError(t, err)
+			r := analyze(t, Options{SkipLocalConfig: tc.skip}, tc.docs...)
 			if !tc.workload {
 				assert.Empty(t, r.Workloads)
 				return

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/kustomize/kyaml/kio"
 )
 
 // TestMissingRequiredKey: a key an env valueFrom or volume items read
@@ -39,10 +38,7 @@ func TestMissingRequiredKey(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			nodes, err := kio.FromBytes([]byte(strings.Replace(secret, "{name: creds}", "{name: creds, namespace: shop}", 1) + "---\n" + deploy(tc.workload)))
-			require.NoError(t, err)
-			r, err := Analyze(nodes, Options{})
-			require.NoError(t, err)
+			r := analyze(t, Options{}, strings.Replace(secret, "{name: creds}", "{name: creds, namespace: shop}", 1), deploy(tc.workload))
 			var warnings []string
 			for _, f := range r.Findings {
 				if f.Severity == SeverityWarning && strings.Contains(f.Message, "no such key") {

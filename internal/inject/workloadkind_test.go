@@ -5,7 +5,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/kustomize/kyaml/kio"
 )
 
 func TestParseWorkload(t *testing.T) {
@@ -66,12 +65,9 @@ spec:
 		t.Run(tt.workload, func(t *testing.T) {
 			kind, err := ParseWorkload(tt.workload)
 			require.NoError(t, err)
-			nodes, err := kio.FromBytes([]byte(docs))
-			require.NoError(t, err)
 			opts := Options{Workloads: []WorkloadKind{kind}}
 			assert.Equal(t, kind.Kind == "Runner", opts.Relevant("example.com/v1", "Runner"), "a configured kind is read in every group")
-			r, err := Analyze(nodes, opts)
-			require.NoError(t, err)
+			r := analyze(t, opts, docs)
 			assert.Equal(t, tt.hashed, len(r.Workloads) == 1, "hashed")
 			var warnings []string
 			for _, f := range r.Findings {
