@@ -48,6 +48,19 @@ var docsTrees = []docsTree{
 		},
 	},
 	{
+		// examples/wordpress: two bases under one prefix, a patch adding an
+		// init container, vars in a command; a Secret read by key through
+		// a projected volume, an init container's env, and another
+		// workload.
+		name: "wordpress: two bases, an init container, projected volumes", tree: "wordpress", build: ".",
+		workloads: map[string]string{"Deployment//demo-wordpress": "", "StatefulSet//demo-mysql": ""},
+		changes: []treeChange{
+			{file: "mysql/secret.yaml", old: "password: YWRtaW4=", new: "password: b3RoZXI=", moved: []string{"Deployment//demo-wordpress"}},
+			{file: "mysql/secret.yaml", old: "root-password: cm9vdA==", new: "root-password: c3VwZXI=", moved: []string{"StatefulSet//demo-mysql"}},
+			{file: "wordpress/kustomization.yaml", old: "WORDPRESS_DEBUG=0", new: "WORDPRESS_DEBUG=1", moved: []string{"Deployment//demo-wordpress"}},
+		},
+	},
+	{
 		// examples/multibases: three prefixed variants under a left-most
 		// prefix, each config once named app or settings.
 		name: "multibases: variants under namePrefixes, composed under another", tree: "multibases", build: ".",
