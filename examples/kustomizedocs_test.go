@@ -117,7 +117,8 @@ var docsTrees = []docsTree{
 	},
 	{
 		// examples/generatorOptions: no hash suffix, labels, annotations,
-		// immutable, for every generator.
+		// immutable, for every generator; confighash's functionConfig
+		// inline under transformers:.
 		name: "generatorOptions for every generator", tree: "generatoroptions", build: ".",
 		workloads: map[string]string{"Deployment//shop-shop": ""},
 		changes: []treeChange{
