@@ -351,11 +351,7 @@ spec:
             - secretRef: {name: {{ .Release.Name }}-password}
 `,
 	}
-	for name, content := range files {
-		path := filepath.Join(dir, name)
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
-	}
+	writeTree(t, dir, files)
 	return dir
 }
 
@@ -402,7 +398,7 @@ func TestHelmHookConfigs(t *testing.T) {
 // it does without confighash, and the hash there follows the content.
 func TestHelmJobUpgrade(t *testing.T) {
 	dir := t.TempDir()
-	for name, content := range map[string]string{
+	writeTree(t, dir, map[string]string{
 		"Chart.yaml":  "apiVersion: v2\nname: migrate\nversion: 0.1.0\n",
 		"values.yaml": "setting: one\n",
 		"templates/settings.yaml": `apiVersion: v1
@@ -426,11 +422,7 @@ spec:
           envFrom:
             - configMapRef: {name: {{ .Release.Name }}-settings}
 `,
-	} {
-		path := filepath.Join(dir, name)
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
-	}
+	})
 	eachHelm(t, "web", "job", func(t *testing.T, version int, r *release, h testtools.Helm) {
 		job := func() (meta, tmpl map[string]string) {
 			j, err := r.client.BatchV1().Jobs(r.namespace).Get(t.Context(), "web-migrate", metav1.GetOptions{})

@@ -270,12 +270,7 @@ func helmVersionSide(version int, chart chartIn, stubs map[string]string, values
 func treeSide(module, root, build string, overlay map[string]string) diffSide {
 	return func(t *testing.T) string {
 		t.Helper()
-		dir := t.TempDir()
-		require.NoError(t, testtools.CopyTree(filepath.Join(testtools.ModuleDir(t, module), root), dir, nil))
-		for name, content := range overlay {
-			require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
-			require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
-		}
+		dir := moduleTree(t, module, root, overlay)
 		addConfighash(t, filepath.Join(dir, build))
 		out, _ := realBuild(t, filepath.Join(dir, build), nil, true)
 		return out

@@ -2,7 +2,6 @@ package examples_test
 
 import (
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/confighash/confighash/internal/status"
 	"github.com/confighash/confighash/internal/testing/cptest"
-	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
 // treeEdit is an out-of-band edit of a live config of a tree. kept: the
@@ -144,12 +142,7 @@ func TestRealTreesOnCluster(t *testing.T) {
 // checkTreeOnCluster runs a row as TestRealTreesOnCluster says.
 func checkTreeOnCluster(t *testing.T, ct clusterTree, tc realTree) {
 	c := newCluster(t, ct.prefix)
-	dir := t.TempDir()
-	require.NoError(t, testtools.CopyTree(filepath.Join(testtools.ModuleDir(t, tc.module), tc.root), dir, nil))
-	for name, content := range tc.overlay {
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
-	}
+	dir := moduleTree(t, tc.module, tc.root, tc.overlay)
 	build := filepath.Join(dir, tc.build)
 	if ct.namespace != "" {
 		edit(t, filepath.Join(build, "kustomization.yaml"), "namespace: "+ct.namespace, "namespace: "+c.namespace)

@@ -231,12 +231,7 @@ func TestRealTrees(t *testing.T) {
 	for _, tc := range realTrees {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			require.NoError(t, testtools.CopyTree(filepath.Join(testtools.ModuleDir(t, tc.module), tc.root), dir, nil))
-			for name, content := range tc.overlay {
-				require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
-				require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
-			}
+			dir := moduleTree(t, tc.module, tc.root, tc.overlay)
 			plain, _ := realBuild(t, filepath.Join(dir, tc.build), tc.flags, false)
 			require.NotContains(t, plain, "confighash.dev/", "the tree as shipped")
 			addConfighash(t, filepath.Join(dir, tc.build))
@@ -270,6 +265,16 @@ func TestRealTrees(t *testing.T) {
 			}
 		})
 	}
+}
+
+// moduleTree copies the folder root of a Go module into a temporary
+// folder, writes the overlay files into the copy and returns the copy.
+func moduleTree(t *testing.T, module, root string, overlay map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, testtools.CopyTree(filepath.Join(testtools.ModuleDir(t, module), root), dir, nil))
+	writeTree(t, dir, overlay)
+	return dir
 }
 
 // addConfighash writes confighash's functionConfig next to the
