@@ -131,6 +131,16 @@ var docsTrees = []docsTree{
 		},
 	},
 	{
+		// examples/secretGeneratorPlugin: a generator function whose
+		// output asks for the hash suffix.
+		name: "generator plugin: a function's ConfigMap and Secret with needs-hash", tree: "generatorplugin", build: ".",
+		workloads: map[string]string{"Deployment//gen-web": ""},
+		changes: []treeChange{
+			{file: "generator.yaml", old: "GREETING: hello", new: "GREETING: hi", moved: []string{"Deployment//gen-web"}},
+			{file: "generator.yaml", old: "password: first", new: "password: second", moved: []string{"Deployment//gen-web"}},
+		},
+	},
+	{
 		// examples/patchMultipleObjects: one patch, the targets a label
 		// selector or a name pattern picks.
 		name: "patchMultipleObjects: patches by label selector and name pattern", tree: "patchmultipleobjects", build: ".",
@@ -190,10 +200,18 @@ func TestKustomizeDocs(t *testing.T) {
 	for _, tc := range docsTrees {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := copyTree(t, filepath.Join("..", "testdata", "kustomize", "docs", tc.tree))
+			src := filepath.Join("..", "testdata", "kustomize", "docs", tc.tree)
+			dir := copyTree(t, src)
 			root := filepath.Join(dir, tc.build)
-			plain, _ := realBuild(t, root, nil, false)
 			out, _ := realBuild(t, root, nil, true)
+			// The same build with cat, which hands kustomize back what it
+			// got, in confighash's place (other functions of the tree run).
+			identity := t.TempDir()
+			require.NoError(t, testtools.CopyTree(src, identity, func(_, _ string, b []byte) ([]byte, error) {
+				return execPath.ReplaceAll(b, []byte("path: /bin/cat")), nil
+			}))
+			plain, _ := realBuild(t, filepath.Join(identity, tc.build), nil, true)
+			require.NotContains(t, plain, "confighash.dev/")
 			assert.Equal(t, withoutConfighash(t, plain), withoutConfighash(t, out), "only confighash's annotations added")
 
 			got := independentHashes(t, out)
