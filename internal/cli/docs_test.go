@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -273,5 +274,117 @@ func TestWhereAnnotationsGo(t *testing.T) {
 				assert.NotContains(t, got.template, key, "README.md says the render writes %s on the workload (%q); on the %s", key, where, kind)
 			}
 		}
+	}
+}
+
+// testFuncs returns the test, fuzz and example functions (bench false) or
+// the benchmarks (bench true) of the Go package in dir.
+func testFuncs(t *testing.T, dir string, bench bool) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "%s holds tests", dir)
+	var names []string
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, m := range regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz|Example)\w*)\(`).FindAllSubmatch(src, -1) {
+			if name := string(m[1]); strings.HasPrefix(name, "Benchmark") == bench {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
+}
+
+// TestRunPatternsDocumented: each `go test -run P` or `-bench P` in the
+// docs (code blocks and inline code) runs what it names. An alternative of
+// P that is the name of a test (with or without its Test or Benchmark
+// prefix) selects that test alone: `-run TestRealCharts` also ran
+// TestRealChartsOnCluster and TestRealChartsReleaseLifecycle, minutes on
+// the control plane. One that names no test is a family (`TestFault`) and
+// selects at least one.
+func TestRunPatternsDocumented(t *testing.T) {
+	root := testtools.RepoRoot(t)
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	examples, err := filepath.Glob(filepath.Join(root, "examples", "*", "README.md"))
+	require.NoError(t, err)
+	pages = append(append(pages, examples...), filepath.Join(root, "README.md"))
+	checked := 0
+	for _, page := range pages {
+		text, err := os.ReadFile(page)
+		require.NoError(t, err)
+		commands := codeLines(t, page)
+		prose := regexp.MustCompile("(?s)```.*?```").ReplaceAllString(string(text), "")
+		for _, m := range regexp.MustCompile("`([^`]*go test [^`]*)`").FindAllStringSubmatch(strings.Join(strings.Fields(prose), " "), -1) {
+			commands = append(commands, m[1])
+		}
+		for _, command := range commands {
+			command, _, _ = strings.Cut(command, " #")
+			for _, segment := range regexp.MustCompile(`\||&&|;`).Split(command, -1) {
+				_, args, ok := strings.Cut(segment, "go test ")
+				if !ok {
+					continue
+				}
+				fields := strings.Fields(args)
+				var pkgs []string
+				for _, f := range fields {
+					if strings.HasPrefix(f, "./") && f != "./..." {
+						pkgs = append(pkgs, strings.TrimSuffix(strings.TrimSuffix(f, "/..."), "/"))
+					}
+				}
+				for i, f := range fields {
+					flagName, value, hasValue := strings.Cut(strings.TrimLeft(f, "-"), "=")
+					if (flagName != "run" && flagName != "bench") || !strings.HasPrefix(f, "-") {
+						continue
+					}
+					if !hasValue && i+1 < len(fields) {
+						value = fields[i+1]
+					}
+					pattern, _, _ := strings.Cut(strings.Trim(value, `'"`), "/")
+					if pattern == "^$" {
+						continue
+					}
+					for _, pkg := range pkgs {
+						checked++
+						where := fmt.Sprintf("%s: go test -%s %s %s", filepath.Base(page), flagName, value, pkg)
+						checkRunPattern(t, where, pattern, flagName == "bench", testFuncs(t, filepath.Join(root, pkg), flagName == "bench"))
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d -run and -bench patterns in the docs", checked)
+	assert.Greater(t, checked, 10, "patterns found")
+}
+
+// checkRunPattern checks one -run or -bench pattern against the functions
+// of its package, as TestRunPatternsDocumented describes.
+func checkRunPattern(t *testing.T, where, pattern string, bench bool, funcs []string) {
+	t.Helper()
+	prefix := "Test"
+	if bench {
+		prefix = "Benchmark"
+	}
+	for _, alt := range strings.Split(pattern, "|") {
+		re, err := regexp.Compile(alt)
+		require.NoError(t, err, where)
+		name := strings.Trim(alt, "^$")
+		var selected, named []string
+		for _, f := range funcs {
+			if re.MatchString(f) {
+				selected = append(selected, f)
+			}
+			if f == name || f == prefix+name {
+				named = append(named, f)
+			}
+		}
+		if len(named) == 0 {
+			assert.NotEmpty(t, selected, "%s: %q selects nothing", where, alt)
+			continue
+		}
+		slices.Sort(selected)
+		assert.Equal(t, named, selected, "%s: %q names %s and runs %s: anchor it (^%s$)", where, alt, named[0], selected, named[0])
 	}
 }
