@@ -141,6 +141,16 @@ var docsTrees = []docsTree{
 		},
 	},
 	{
+		// patches with allowNameChange renaming a generated and a plain
+		// ConfigMap under a prefix.
+		name: "patches renaming configs (allowNameChange)", tree: "namechange", build: ".",
+		workloads: map[string]string{"Deployment//p-web": ""},
+		changes: []treeChange{
+			{file: "kustomization.yaml", old: "GREETING=hello", new: "GREETING=hi", moved: []string{"Deployment//p-web"}},
+			{file: "settings.yaml", old: "timeout=30", new: "timeout=60", moved: []string{"Deployment//p-web"}},
+		},
+	},
+	{
 		// examples/patchMultipleObjects: one patch, the targets a label
 		// selector or a name pattern picks.
 		name: "patchMultipleObjects: patches by label selector and name pattern", tree: "patchmultipleobjects", build: ".",
