@@ -1,0 +1,563 @@
+package examples_test
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/confighash/confighash/internal/testing/cptest"
+	"github.com/confighash/confighash/internal/testing/testtools"
+)
+
+// Helm's own test charts, in the Go modules of the Helm versions bin/helm3
+// and bin/helm4 are built from: charts nobody wrote for confighash, made to
+// probe Helm's corners (library charts, subcharts, crds/, NOTES, schemas,
+// archives, charts Helm refuses).
+var helmTestCharts = map[int]chartIn{
+	3: {"helm.sh/helm/v3@v3.22.0", "cmd/helm/testdata/testcharts"},
+	4: {"helm.sh/helm/v4@v4.3.1", "pkg/cmd/testdata/testcharts"},
+}
+
+// helmRefuses are the test charts helm template refuses with or without a
+// post-renderer, and a part of Helm's reason.
+var helmRefuses = map[string]string{
+	"chart-bad-requirements":                         "cannot load Chart.yaml",
+	"chart-bad-type":                                 "chart.metadata.type must be application or library",
+	"lib-chart":                                      "chart.metadata.type must be application or library",
+	"chart-missing-deps":                             "missing in charts/ directory: reqsubchart2",
+	"issue-7233":                                     "missing in charts/ directory: alpine",
+	"chart-with-bad-subcharts":                       "chart.metadata.name is required",
+	"chart-with-schema-and-subchart":                 "missing property 'lastname'",
+	"chart-with-schema-negative":                     "missing property 'employmentInfo'",
+	"chart-with-template-with-invalid-yaml":          "chart-with-template-with-invalid-yaml/templates/alpine-pod.yaml",
+	"chart-with-template-with-invalid-template-expr": "at <b64enc>",
+	"issue1979":                                      "nil pointer evaluating interface {}.Name",
+	"upgradetest":                                    "Chart.yaml",
+	"signtest-0.1.0.tgz.prov":                        "does not appear to be a gzipped archive",
+	"compressedchart-0.1.0.tar.gz":                   "compressedchart/templates/template.tpl",
+	"compressedchart-0.1.0.tgz":                      "compressedchart/templates/template.tpl",
+	"compressedchart-0.2.0.tgz":                      "compressedchart/templates/template.tpl",
+	"compressedchart-0.3.0.tgz":                      "compressedchart/templates/template.tpl",
+	"compressedchart-with-hyphens-0.1.0.tgz":         "compressedchart-with-hyphens/templates/template.tpl",
+}
+
+// helmTestChartArgs are flags a test chart is made for.
+var helmTestChartArgs = map[string][]string{
+	"chart-with-schema-negative-skip-validation": {"--skip-schema-validation"},
+}
+
+// TestHelmTestCharts renders every chart of Helm's testdata with the Helm
+// it ships with, with and without confighash, as is and with
+// --include-crds --skip-tests, and checks what checkPostRender checks; a
+// chart Helm refuses must be refused the same way with confighash.
+func TestHelmTestCharts(t *testing.T) {
+	t.Parallel()
+	for _, version := range []int{3, 4} {
+		t.Run(helmName(version), func(t *testing.T) {
+			t.Parallel()
+			h := helmWithIdentity(t, version)
+			dir := filepath.Join(testtools.ModuleDir(t, helmTestCharts[version].module), helmTestCharts[version].path)
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			require.Greater(t, len(entries), 30, "Helm's test charts")
+			for _, e := range entries {
+				t.Run(e.Name(), func(t *testing.T) {
+					t.Parallel()
+					chart := filepath.Join(dir, e.Name())
+					for _, extra := range [][]string{nil, {"--include-crds", "--skip-tests"}} {
+						r := checkPostRender(t, h, chart, false, append(slices.Clone(helmTestChartArgs[e.Name()]), extra...)...)
+						why, refused := helmRefuses[e.Name()]
+						assert.Equal(t, refused, r.exitCode != 0, "%s %v: refused (exit %d): %s", h, extra, r.exitCode, r.stderr)
+						if refused {
+							assert.Contains(t, r.stderr, why, "%s %v", h, extra)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+func helmName(version int) string { return "helm" + string(rune('0'+version)) }
+
+// helmWithIdentity is realHelm, and for Helm 4 also a post-renderer plugin
+// named identity that writes back what it reads: Helm 4 parses and writes
+// every document anew around any post-renderer, so the identity plugin's
+// render is what confighash's must equal but for its annotations.
+func helmWithIdentity(t *testing.T, version int) testtools.Helm {
+	t.Helper()
+	h := realHelm(t, version)
+	if version == 4 {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "plugin.yaml"), []byte(identityPlugin), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "identity.sh"), []byte("#!/bin/sh\nexec cat\n"), 0o755))
+		h.InstallPlugin(t, dir)
+	}
+	return h
+}
+
+const identityPlugin = `apiVersion: v1
+type: postrenderer/v1
+name: identity
+version: 0.1.0
+runtime: subprocess
+runtimeConfig:
+  platformCommand:
+    - command: ${HELM_PLUGIN_DIR}/identity.sh
+`
+
+// postRender is one helm template run with confighash.
+type postRender struct {
+	exitCode       int
+	stdout, stderr string
+	// hashes are the confighash.dev/hash values by Kind/namespace/name.
+	hashes map[string]string
+}
+
+// checkPostRender runs helm template on chart with args, without a
+// post-renderer, with confighash, and for Helm 4 with the identity plugin,
+// and checks that:
+//   - the exit status is the same, and a refusal is Helm's own, word for word
+//     (Helm 4's when a post-renderer is set: it parses the templates first);
+//   - confighash only adds its annotation lines to what Helm prints (Helm 3's
+//     bytes; Helm 4's identity render), comments and # Source: lines
+//     included, and the objects equal those without a post-renderer;
+//   - unless filtered (--show-only and --no-hooks print less than Helm
+//     sends its post-renderer), every workload that reads a config in what
+//     Helm sends has the hash computed independently, and confighash verify
+//     passes on it;
+//   - no line of standard error is new but confighash's, and none holds a
+//     value of a Secret of the render.
+func checkPostRender(t *testing.T, h testtools.Helm, chart string, filtered bool, args ...string) postRender {
+	t.Helper()
+	base := append([]string{"template", "web", chart, "--namespace", realNamespace}, args...)
+	plain := h.Run(t, nil, base...)
+	res := h.Run(t, nil, append(slices.Clone(base), realPostRenderer(t, h)...)...)
+	r := postRender{exitCode: res.ExitCode, stdout: res.Stdout, stderr: res.Stderr}
+	what := h.String() + " " + strings.Join(args, " ")
+	require.Equal(t, plain.ExitCode, res.ExitCode, "%s: exit status with confighash; stderr:\n%s", what, res.Stderr)
+
+	// The render confighash's output must equal but for its lines: Helm
+	// 3's own; Helm 4's through a post-renderer that changes nothing.
+	same := plain
+	if h.Version == 4 {
+		same = h.Run(t, nil, append(slices.Clone(base), "--post-renderer", "identity")...)
+	}
+	if res.ExitCode != 0 {
+		assert.Empty(t, strings.TrimSpace(res.Stdout), "%s: output of a refused render", what)
+		assert.Equal(t, same.Stderr, res.Stderr, "%s: Helm's refusal", what)
+		return r
+	}
+	if h.Version == 4 && same.ExitCode != 0 {
+		// Helm 4 refuses an empty output of any plugin; confighash's
+		// wrapper writes a comment for an empty stream. (Helm 4 prints
+		// the chart's crds/ with --include-crds, but sends them to no
+		// post-renderer.)
+		require.Contains(t, same.Stderr, `post-renderer "identity" produced empty output`, what)
+	} else if d := onlyInsertedLines(same.Stdout, res.Stdout); d != "" {
+		t.Errorf("%s: the render differs in more than confighash's annotations: %s", what, d)
+	}
+	assert.Equal(t, realObjects(t, plain.Stdout), realObjects(t, res.Stdout), "%s: the objects without confighash's annotations", what)
+	assert.Equal(t, objectSources(plain.Stdout), objectSources(res.Stdout), "%s: the # Source: lines of the objects", what)
+
+	for _, line := range strings.Split(strings.TrimSpace(res.Stderr), "\n") {
+		if line != "" && !strings.HasPrefix(line, "confighash: ") {
+			assert.Contains(t, plain.Stderr, line, "%s: a line on standard error that Helm does not print without confighash", what)
+		}
+	}
+	for _, v := range secretTexts(t, plain.Stdout, realNamespace) {
+		assert.NotContains(t, res.Stderr, v, "%s: a Secret value on standard error", what)
+	}
+
+	r.hashes = namespaced(testtools.PodHashes(t, configsAndWorkloads(res.Stdout)))
+	if filtered {
+		return r
+	}
+	sent := helmSends(t, res.Stdout, h.Version, true)
+	assertIndependent(t, what, configsAndWorkloads(sent))
+	if len(realObjects(t, sent)) > 0 { // verify refuses an empty stream: a failed render
+		v := testtools.Run(t, "", nil, []byte(sent), testtools.Tool(t, "confighash"), "verify", "--namespace", realNamespace)
+		assert.Zero(t, v.ExitCode, "%s: confighash verify: %s%s", what, v.Stdout, v.Stderr)
+	}
+	return r
+}
+
+// objectSources returns the # Source: lines of the documents of a helm
+// template output that hold an object; Helm 4 drops a document of comments
+// only around any post-renderer.
+func objectSources(stream string) []string {
+	var out []string
+	for _, d := range testtools.Documents(stream) {
+		src, content := "", false
+		for line := range strings.Lines(d) {
+			trimmed := strings.TrimSpace(line)
+			switch {
+			case strings.HasPrefix(trimmed, "# Source: "):
+				src = trimmed
+			case trimmed != "" && !strings.HasPrefix(trimmed, "#"):
+				content = true
+			}
+		}
+		if content {
+			out = append(out, src)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// helmPatterns are templates added to a copy of Helm's "subchart" test
+// chart (subcharts, crds/, NOTES.txt, a test hook Pod reading a test hook
+// ConfigMap), written as Helm's docs write them: a Secret from values, a
+// ConfigMap through the library chart's merge helper (the "common" library
+// of Helm's chart-with-template-lib-dep), a Deployment with checksum/config
+// that reads both and an image pull Secret the release does not hold, a
+// CronJob whose pod template has "metadata: {}" and reads a pre-install,
+// pre-upgrade hook ConfigMap, a weighted hook Job with a delete policy, a
+// test Job, and a DaemonSet in a subchart reading a key of the parent's
+// Secret, and NOTES.txt in the subchart.
+var helmPatterns = map[string]string{
+	"templates/app.yaml": `apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .Release.Name }}-creds
+type: Opaque
+data:
+  password: {{ .Values.app.password | b64enc | quote }}
+---
+{{ template "common.configmap" (list . "app.settings") }}
+{{- define "app.settings" -}}
+metadata:
+  name: {{ .Release.Name }}-settings
+data:
+  level: {{ .Values.app.level | quote }}
+{{- end }}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-app
+spec:
+  selector:
+    matchLabels:
+      app: {{ .Release.Name }}-app
+  template:
+    metadata:
+      labels:
+        app: {{ .Release.Name }}-app
+      annotations:
+        checksum/config: {{ include (print $.Template.BasePath "/subdir/configmap.yaml") . | sha256sum }}
+    spec:
+      imagePullSecrets:
+      - name: regcred
+      containers:
+      - name: app
+        image: nginx
+        envFrom:
+        - configMapRef:
+            name: {{ .Chart.Name }}-cm
+        env:
+        - name: PASSWORD
+          valueFrom:
+            secretKeyRef:
+              name: {{ .Release.Name }}-creds
+              key: password
+        - name: LEVEL
+          valueFrom:
+            configMapKeyRef:
+              name: {{ .Release.Name }}-settings
+              key: level
+`,
+	"templates/cronjob.yaml": `apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: {{ .Release.Name }}-report
+spec:
+  schedule: "@daily"
+  jobTemplate:
+    spec:
+      template:
+        metadata: {}
+        spec:
+          restartPolicy: Never
+          containers:
+          - name: report
+            image: alpine
+            volumeMounts:
+            - name: hook-settings
+              mountPath: /etc/report
+          volumes:
+          - name: hook-settings
+            configMap:
+              name: {{ .Release.Name }}-hook-settings
+`,
+	"templates/hooks.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-hook-settings
+  annotations:
+    "helm.sh/hook": pre-install,pre-upgrade
+    "helm.sh/hook-weight": "-5"
+data:
+  schedule: {{ .Values.app.schedule | quote }}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-migrate
+  annotations:
+    "helm.sh/hook": pre-install,pre-upgrade
+    "helm.sh/hook-weight": "0"
+    "helm.sh/hook-delete-policy": before-hook-creation,hook-succeeded
+spec:
+  template:
+    metadata:
+      name: {{ .Release.Name }}-migrate
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: migrate
+        image: alpine
+        envFrom:
+        - secretRef:
+            name: {{ .Release.Name }}-creds
+        - configMapRef:
+            name: {{ .Release.Name }}-hook-settings
+`,
+	"templates/tests/test-job.yaml": `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: "{{ .Release.Name }}-test-job"
+  annotations:
+    "helm.sh/hook": test
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: test
+        image: alpine
+        envFrom:
+        - configMapRef:
+            name: "{{ .Release.Name }}-testconfig"
+        - secretRef:
+            name: {{ .Release.Name }}-creds
+`,
+	"charts/subchartA/templates/NOTES.txt": "Worker notes for {{ .Release.Name }}\n",
+	"charts/subchartA/templates/worker.yaml": `apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: {{ .Release.Name }}-worker
+spec:
+  selector:
+    matchLabels:
+      app: {{ .Release.Name }}-worker
+  template:
+    metadata:
+      labels:
+        app: {{ .Release.Name }}-worker
+    spec:
+      containers:
+      - name: worker
+        image: alpine
+        volumeMounts:
+        - name: creds
+          mountPath: /creds
+      volumes:
+      - name: creds
+        secret:
+          secretName: {{ .Release.Name }}-creds
+          items:
+          - key: password
+            path: password
+`,
+}
+
+// helmPatternsValues turn on the chart's own ConfigMap (templates/subdir)
+// and give the values the templates read.
+var helmPatternsValues = []string{
+	"--set", "configmap.enabled=true", "--set", "app.password=CANARY-hunter2",
+	"--set", "app.level=info", "--set-string", "app.schedule=@daily",
+}
+
+// The workloads of helmPatterns.
+const (
+	patDeployment = "Deployment/shop/web-app"
+	patDaemonSet  = "DaemonSet/shop/web-worker"
+	patCronJob    = "CronJob/shop/web-report"
+	patHookJob    = "Job/shop/web-migrate"
+	patTestJob    = "Job/shop/web-test-job"
+)
+
+// helmPatternsChart copies Helm's subchart test chart and the common
+// library chart, and adds helmPatterns.
+func helmPatternsChart(t *testing.T) string {
+	t.Helper()
+	testcharts := filepath.Join(testtools.ModuleDir(t, helmTestCharts[3].module), helmTestCharts[3].path)
+	chart := filepath.Join(t.TempDir(), "subchart")
+	require.NoError(t, testtools.CopyTree(filepath.Join(testcharts, "subchart"), chart, nil))
+	require.NoError(t, testtools.CopyTree(filepath.Join(testcharts, "chart-with-template-lib-dep", "charts", "common"), filepath.Join(chart, "charts", "common"), nil))
+	for name, text := range helmPatterns {
+		require.NoError(t, os.WriteFile(filepath.Join(chart, name), []byte(text), 0o644))
+	}
+	return chart
+}
+
+// TestHelmDocumentedPatterns renders helmPatternsChart with each Helm and
+// the helm template flags Helm documents, checks each render as
+// checkPostRender does, and which workloads carry which hash: Helm 3 sends
+// its post-renderer no hooks, so only Helm 4 hashes the hook and test Jobs
+// and the CronJob that reads a hook ConfigMap; --show-only, --skip-tests,
+// --include-crds, --no-hooks and --is-upgrade filter or add what Helm
+// prints, and leave every printed hash as the full render has it; a changed
+// value moves exactly its readers' hashes.
+func TestHelmDocumentedPatterns(t *testing.T) {
+	t.Parallel()
+	chart := helmPatternsChart(t)
+	for _, version := range []int{3, 4} {
+		t.Run(helmName(version), func(t *testing.T) {
+			t.Parallel()
+			h := helmWithIdentity(t, version)
+			render := func(args ...string) postRender {
+				t.Helper()
+				filtered := slices.Contains(args, "--show-only") || slices.Contains(args, "--no-hooks")
+				r := checkPostRender(t, h, chart, filtered, append(slices.Clone(helmPatternsValues), args...)...)
+				require.Zero(t, r.exitCode, r.stderr)
+				return r
+			}
+			full := render().hashes
+			want := []string{patDeployment, patDaemonSet}
+			if version == 4 {
+				want = append(want, patCronJob, patHookJob, patTestJob)
+			}
+			require.ElementsMatch(t, want, slices.Collect(maps.Keys(full)), "hashed workloads")
+
+			only := func(ids ...string) map[string]string {
+				out := map[string]string{}
+				for _, id := range ids {
+					if h, ok := full[id]; ok {
+						out[id] = h
+					}
+				}
+				return out
+			}
+			for _, tc := range []struct {
+				args []string
+				want map[string]string
+			}{
+				{[]string{"--include-crds"}, full},
+				{[]string{"--is-upgrade"}, full},
+				{[]string{"--skip-tests"}, only(patDeployment, patDaemonSet, patCronJob, patHookJob)},
+				{[]string{"--no-hooks"}, only(patDeployment, patDaemonSet, patCronJob)},
+				{[]string{"--show-only", "templates/app.yaml"}, only(patDeployment)},
+				{[]string{"--show-only", "templates/cronjob.yaml", "--show-only", "templates/hooks.yaml"}, only(patCronJob, patHookJob)},
+				{[]string{"--show-only", "charts/subcharta/templates/worker.yaml"}, only(patDaemonSet)},
+				{[]string{"--include-crds", "--show-only", "crds/crdA.yaml"}, map[string]string{}},
+			} {
+				assert.Equal(t, tc.want, render(tc.args...).hashes, "%s %v: hashes", h, tc.args)
+			}
+
+			// A changed value moves its readers' hashes, and only theirs.
+			for _, c := range []chartChange{
+				{[]string{"--set", "app.level=debug"}, []string{patDeployment}},
+				{[]string{"--set", "app.password=CANARY-rotated"}, []string{patDeployment, patDaemonSet, patHookJob, patTestJob}},
+				{[]string{"--set-string", "app.schedule=@hourly"}, []string{patCronJob, patHookJob}},
+				{[]string{"--set", "configmap.value=bar"}, []string{patDeployment}},
+			} {
+				assertMoved(t, h.String()+" "+strings.Join(c.args, " "), full, render(c.args...).hashes, c.moved)
+			}
+		})
+	}
+}
+
+// TestHelmDryRunNotes runs helm install --dry-run=client on
+// helmPatternsChart with --render-subchart-notes: with confighash, Helm
+// prints the same NOTES (the chart's and its subchart's), and the release's
+// objects with the hashes of helm template; Helm 3 prints its hooks as
+// rendered. Helm 3 asks the cluster for its version even then: the shared
+// control plane answers.
+func TestHelmDryRunNotes(t *testing.T) {
+	t.Parallel()
+	chart := helmPatternsChart(t)
+	kubeconfig := cptest.Shared(t).KubeconfigPath()
+	for _, version := range []int{3, 4} {
+		t.Run(helmName(version), func(t *testing.T) {
+			t.Parallel()
+			h := helmWithIdentity(t, version)
+			h.Env = append(h.Env, "KUBECONFIG="+kubeconfig)
+			full := checkPostRender(t, h, chart, false, helmPatternsValues...).hashes
+			install := append([]string{"install", "web", chart, "--namespace", realNamespace, "--dry-run=client", "--render-subchart-notes"}, helmPatternsValues...)
+			plain := h.MustRun(t, install...)
+			post := h.MustRun(t, append(install, realPostRenderer(t, h)...)...)
+			// Helm joins the NOTES of the charts in no fixed order.
+			notes := func(out string) []string {
+				_, n, ok := strings.Cut(out, "\nNOTES:\n")
+				require.True(t, ok, "no NOTES in\n%s", out)
+				var lines []string
+				for line := range strings.Lines(n) {
+					if line = strings.TrimSpace(line); line != "" {
+						lines = append(lines, line)
+					}
+				}
+				slices.Sort(lines)
+				return lines
+			}
+			assert.Equal(t, []string{"Sample notes for subchart", "Worker notes for web"}, notes(plain), "NOTES without confighash")
+			assert.Equal(t, notes(plain), notes(post), "NOTES with confighash")
+			_, objects, ok := strings.Cut(post, "\nHOOKS:\n")
+			require.True(t, ok, "no HOOKS in\n%s", post)
+			objects, _, _ = strings.Cut(strings.Replace(objects, "\nMANIFEST:\n", "\n---\n", 1), "\nNOTES:\n")
+			assert.Equal(t, full, namespaced(testtools.PodHashes(t, configsAndWorkloads(objects))), "the hashes install --dry-run prints")
+		})
+	}
+}
+
+// TestHelmCreateScaffold renders the chart helm create writes, the starting
+// point of Helm's chart template guide, with a ConfigMap template added and
+// the scaffold's own values for volumes, volume mounts, the autoscaler and
+// the ingress turned on: the Deployment reads the ConfigMap, and each Helm
+// renders it as checkPostRender requires, with a hash that moves with the
+// ConfigMap's content and with nothing else.
+func TestHelmCreateScaffold(t *testing.T) {
+	t.Parallel()
+	for _, version := range []int{3, 4} {
+		t.Run(helmName(version), func(t *testing.T) {
+			t.Parallel()
+			h := helmWithIdentity(t, version)
+			chart := filepath.Join(t.TempDir(), "app")
+			h.MustRun(t, "create", chart)
+			cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"app.fullname\" . }}-config\ndata:\n  app.conf: {{ .Values.conf | quote }}\n"
+			require.NoError(t, os.WriteFile(filepath.Join(chart, "templates", "configmap.yaml"), []byte(cm), 0o644))
+			args := []string{
+				"--set-json", `volumes=[{"name":"config","configMap":{"name":"web-app-config"}}]`,
+				"--set-json", `volumeMounts=[{"name":"config","mountPath":"/etc/app"}]`,
+				"--set", "autoscaling.enabled=true", "--set", "ingress.enabled=true", "--set", "conf=level=info",
+			}
+			base := checkPostRender(t, h, chart, false, args...)
+			require.Zero(t, base.exitCode, base.stderr)
+			require.Equal(t, []string{"Deployment/shop/web-app"}, slices.Collect(maps.Keys(base.hashes)), "hashed workloads")
+			for _, c := range []chartChange{
+				{[]string{"--set", "conf=level=debug"}, []string{"Deployment/shop/web-app"}},
+				{[]string{"--set", "replicaCount=3", "--set", "podLabels.team=web"}, nil},
+			} {
+				assertMoved(t, h.String()+" "+strings.Join(c.args, " "), base.hashes, checkPostRender(t, h, chart, false, append(slices.Clone(args), c.args...)...).hashes, c.moved)
+			}
+		})
+	}
+}
+
+// realPostRenderer returns the flags that run confighash after h renders:
+// the binary for Helm 3, the plugin for Helm 4.
+func realPostRenderer(t *testing.T, h testtools.Helm) []string {
+	pr := "confighash"
+	if h.Version == 3 {
+		pr = testtools.Tool(t, "confighash")
+	}
+	return []string{"--post-renderer", pr, "--post-renderer-args=--namespace=" + realNamespace}
+}
