@@ -388,3 +388,71 @@ func checkRunPattern(t *testing.T, where, pattern string, bench bool, funcs []st
 		assert.Equal(t, named, selected, "%s: %q names %s and runs %s: anchor it (^%s$)", where, alt, named[0], selected, named[0])
 	}
 }
+
+// TestNamedTestsExist: every test, benchmark or fuzz target a page names in
+// inline code is one the repository defines (a name that is no function
+// must be the start of some, as `-run 'TestFault'` is), and one named as in
+// a file ("`TestX` in `controller/x_test.go`", "`TestX` (`x_test.go`") is
+// defined in that file. The docs cite tests as the proof of what they
+// say; a renamed test leaves them citing nothing.
+func TestNamedTestsExist(t *testing.T) {
+	root := testtools.RepoRoot(t)
+	defined := map[string][]string{} // function name: the files defining it, relative to root
+	require.NoError(t, filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "bin") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		for _, m := range regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)\w*)\(`).FindAllSubmatch(src, -1) {
+			defined[string(m[1])] = append(defined[string(m[1])], filepath.ToSlash(rel))
+		}
+		return nil
+	}))
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	examples, err := filepath.Glob(filepath.Join(root, "examples", "*", "README.md"))
+	require.NoError(t, err)
+	pages = append(append(pages, examples...), filepath.Join(root, "README.md"))
+	name := regexp.MustCompile(`\b(?:Test|Benchmark|Fuzz)[A-Z]\w*`)
+	inFile := regexp.MustCompile("`((?:Test|Benchmark|Fuzz)[A-Z]\\w*)`,? (?:in |\\()`([\\w./-]+_test\\.go)`")
+	named := 0
+	for _, page := range pages {
+		text, err := os.ReadFile(page)
+		require.NoError(t, err)
+		prose := strings.Join(strings.Fields(regexp.MustCompile("(?s)```.*?```").ReplaceAllString(string(text), "")), " ")
+		base := filepath.Base(page)
+		for _, span := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(prose, -1) {
+			for _, n := range name.FindAllString(span[1], -1) {
+				named++
+				if _, ok := defined[n]; ok {
+					continue
+				}
+				prefix := false
+				for d := range defined {
+					prefix = prefix || strings.HasPrefix(d, n)
+				}
+				assert.True(t, prefix, "%s names %s, which no _test.go defines", base, n)
+			}
+		}
+		for _, m := range inFile.FindAllStringSubmatch(prose, -1) {
+			files := defined[m[1]]
+			assert.True(t, slices.ContainsFunc(files, func(f string) bool { return f == m[2] || strings.HasSuffix(f, "/"+m[2]) }),
+				"%s names %s in %s; it is defined in %v", base, m[1], m[2], files)
+		}
+	}
+	t.Logf("%d tests named in the docs", named)
+	assert.Greater(t, named, 50, "test names found")
+}
