@@ -4,6 +4,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -160,7 +161,7 @@ func checkPostRender(t *testing.T, h testtools.Helm, chart string, filtered bool
 		// the chart's crds/ with --include-crds, but sends them to no
 		// post-renderer.)
 		require.Contains(t, same.Stderr, `post-renderer "identity" produced empty output`, what)
-	} else if d := onlyInsertedLines(same.Stdout, res.Stdout); d != "" {
+	} else if d := onlyInsertedLines(same.Stdout, withoutFlowAnnotations(res.Stdout)); d != "" {
 		t.Errorf("%s: the render differs in more than confighash's annotations: %s", what, d)
 	}
 	assert.Equal(t, realObjects(t, plain.Stdout), realObjects(t, res.Stdout), "%s: the objects without confighash's annotations", what)
@@ -186,6 +187,16 @@ func checkPostRender(t *testing.T, h testtools.Helm, chart string, filtered bool
 		assert.Zero(t, v.ExitCode, "%s: confighash verify: %s%s", what, v.Stdout, v.Stderr)
 	}
 	return r
+}
+
+// flowAnnotations match confighash's annotations written into a flow
+// mapping (a JSON template, "metadata: {labels: ...}"), and the
+// annotations mapping that holds only them.
+var flowAnnotations = regexp.MustCompile(`"annotations": \{("confighash\.dev/(hash|external)": "[^"]*"(, )?)+\}, |"confighash\.dev/(hash|external)": "[^"]*", `)
+
+// withoutFlowAnnotations removes what flowAnnotations match.
+func withoutFlowAnnotations(stream string) string {
+	return flowAnnotations.ReplaceAllString(stream, "")
 }
 
 // objectSources returns the # Source: lines of the documents of a helm
@@ -560,4 +571,241 @@ func realPostRenderer(t *testing.T, h testtools.Helm) []string {
 		pr = testtools.Tool(t, "confighash")
 	}
 	return []string{"--post-renderer", pr, "--post-renderer-args=--namespace=" + realNamespace}
+}
+
+// helmDocChart is a chart written from a page of Helm's docs: its files
+// (templates and files it reads) and the workloads each Helm hashes.
+type helmDocChart struct {
+	name          string
+	files         map[string]string
+	args          []string
+	hashed3, hash []string
+}
+
+// helmDocDeployment is a Deployment web-app whose container reads what
+// envFrom and volumes (none when empty) name.
+func helmDocDeployment(envFrom, volumes string) string {
+	if volumes != "" {
+		volumes = "      volumes:\n" + volumes
+	}
+	return `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-app
+spec:
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: app
+        image: nginx
+        envFrom:
+` + envFrom + volumes
+}
+
+var helmDocCharts = []helmDocChart{
+	{
+		// chart_template_guide/yaml_techniques: tags, quoted strings,
+		// anchors and aliases, block scalars with chomping and
+		// indentation indicators, a file embedded with indent.
+		name: "yaml techniques",
+		files: map[string]string{
+			"files/app.conf": "[main]\n  indented = yes\n\nlast = 1\n",
+			"templates/configmap.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-yaml
+data:
+  coffee: "yes, please"
+  age: !!str 21
+  answer: "true"
+  favorite: &favoriteCoffee "Cappucino"
+  again: *favoriteCoffee
+  kept: |+
+    Latte
+    Cappuccino
+
+  stripped: |-
+    Latte
+    Cappuccino
+  folded: >
+    Latte
+    Cappuccino
+    Espresso
+  indented: |2
+      Latte
+    Cappuccino
+  myfile: |
+{{ .Files.Get "files/app.conf" | indent 4 }}
+`,
+			"templates/deployment.yaml": helmDocDeployment("        - configMapRef:\n            name: {{ .Release.Name }}-yaml\n", ""),
+		},
+		hashed3: []string{"Deployment/shop/web-app"}, hash: []string{"Deployment/shop/web-app"},
+	},
+	{
+		// chart_template_guide/accessing_files: .Files.Glob with AsConfig
+		// and AsSecrets, .Files.Lines, a binary file b64enc'd into
+		// binaryData, and a certificate whose base64 a file holds wrapped
+		// at 64 columns, as base64 and openssl write it.
+		name: "files",
+		files: map[string]string{
+			"files/config1.toml": "message = \"Hello from config 1\"\n",
+			"files/config2.toml": "message = \"This is config 2\"\n",
+			"files/token.txt":    "CANARY-token\n",
+			"files/blob.bin":     "\x00\x01\x02\xff\xfebinary\n",
+			"files/ca.b64": "TUlJQ0NBTkFSWS1jZXJ0aWZpY2F0ZS1hdXRob3JpdHktdGhhdC1pcy1sb25nLWVu\n" +
+				"b3VnaC10by13cmFwLWF0LTY0LWNvbHVtbnMtYXMtb3BlbnNzbC1kb2Vz\n",
+			"files/lines.txt": "first\nsecond\n",
+			"templates/configmap.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-files
+data:
+{{ (.Files.Glob "files/*.toml").AsConfig | indent 2 }}
+  lines: |
+    {{- range .Files.Lines "files/lines.txt" }}
+    {{ . }}
+    {{- end }}
+binaryData:
+  blob.bin: {{ .Files.Get "files/blob.bin" | b64enc }}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .Release.Name }}-files
+type: Opaque
+data:
+{{ (.Files.Glob "files/token.txt").AsSecrets | indent 2 }}
+  ca.crt: |
+{{ .Files.Get "files/ca.b64" | indent 4 }}
+`,
+			"templates/deployment.yaml": helmDocDeployment(
+				"        - configMapRef:\n            name: {{ .Release.Name }}-files\n",
+				"      - name: files\n        secret:\n          secretName: {{ .Release.Name }}-files\n"),
+		},
+		hashed3: []string{"Deployment/shop/web-app"}, hash: []string{"Deployment/shop/web-app"},
+	},
+	{
+		// howto/charts_tips_and_tricks: creating image pull secrets from
+		// values, a template that is JSON (YAML is a superset of JSON),
+		// tpl of a value, and configs made in a range.
+		name: "tips and tricks",
+		args: []string{"--set", "imageCredentials.password=CANARY-pull"},
+		files: map[string]string{
+			"values.yaml": `imageCredentials:
+  registry: quay.io
+  username: someone
+  password: sillyness
+  email: someone@host.com
+greeting: "Hello {{ .Release.Name }}"
+configs:
+  one: {a: "1"}
+  two: {b: "2"}
+`,
+			"templates/_helpers.tpl": `{{- define "imagePullSecret" }}
+{{- with .Values.imageCredentials }}
+{{- printf "{\"auths\":{\"%s\":{\"username\":\"%s\",\"password\":\"%s\",\"email\":\"%s\",\"auth\":\"%s\"}}}" .registry .username .password .email (printf "%s:%s" .username .password | b64enc) | b64enc }}
+{{- end }}
+{{- end }}
+`,
+			"templates/secret.yaml": `apiVersion: v1
+kind: Secret
+metadata:
+  name: myregistrykey
+type: kubernetes.io/dockerconfigjson
+data:
+  .dockerconfigjson: {{ template "imagePullSecret" . }}
+{{- range $name, $data := .Values.configs }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ $.Release.Name }}-{{ $name }}
+data:
+  greeting: {{ tpl $.Values.greeting $ | quote }}
+{{- toYaml $data | nindent 2 }}
+{{- end }}
+`,
+			"templates/deployment.json": `{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "{{ .Release.Name }}-json"},
+ "spec": {"selector": {"matchLabels": {"app": "json"}}, "template": {"metadata": {"labels": {"app": "json"}},
+  "spec": {"imagePullSecrets": [{"name": "myregistrykey"}],
+   "containers": [{"name": "c", "image": "quay.io/app", "envFrom": [{"configMapRef": {"name": "{{ .Release.Name }}-one"}}]}]}}}}
+`,
+			"templates/deployment.yaml": helmDocDeployment("        - configMapRef:\n            name: {{ .Release.Name }}-two\n", ""),
+		},
+		hashed3: []string{"Deployment/shop/web-app", "Deployment/shop/web-json"},
+		hash:    []string{"Deployment/shop/web-app", "Deployment/shop/web-json"},
+	},
+	{
+		// topics/charts_hooks: hook events written with spaces after the
+		// commas, a post-install/post-upgrade Secret, and a crd-install
+		// hook (Helm 2's, which Helm 3 and 4 never run). Helm 3 sends no
+		// hook; Helm 4 sends them all, and confighash hashes a hook
+		// config Helm creates on install and on upgrade.
+		name: "hook events",
+		files: map[string]string{
+			"templates/hooks.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-pre
+  annotations:
+    "helm.sh/hook": "pre-install, pre-upgrade"
+data:
+  a: "1"
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .Release.Name }}-post
+  annotations:
+    "helm.sh/hook": post-install,post-upgrade
+    "helm.sh/hook-weight": "5"
+stringData:
+  token: CANARY-post
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-legacy
+  annotations:
+    "helm.sh/hook": crd-install
+data:
+  b: "2"
+`,
+			"templates/deployment.yaml": helmDocDeployment(
+				"        - configMapRef:\n            name: {{ .Release.Name }}-pre\n        - secretRef:\n            name: {{ .Release.Name }}-post\n",
+				"      - name: legacy\n        configMap:\n          name: {{ .Release.Name }}-legacy\n"),
+		},
+		hash: []string{"Deployment/shop/web-app"},
+	},
+}
+
+// TestHelmDocTemplates renders the charts of helmDocCharts with each Helm,
+// as checkPostRender does, and checks which workloads carry a hash.
+func TestHelmDocTemplates(t *testing.T) {
+	t.Parallel()
+	for _, tc := range helmDocCharts {
+		for _, version := range []int{3, 4} {
+			t.Run(tc.name+"/"+helmName(version), func(t *testing.T) {
+				t.Parallel()
+				h := helmWithIdentity(t, version)
+				chart := filepath.Join(t.TempDir(), "doc")
+				files := map[string]string{"Chart.yaml": "apiVersion: v2\nname: doc\nversion: 0.1.0\n"}
+				maps.Copy(files, tc.files)
+				writeTree(t, chart, files)
+				r := checkPostRender(t, h, chart, false, tc.args...)
+				require.Zero(t, r.exitCode, r.stderr)
+				want := tc.hash
+				if version == 3 {
+					want = tc.hashed3
+				}
+				assert.ElementsMatch(t, want, slices.Collect(maps.Keys(r.hashes)), "hashed workloads")
+			})
+		}
+	}
 }
