@@ -456,3 +456,56 @@ func TestNamedTestsExist(t *testing.T) {
 	t.Logf("%d tests named in the docs", named)
 	assert.Greater(t, named, 50, "test names found")
 }
+
+// fencedBlock returns the first fenced code block of lang after the line
+// heading in a Markdown page, without its fences.
+func fencedBlock(t *testing.T, page, heading, lang string) string {
+	t.Helper()
+	_, after, ok := strings.Cut(page, "\n"+heading+"\n")
+	require.True(t, ok, "the page has the heading %q", heading)
+	_, block, ok := strings.Cut(after, "\n```"+lang+"\n")
+	require.True(t, ok, "a %s block follows %q", lang, heading)
+	block, _, ok = strings.Cut(block, "\n```\n")
+	require.True(t, ok, "the %s block after %q ends", lang, heading)
+	return block
+}
+
+// TestDiffExampleAsDocumented makes the edits docs/diff.md's real-output
+// example describes to the shared corpus's Argo CD install (two keys added
+// to argocd-cmd-params-cm and the Redis image bumped; then without the
+// bump), runs the command its console block shows and the --markdown one,
+// and requires the output the page shows, byte for byte.
+func TestDiffExampleAsDocumented(t *testing.T) {
+	confighash := testtools.Tool(t, "confighash")
+	install, err := os.ReadFile(filepath.Join(testtools.Corpus(t), "argo-cd", "install.yaml"))
+	require.NoError(t, err)
+	page, err := os.ReadFile(filepath.Join(testtools.RepoRoot(t), "docs", "diff.md"))
+	require.NoError(t, err)
+	const heading = "## Example (real output)"
+	console := fencedBlock(t, string(page), heading, "console")
+	markdown := fencedBlock(t, string(page), heading, "markdown")
+
+	const params = "\n  name: argocd-cmd-params-cm\n---\n"
+	require.Equal(t, 1, strings.Count(string(install), params), "install.yaml holds argocd-cmd-params-cm without data")
+	keys := strings.Replace(string(install), params,
+		"\n  name: argocd-cmd-params-cm\ndata:\n  server.insecure: \"true\"\n  reposerver.parallelism.limit: \"10\"\n---\n", 1)
+	redis := regexp.MustCompile(`(image: public\.ecr\.aws/docker/library/redis:)\S+`)
+	require.Len(t, redis.FindAllString(keys, -1), 1, "install.yaml runs one Redis image")
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"old.yaml": string(install), "new.yaml": redis.ReplaceAllString(keys, "${1}9.9.9-alpine"), "keys.yaml": keys,
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600))
+	}
+
+	command, want, _ := strings.Cut(console, "\n")
+	args, ok := strings.CutPrefix(command, "$ confighash ")
+	require.True(t, ok, "the console block starts with the confighash command: %q", command)
+	res := testtools.Run(t, dir, nil, nil, confighash, strings.Fields(args)...)
+	require.Equal(t, 0, res.ExitCode, res.Stderr)
+	assert.Equal(t, want+"\n", res.Stdout, "docs/diff.md's console block against: confighash %s", args)
+
+	res = testtools.Run(t, dir, nil, nil, confighash, "diff", "--markdown", "--namespace", "argocd", "old.yaml", "keys.yaml")
+	require.Equal(t, 0, res.ExitCode, res.Stderr)
+	assert.Equal(t, markdown+"\n", res.Stdout, "docs/diff.md's markdown block against diff --markdown without the image bump")
+}
