@@ -474,6 +474,24 @@ func TestHelmDocumentedPatterns(t *testing.T) {
 				assert.Equal(t, tc.want, render(tc.args...).hashes, "%s %v: hashes", h, tc.args)
 			}
 
+			// --output-dir writes the same files, subcharts' and crds/
+			// included; Helm 4 writes what its post-renderer returned,
+			// Helm 3 what it rendered before (docs/helm.md).
+			plainDir, postDir := t.TempDir(), t.TempDir()
+			outputDir := append([]string{"template", "web", chart, "--namespace", realNamespace, "--include-crds"}, helmPatternsValues...)
+			h.MustRun(t, append(slices.Clone(outputDir), "--output-dir", plainDir)...)
+			h.MustRun(t, append(slices.Concat(outputDir, realPostRenderer(t, h)), "--output-dir", postDir)...)
+			plainFiles, written := filesUnder(t, plainDir)
+			postFiles, writtenPost := filesUnder(t, postDir)
+			assert.Equal(t, plainFiles, postFiles, "%s --output-dir: the files written", h)
+			assert.Contains(t, postFiles, "subchart/crds/crdA.yaml", "%s --output-dir", h)
+			wantWritten := full
+			if version == 3 {
+				wantWritten = map[string]string{}
+				assert.Equal(t, written, writtenPost, "%s --output-dir: Helm 3 writes the files without its post-renderer's changes", h)
+			}
+			assert.Equal(t, wantWritten, namespaced(testtools.PodHashes(t, configsAndWorkloads(writtenPost))), "%s --output-dir: hashes in the files", h)
+
 			// A changed value moves its readers' hashes, and only theirs.
 			for _, c := range []chartChange{
 				{[]string{"--set", "app.level=debug"}, []string{patDeployment}},
@@ -485,6 +503,27 @@ func TestHelmDocumentedPatterns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// filesUnder returns the files below dir (paths relative to it, sorted)
+// and their contents joined as one stream.
+func filesUnder(t *testing.T, dir string) (names []string, stream string) {
+	t.Helper()
+	var b strings.Builder
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		text, err := os.ReadFile(path)
+		names = append(names, filepath.ToSlash(rel))
+		b.WriteString("---\n" + string(text) + "\n")
+		return err
+	}))
+	return names, b.String()
 }
 
 // TestHelmDryRunNotes runs helm install --dry-run=client on
