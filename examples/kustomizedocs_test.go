@@ -51,9 +51,9 @@ var docsTrees = []docsTree{
 		// examples/wordpress: two bases under one prefix, a patch adding an
 		// init container, vars in a command; a Secret read by key through
 		// a projected volume, an init container's env, and another
-		// workload.
+		// workload; an image pull Secret from outside the render.
 		name: "wordpress: two bases, an init container, projected volumes", tree: "wordpress", build: ".",
-		workloads: map[string]string{"Deployment//demo-wordpress": "", "StatefulSet//demo-mysql": ""},
+		workloads: map[string]string{"Deployment//demo-wordpress": "Secret/regcred", "StatefulSet//demo-mysql": ""},
 		changes: []treeChange{
 			{file: "mysql/secret.yaml", old: "password: YWRtaW4=", new: "password: b3RoZXI=", moved: []string{"Deployment//demo-wordpress"}},
 			{file: "mysql/secret.yaml", old: "root-password: cm9vdA==", new: "root-password: c3VwZXI=", moved: []string{"StatefulSet//demo-mysql"}},
