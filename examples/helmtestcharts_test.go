@@ -1,6 +1,7 @@
 package examples_test
 
 import (
+	"context"
 	"maps"
 	"os"
 	"path/filepath"
@@ -8,11 +9,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/confighash/confighash/internal/testing/cptest"
+	"github.com/confighash/confighash/internal/testing/kubetest"
 	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
@@ -847,4 +851,72 @@ func TestHelmDocTemplates(t *testing.T) {
 			})
 		}
 	}
+}
+
+// saTokenChart is a chart that makes a long-lived API token for its
+// ServiceAccount as the Kubernetes docs say (a Secret of type
+// kubernetes.io/service-account-token naming the account, with no data:
+// the token controller fills it in), and a Deployment that mounts the token
+// and reads a ConfigMap.
+var saTokenChart = map[string]string{
+	"Chart.yaml": "apiVersion: v2\nname: robot\nversion: 0.1.0\n",
+	"templates/token.yaml": `apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ .Release.Name }}-robot
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .Release.Name }}-robot-token
+  annotations:
+    kubernetes.io/service-account.name: {{ .Release.Name }}-robot
+type: kubernetes.io/service-account-token
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-settings
+data:
+  level: {{ .Values.level | default "info" | quote }}
+`,
+	"templates/deployment.yaml": helmDocDeployment(
+		"        - configMapRef:\n            name: {{ .Release.Name }}-settings\n",
+		"      - name: token\n        secret:\n          secretName: {{ .Release.Name }}-robot-token\n"),
+}
+
+// TestHelmServiceAccountToken installs saTokenChart with each Helm and the
+// controller watching: the token controller fills the token Secret in, which
+// is no change of the render, so nothing rolls; a helm upgrade that changes
+// nothing rolls nothing either; one that changes the ConfigMap rolls the
+// Deployment once.
+func TestHelmServiceAccountToken(t *testing.T) {
+	t.Parallel()
+	chart := filepath.Join(t.TempDir(), "robot")
+	writeTree(t, chart, saTokenChart)
+	eachHelm(t, "web", "satoken", func(t *testing.T, version int, r *release, h testtools.Helm) {
+		ctrl := startController(t, "controller-"+h.String(), r.namespace)
+		r.mustHelm(t, h, "install", chart, "--create-namespace")
+		kubetest.Eventually(t, time.Minute, 100*time.Millisecond, "the token controller to fill web-robot-token", func(ctx context.Context) (bool, error) {
+			s, err := r.client.CoreV1().Secrets(r.namespace).Get(ctx, "web-robot-token", metav1.GetOptions{})
+			return err == nil && len(s.Data["token"]) > 0, err
+		})
+		installed := r.deployment(t, "web-app")
+		require.NotEmpty(t, installed.hash(), "the installed Deployment's hash")
+		ctrl.settled(t, r, "web-app", 0)
+		assertRolled(t, "the token filled in", 0, installed, r.deployment(t, "web-app"))
+		assert.Zero(t, ctrl.rolls(), "the controller's rolls after the token was filled in")
+
+		r.mustHelm(t, h, "upgrade", chart)
+		ctrl.settled(t, r, "web-app", 0)
+		assertRolled(t, "an upgrade that changes nothing", 0, installed, r.deployment(t, "web-app"))
+
+		r.mustHelm(t, h, "upgrade", chart, "--set", "level=debug")
+		changed := r.deployment(t, "web-app")
+		assertRolled(t, "an upgrade that changes the ConfigMap", 1, installed, changed)
+		assert.NotEqual(t, installed.hash(), changed.hash(), "an upgrade that changes the ConfigMap: the hash")
+		ctrl.settled(t, r, "web-app", 0)
+		assertRolled(t, "after the upgrade settled", 0, changed, r.deployment(t, "web-app"))
+		assert.Zero(t, ctrl.rolls(), "the controller's rolls")
+	})
 }

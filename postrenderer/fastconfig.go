@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/yaml11"
 )
 
@@ -40,8 +41,14 @@ func scanConfig(text []byte, buf *scanBuffers) (hashing.Content, bool) {
 		switch string(key) {
 		case "apiVersion":
 			apiVersion, ok = plainScalar(rest)
-		case "kind", "type":
+		case "kind":
 			_, ok = plainScalar(rest) // kind was read by topLevelKind
+		case "type":
+			// A Secret the cluster fills in is left to the parser path,
+			// which leaves it out of the configs (inject.ServiceAccountTokenType).
+			var t []byte
+			t, ok = plainScalar(rest)
+			ok = ok && string(t) != inject.ServiceAccountTokenType
 		case "immutable":
 			v := string(bytes.TrimSpace(stripComment(rest)))
 			ok = v == "true" || v == "false"

@@ -38,6 +38,9 @@ type Workload struct {
 	// warnings are findings about the workload's references (ambiguous
 	// kustomize renames).
 	warnings []string
+	// filled are the external uses (u.Ref()) of Secrets of the stream
+	// that the cluster fills in (clusterFilled).
+	filled map[string]bool
 }
 
 // KeyID is the key id to write next to the hash: the key's in keyed mode
@@ -104,7 +107,7 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 		return nil, err
 	}
 	objects := make([]Object, len(docs))
-	configs := configIndex{byName: map[configKey]hashing.Content{}}
+	configs := configIndex{byName: map[configKey]hashing.Content{}, filled: map[configKey]bool{}}
 	for i, d := range docs {
 		o, err := identify(d, opts)
 		if err != nil {
@@ -222,6 +225,14 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 	r := &resolver{configs: configs, context: context, namespace: o.Namespace, written: o.written}
 	uses, required := hashing.DiscoverRequired(spec)
 	w.InStream, w.External = r.resolveUses(uses)
+	for _, u := range w.External {
+		if configs.filled[configKey{o.Namespace, u.Kind, u.Name}] {
+			if w.filled == nil {
+				w.filled = map[string]bool{}
+			}
+			w.filled[u.Ref()] = true
+		}
+	}
 	w.warnings = append(slices.Clip(r.findings), r.missingKeys(required)...)
 	if len(w.InStream) > 0 {
 		w.Hash = hashing.Compute(o.Namespace, w.InStream, r.lookup, hashing.Options{Key: opts.Key})
@@ -234,6 +245,9 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 type configIndex struct {
 	byName  map[configKey]hashing.Content
 	renamed []renamedConfig
+	// filled are the Secrets of the stream that the cluster fills in
+	// (clusterFilled): none of them is in byName.
+	filled map[configKey]bool
 }
 
 type configKey struct {
@@ -279,6 +293,10 @@ func (c *configIndex) addDoc(d Doc, o Object, opts Options) error {
 
 func (c *configIndex) add(node *yaml.RNode, o Object) error {
 	key := configKey{o.Namespace, hashing.Kind(o.Kind), o.Name}
+	if clusterFilled(node, o) {
+		c.filled[key] = true
+		return nil
+	}
 	if _, dup := c.byName[key]; dup {
 		return fmt.Errorf("%s: the stream holds this %s twice", o, o.Kind)
 	}
@@ -305,6 +323,26 @@ func (c *configIndex) add(node *yaml.RNode, o Object) error {
 		c.renamed = append(c.renamed, renamedConfig{key: key, written: o.written, context: context})
 	}
 	return c.put(o, content)
+}
+
+// ServiceAccountTokenType is the type of a Secret that holds a long-lived
+// API token of a ServiceAccount: the token controller writes its data.
+const ServiceAccountTokenType = "kubernetes.io/service-account-token"
+
+// clusterFilled reports whether the object is a Secret whose content the
+// cluster writes, not the render: a service account token Secret, which a
+// chart or a kustomization creates with the account's name and no data, and
+// into which the token controller writes token, ca.crt and namespace. Its
+// rendered content is never what the cluster holds, so hashing it would
+// roll its consumers as soon as the token is written; it is read as a
+// config the stream does not hold, external, which the controller takes
+// over from the live object.
+func clusterFilled(node *yaml.RNode, o Object) bool {
+	if o.Kind != string(hashing.KindSecret) {
+		return false
+	}
+	t := yamlnode.Child(node.YNode(), "type")
+	return t != nil && t.Kind == yaml.ScalarNode && t.Value == ServiceAccountTokenType
 }
 
 // put indexes content under the object's name and, when kustomize will
@@ -382,6 +420,10 @@ func workloadFindings(w Workload) []Finding {
 		}
 		f.Message = fmt.Sprintf("consumes %s %s, which is not in the stream: left out of the hash, recorded as external for the controller",
 			u.Kind, hashing.ObjectName(w.Namespace, u.Name)) + kustomizeVarHint(u)
+		if w.filled[u.Ref()] {
+			f.Message = fmt.Sprintf("consumes %s %s, a service account token Secret that the cluster fills in: left out of the hash, recorded as external for the controller",
+				u.Kind, hashing.ObjectName(w.Namespace, u.Name))
+		}
 		out = append(out, f)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Severity < out[j].Severity })
