@@ -509,3 +509,61 @@ func TestDiffExampleAsDocumented(t *testing.T) {
 	require.Equal(t, 0, res.ExitCode, res.Stderr)
 	assert.Equal(t, markdown+"\n", res.Stdout, "docs/diff.md's markdown block against diff --markdown without the image bump")
 }
+
+// anchors returns the anchors GitHub gives the headings of a Markdown
+// page: lower case, punctuation dropped, spaces as hyphens, a repeated one
+// numbered from -1.
+func anchors(page string) map[string]bool {
+	seen := map[string]int{}
+	out := map[string]bool{}
+	prose := regexp.MustCompile("(?s)```.*?```").ReplaceAllString(page, "")
+	for _, m := range regexp.MustCompile(`(?m)^#+\s+(.+?)\s*$`).FindAllStringSubmatch(prose, -1) {
+		a := strings.ReplaceAll(regexp.MustCompile(`[^\p{L}\p{N}_\- ]`).ReplaceAllString(strings.ToLower(m[1]), ""), " ", "-")
+		if n := seen[a]; n > 0 {
+			out[fmt.Sprintf("%s-%d", a, n)] = true
+		} else {
+			out[a] = true
+		}
+		seen[a]++
+	}
+	return out
+}
+
+// TestDocLinksResolve: every relative link of README.md, docs/*.md and the
+// examples' READMEs names a file or folder of the repository, and its
+// #anchor a heading of the page it names.
+func TestDocLinksResolve(t *testing.T) {
+	root := testtools.RepoRoot(t)
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	examples, err := filepath.Glob(filepath.Join(root, "examples", "*", "README.md"))
+	require.NoError(t, err)
+	pages = append(append(pages, examples...), filepath.Join(root, "README.md"))
+	links := 0
+	for _, page := range pages {
+		text, err := os.ReadFile(page)
+		require.NoError(t, err)
+		rel, err := filepath.Rel(root, page)
+		require.NoError(t, err)
+		for _, m := range regexp.MustCompile(`\]\(([^)\s]+)\)`).FindAllStringSubmatch(string(text), -1) {
+			link := m[1]
+			if strings.Contains(link, "://") || strings.HasPrefix(link, "mailto:") {
+				continue
+			}
+			links++
+			path, anchor, _ := strings.Cut(link, "#")
+			target := page
+			if path != "" {
+				target = filepath.Join(filepath.Dir(page), path)
+			}
+			if _, err := os.Stat(target); !assert.NoError(t, err, "%s links to %s", rel, link) || anchor == "" {
+				continue
+			}
+			body, err := os.ReadFile(target)
+			require.NoError(t, err)
+			assert.True(t, anchors(string(body))[anchor], "%s links to %s: no heading of %s has the anchor #%s", rel, link, filepath.Base(target), anchor)
+		}
+	}
+	t.Logf("%d relative links", links)
+	assert.Greater(t, links, 20, "links found")
+}
