@@ -151,14 +151,9 @@ func TestFlagsDocumented(t *testing.T) {
 		assert.Empty(t, undocumented, "flags confighash %s takes that %s does not name", cmd, page)
 	}
 
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	require.NoError(t, err)
-	examples, err := filepath.Glob(filepath.Join(root, "examples", "*", "README.md"))
-	require.NoError(t, err)
-	docs = append(docs, examples...)
 	command := regexp.MustCompile(`^(?:kubectl\s+|\S*/)?confighash(?:\s|$)`)
 	lines := 0
-	for _, page := range append(docs, filepath.Join(root, "README.md")) {
+	for _, page := range docPages(t, root) {
 		for _, line := range codeLines(t, page) {
 			for _, segment := range strings.Split(line, "|") {
 				segment = strings.TrimSpace(segment)
@@ -188,6 +183,20 @@ func TestFlagsDocumented(t *testing.T) {
 	t.Logf("%d confighash command lines in the docs' code blocks", lines)
 	assert.Greater(t, lines, 10, "command lines found")
 }
+
+// docPages returns the pages the docs tests read: docs/*.md, the
+// examples' READMEs and README.md.
+func docPages(t *testing.T, root string) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	examples, err := filepath.Glob(filepath.Join(root, "examples", "*", "README.md"))
+	require.NoError(t, err)
+	return append(append(pages, examples...), filepath.Join(root, "README.md"))
+}
+
+// fenced matches a fenced code block of a Markdown page.
+var fenced = regexp.MustCompile("(?s)```.*?```")
 
 // codeLines returns the lines of a Markdown page's fenced code blocks, a
 // line continued with a backslash joined to the next.
@@ -306,17 +315,13 @@ func testFuncs(t *testing.T, dir string, bench bool) []string {
 // selects at least one.
 func TestRunPatternsDocumented(t *testing.T) {
 	root := testtools.RepoRoot(t)
-	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	require.NoError(t, err)
-	examples, err := filepath.Glob(filepath.Join(root, "examples", "*", "README.md"))
-	require.NoError(t, err)
-	pages = append(append(pages, examples...), filepath.Join(root, "README.md"))
+	pages := docPages(t, root)
 	checked := 0
 	for _, page := range pages {
 		text, err := os.ReadFile(page)
 		require.NoError(t, err)
 		commands := codeLines(t, page)
-		prose := regexp.MustCompile("(?s)```.*?```").ReplaceAllString(string(text), "")
+		prose := fenced.ReplaceAllString(string(text), "")
 		for _, m := range regexp.MustCompile("`([^`]*go test [^`]*)`").FindAllStringSubmatch(strings.Join(strings.Fields(prose), " "), -1) {
 			commands = append(commands, m[1])
 		}
@@ -421,18 +426,14 @@ func TestNamedTestsExist(t *testing.T) {
 		}
 		return nil
 	}))
-	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	require.NoError(t, err)
-	examples, err := filepath.Glob(filepath.Join(root, "examples", "*", "README.md"))
-	require.NoError(t, err)
-	pages = append(append(pages, examples...), filepath.Join(root, "README.md"))
+	pages := docPages(t, root)
 	name := regexp.MustCompile(`\b(?:Test|Benchmark|Fuzz)[A-Z]\w*`)
 	inFile := regexp.MustCompile("`((?:Test|Benchmark|Fuzz)[A-Z]\\w*)`,? (?:in |\\()`([\\w./-]+_test\\.go)`")
 	named := 0
 	for _, page := range pages {
 		text, err := os.ReadFile(page)
 		require.NoError(t, err)
-		prose := strings.Join(strings.Fields(regexp.MustCompile("(?s)```.*?```").ReplaceAllString(string(text), "")), " ")
+		prose := strings.Join(strings.Fields(fenced.ReplaceAllString(string(text), "")), " ")
 		base := filepath.Base(page)
 		for _, span := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(prose, -1) {
 			for _, n := range name.FindAllString(span[1], -1) {
@@ -516,7 +517,7 @@ func TestDiffExampleAsDocumented(t *testing.T) {
 func anchors(page string) map[string]bool {
 	seen := map[string]int{}
 	out := map[string]bool{}
-	prose := regexp.MustCompile("(?s)```.*?```").ReplaceAllString(page, "")
+	prose := fenced.ReplaceAllString(page, "")
 	for _, m := range regexp.MustCompile(`(?m)^#+\s+(.+?)\s*$`).FindAllStringSubmatch(prose, -1) {
 		a := strings.ReplaceAll(regexp.MustCompile(`[^\p{L}\p{N}_\- ]`).ReplaceAllString(strings.ToLower(m[1]), ""), " ", "-")
 		if n := seen[a]; n > 0 {
@@ -534,11 +535,7 @@ func anchors(page string) map[string]bool {
 // #anchor a heading of the page it names.
 func TestDocLinksResolve(t *testing.T) {
 	root := testtools.RepoRoot(t)
-	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	require.NoError(t, err)
-	examples, err := filepath.Glob(filepath.Join(root, "examples", "*", "README.md"))
-	require.NoError(t, err)
-	pages = append(append(pages, examples...), filepath.Join(root, "README.md"))
+	pages := docPages(t, root)
 	links := 0
 	for _, page := range pages {
 		text, err := os.ReadFile(page)
