@@ -19,7 +19,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -72,8 +71,8 @@ func envOn(t testing.TB, cp *controlplane.ControlPlane) *env {
 	t.Helper()
 	cfg := cp.RESTConfig()
 	cfg.QPS, cfg.Burst = 200, 400
-	e := &env{t: t, cp: cp, cfg: cfg, cs: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
-	e.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(e.cs.Discovery()))
+	e := &env{t: t, cp: cp, cfg: cfg}
+	e.cs, e.dyn, e.mapper = kubetest.Clients(t, cfg)
 	name := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
 	if len(name) > 50 {
 		name = name[len(name)-50:]

@@ -13,9 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/confighash/confighash/internal/testing/cptest"
@@ -104,12 +102,10 @@ type cluster struct {
 // -count=N runs on the one shared control plane).
 func newCluster(t *testing.T, prefix string) *cluster {
 	t.Helper()
-	cfg := cptest.Shared(t).RESTConfig()
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	cs, dyn, mapper := kubetest.Clients(t, cptest.Shared(t).RESTConfig())
 	ns, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	return &cluster{release: &release{namespace: ns.Name, client: cs}, dyn: dynamic.NewForConfigOrDie(cfg),
-		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cs.Discovery()))}
+	return &cluster{release: &release{namespace: ns.Name, client: cs}, dyn: dyn, mapper: mapper}
 }
 
 // apply server-side applies a stream as the GitOps tool (field manager

@@ -26,12 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/controller"
@@ -662,9 +658,7 @@ func TestConfigApplyAsDocumented(t *testing.T) {
 	kustomize := testtools.Tool(t, "kustomize")
 	cp := cptest.Shared(t)
 	admin := cp.RESTConfig()
-	cs := kubernetes.NewForConfigOrDie(admin)
-	dyn := dynamic.NewForConfigOrDie(admin)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(admin)))
+	cs, dyn, mapper := kubetest.Clients(t, admin)
 	ctx := t.Context()
 	root := t.TempDir()
 	require.NoError(t, os.CopyFS(filepath.Join(root, "config"), os.DirFS(filepath.Join(testtools.RepoRoot(t), "config"))))

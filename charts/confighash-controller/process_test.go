@@ -21,11 +21,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/controller"
@@ -100,8 +96,7 @@ type chartInstall struct {
 func installRBAC(t *testing.T, cp *controlplane.ControlPlane, h testtools.Helm, release, relNS, appNS, prefix string, values ...string) *chartInstall {
 	t.Helper()
 	ctx := t.Context()
-	admin := cp.RESTConfig()
-	cs := kubernetes.NewForConfigOrDie(admin)
+	cs, dyn, mapper := kubetest.Clients(t, cp.RESTConfig())
 	for _, ns := range []string{relNS, appNS} {
 		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		require.NoError(t, err)
@@ -120,8 +115,6 @@ func installRBAC(t *testing.T, cp *controlplane.ControlPlane, h testtools.Helm, 
 		rbac = append(rbac, doc)
 	}
 	require.NotNil(t, deploy, "the chart renders the controller's Deployment")
-	dyn := dynamic.NewForConfigOrDie(admin)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(admin)))
 	require.NoError(t, kubetest.Apply(ctx, dyn, mapper, strings.NewReader(strings.Join(rbac, "\n---\n")), kubetest.ApplyOptions{FieldManager: "helm"}))
 
 	id := sa(relNS, deploy.Spec.Template.Spec.ServiceAccountName)

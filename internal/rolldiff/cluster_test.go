@@ -13,11 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/rolldiff"
@@ -68,9 +63,7 @@ const probes = `        livenessProbe: {httpGet: {port: 80}}
 func TestClusterAgrees(t *testing.T) {
 	cp := cptest.Shared(t)
 	admin := cp.RESTConfig()
-	cs := kubernetes.NewForConfigOrDie(admin)
-	dyn := dynamic.NewForConfigOrDie(admin)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(admin)))
+	cs, dyn, mapper := kubetest.Clients(t, admin)
 	tests := []struct {
 		name          string
 		before, after []string // replacements in clusterApp for each render

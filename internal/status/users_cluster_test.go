@@ -13,12 +13,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/output"
@@ -48,7 +44,7 @@ func TestStatusOfHelmRenders(t *testing.T) {
 	bin := binaries(t)
 	cp := cptest.Private(t)
 	admin := cp.RESTConfig()
-	cs, dyn, mapper := adminClients(t, admin)
+	cs, dyn, mapper := kubetest.Clients(t, admin)
 	ctx := context.Background()
 	helm := testtools.NewHelm(t, 3)
 	chart := filepath.Join(testtools.RepoRoot(t), "examples", "helm")
@@ -190,7 +186,7 @@ func TestStatusOfArgoRollouts(t *testing.T) {
 	cptest.Require(t)
 	cp := cptest.Private(t)
 	admin := cp.RESTConfig()
-	cs, dyn, mapper := adminClients(t, admin)
+	cs, dyn, mapper := kubetest.Clients(t, admin)
 	ctx := context.Background()
 	const namespace = "rollouts"
 	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
@@ -243,17 +239,4 @@ func TestStatusOfArgoRollouts(t *testing.T) {
 	_, err = status.Collect(ctx, nr, status.Options{Namespace: namespace})
 	require.ErrorIs(t, err, status.ErrUnreadable)
 	assert.Contains(t, err.Error(), `listing Rollouts.argoproj.io: rollouts.argoproj.io is forbidden: User "no-rollouts" cannot list resource "rollouts"`)
-}
-
-// adminClients returns the typed and dynamic clients of cfg and a REST
-// mapper that finds kinds by discovery (CRDs created later included).
-func adminClients(t *testing.T, cfg *rest.Config) (*kubernetes.Clientset, *dynamic.DynamicClient, *restmapper.DeferredDiscoveryRESTMapper) {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(cfg)
-	require.NoError(t, err)
-	dyn, err := dynamic.NewForConfig(cfg)
-	require.NoError(t, err)
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	require.NoError(t, err)
-	return cs, dyn, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 }

@@ -85,7 +85,7 @@ func TestStatusOfWorkloadsUsersHave(t *testing.T) {
 	cptest.Require(t)
 	bin := binaries(t)
 	cp := cptest.Private(t)
-	cs, dyn, mapper := adminClients(t, cp.RESTConfig())
+	cs, dyn, mapper := kubetest.Clients(t, cp.RESTConfig())
 	ctx := context.Background()
 	plugin := filepath.Join(bin, "kubectl-confighash")
 	secrets := []string{canary, base64.StdEncoding.EncodeToString([]byte(canary)), "Q0FOQVJZ"}

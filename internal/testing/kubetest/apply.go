@@ -5,13 +5,34 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 )
+
+// Clients returns the typed and dynamic clients of cfg and the REST mapper
+// Apply needs, which finds kinds by discovery (a CRD created later too,
+// once the mapper is Reset).
+func Clients(t testing.TB, cfg *rest.Config) (*kubernetes.Clientset, *dynamic.DynamicClient, *restmapper.DeferredDiscoveryRESTMapper) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, dyn, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cs.Discovery()))
+}
 
 // ApplyOptions say how Apply applies a stream.
 type ApplyOptions struct {
