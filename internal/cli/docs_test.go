@@ -154,7 +154,7 @@ func TestFlagsDocumented(t *testing.T) {
 	command := regexp.MustCompile(`^(?:kubectl\s+|\S*/)?confighash(?:\s|$)`)
 	lines := 0
 	for _, page := range docPages(t, root) {
-		for _, line := range codeLines(t, page) {
+		for _, line := range codeLines(page.text) {
 			for _, segment := range strings.Split(line, "|") {
 				segment = strings.TrimSpace(segment)
 				if !command.MatchString(segment) {
@@ -175,7 +175,7 @@ func TestFlagsDocumented(t *testing.T) {
 					if !strings.HasPrefix(f, "-") || name == "" {
 						continue
 					}
-					assert.Contains(t, flags[cmd], name, "%s: %q gives confighash %s a flag it does not take", filepath.Base(page), segment, cmd)
+					assert.Contains(t, flags[cmd], name, "%s: %q gives confighash %s a flag it does not take", page.rel, segment, cmd)
 				}
 			}
 		}
@@ -184,15 +184,27 @@ func TestFlagsDocumented(t *testing.T) {
 	assert.Greater(t, lines, 10, "command lines found")
 }
 
+// docPage is a page the docs tests read: its path, the path relative to
+// the repository, its text.
+type docPage struct{ path, rel, text string }
+
 // docPages returns the pages the docs tests read: docs/*.md, the
 // examples' READMEs and README.md.
-func docPages(t *testing.T, root string) []string {
+func docPages(t *testing.T, root string) []docPage {
 	t.Helper()
-	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	paths, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	require.NoError(t, err)
 	examples, err := filepath.Glob(filepath.Join(root, "examples", "*", "README.md"))
 	require.NoError(t, err)
-	return append(append(pages, examples...), filepath.Join(root, "README.md"))
+	var pages []docPage
+	for _, path := range append(append(paths, examples...), filepath.Join(root, "README.md")) {
+		text, err := os.ReadFile(path)
+		require.NoError(t, err)
+		rel, err := filepath.Rel(root, path)
+		require.NoError(t, err)
+		pages = append(pages, docPage{path: path, rel: rel, text: string(text)})
+	}
+	return pages
 }
 
 // fenced matches a fenced code block of a Markdown page.
@@ -200,13 +212,10 @@ var fenced = regexp.MustCompile("(?s)```.*?```")
 
 // codeLines returns the lines of a Markdown page's fenced code blocks, a
 // line continued with a backslash joined to the next.
-func codeLines(t *testing.T, page string) []string {
-	t.Helper()
-	text, err := os.ReadFile(page)
-	require.NoError(t, err)
+func codeLines(text string) []string {
 	var lines []string
 	in, cont := false, ""
-	for _, line := range strings.Split(string(text), "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
 		if strings.HasPrefix(line, "```") {
 			in = !in
@@ -315,13 +324,10 @@ func testFuncs(t *testing.T, dir string, bench bool) []string {
 // selects at least one.
 func TestRunPatternsDocumented(t *testing.T) {
 	root := testtools.RepoRoot(t)
-	pages := docPages(t, root)
 	checked := 0
-	for _, page := range pages {
-		text, err := os.ReadFile(page)
-		require.NoError(t, err)
-		commands := codeLines(t, page)
-		prose := fenced.ReplaceAllString(string(text), "")
+	for _, page := range docPages(t, root) {
+		commands := codeLines(page.text)
+		prose := fenced.ReplaceAllString(page.text, "")
 		for _, m := range regexp.MustCompile("`([^`]*go test [^`]*)`").FindAllStringSubmatch(strings.Join(strings.Fields(prose), " "), -1) {
 			commands = append(commands, m[1])
 		}
@@ -353,7 +359,7 @@ func TestRunPatternsDocumented(t *testing.T) {
 					}
 					for _, pkg := range pkgs {
 						checked++
-						where := fmt.Sprintf("%s: go test -%s %s %s", filepath.Base(page), flagName, value, pkg)
+						where := fmt.Sprintf("%s: go test -%s %s %s", page.rel, flagName, value, pkg)
 						checkRunPattern(t, where, pattern, flagName == "bench", testFuncs(t, filepath.Join(root, pkg), flagName == "bench"))
 					}
 				}
@@ -426,15 +432,11 @@ func TestNamedTestsExist(t *testing.T) {
 		}
 		return nil
 	}))
-	pages := docPages(t, root)
 	name := regexp.MustCompile(`\b(?:Test|Benchmark|Fuzz)[A-Z]\w*`)
 	inFile := regexp.MustCompile("`((?:Test|Benchmark|Fuzz)[A-Z]\\w*)`,? (?:in |\\()`([\\w./-]+_test\\.go)`")
 	named := 0
-	for _, page := range pages {
-		text, err := os.ReadFile(page)
-		require.NoError(t, err)
-		prose := strings.Join(strings.Fields(fenced.ReplaceAllString(string(text), "")), " ")
-		base := filepath.Base(page)
+	for _, page := range docPages(t, root) {
+		prose := strings.Join(strings.Fields(fenced.ReplaceAllString(page.text, "")), " ")
 		for _, span := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(prose, -1) {
 			for _, n := range name.FindAllString(span[1], -1) {
 				named++
@@ -445,13 +447,13 @@ func TestNamedTestsExist(t *testing.T) {
 				for d := range defined {
 					prefix = prefix || strings.HasPrefix(d, n)
 				}
-				assert.True(t, prefix, "%s names %s, which no _test.go defines", base, n)
+				assert.True(t, prefix, "%s names %s, which no _test.go defines", page.rel, n)
 			}
 		}
 		for _, m := range inFile.FindAllStringSubmatch(prose, -1) {
 			files := defined[m[1]]
 			assert.True(t, slices.ContainsFunc(files, func(f string) bool { return f == m[2] || strings.HasSuffix(f, "/"+m[2]) }),
-				"%s names %s in %s; it is defined in %v", base, m[1], m[2], files)
+				"%s names %s in %s; it is defined in %v", page.rel, m[1], m[2], files)
 		}
 	}
 	t.Logf("%d tests named in the docs", named)
@@ -535,30 +537,25 @@ func anchors(page string) map[string]bool {
 // #anchor a heading of the page it names.
 func TestDocLinksResolve(t *testing.T) {
 	root := testtools.RepoRoot(t)
-	pages := docPages(t, root)
 	links := 0
-	for _, page := range pages {
-		text, err := os.ReadFile(page)
-		require.NoError(t, err)
-		rel, err := filepath.Rel(root, page)
-		require.NoError(t, err)
-		for _, m := range regexp.MustCompile(`\]\(([^)\s]+)\)`).FindAllStringSubmatch(string(text), -1) {
+	for _, page := range docPages(t, root) {
+		for _, m := range regexp.MustCompile(`\]\(([^)\s]+)\)`).FindAllStringSubmatch(page.text, -1) {
 			link := m[1]
 			if strings.Contains(link, "://") || strings.HasPrefix(link, "mailto:") {
 				continue
 			}
 			links++
 			path, anchor, _ := strings.Cut(link, "#")
-			target := page
+			target := page.path
 			if path != "" {
-				target = filepath.Join(filepath.Dir(page), path)
+				target = filepath.Join(filepath.Dir(page.path), path)
 			}
-			if _, err := os.Stat(target); !assert.NoError(t, err, "%s links to %s", rel, link) || anchor == "" {
+			if _, err := os.Stat(target); !assert.NoError(t, err, "%s links to %s", page.rel, link) || anchor == "" {
 				continue
 			}
 			body, err := os.ReadFile(target)
 			require.NoError(t, err)
-			assert.True(t, anchors(string(body))[anchor], "%s links to %s: no heading of %s has the anchor #%s", rel, link, filepath.Base(target), anchor)
+			assert.True(t, anchors(string(body))[anchor], "%s links to %s: no heading of %s has the anchor #%s", page.rel, link, filepath.Base(target), anchor)
 		}
 	}
 	t.Logf("%d relative links", links)
