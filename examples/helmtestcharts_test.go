@@ -924,3 +924,37 @@ func TestHelmServiceAccountToken(t *testing.T) {
 		assert.Zero(t, ctrl.rolls(), "the controller's rolls")
 	})
 }
+
+// TestHelmHookConfigsWithController installs hookedChart with each Helm and
+// the controller watching: Helm deletes the pre-install/pre-upgrade hook
+// ConfigMap and creates it again on every upgrade (before-hook-creation,
+// the delete policy charts_hooks documents), which must roll nothing while
+// its content stays; a changed value rolls the Deployment exactly once, by
+// the render under Helm 4 (which hashes the hook ConfigMap), by the
+// controller under Helm 3 (which sends no hook: the ConfigMap is external).
+func TestHelmHookConfigsWithController(t *testing.T) {
+	t.Parallel()
+	chart := hookedChart(t)
+	prefix := fmt.Sprintf("hookctl-%d", time.Now().UnixNano()%1e6) // -count=N reuses no namespace
+	eachHelm(t, "web", prefix, func(t *testing.T, version int, r *release, h testtools.Helm) {
+		ctrl := startController(t, "controller-"+h.String(), r.namespace)
+		r.mustHelm(t, h, "install", chart, "--create-namespace")
+		installed := r.deployment(t, "web-app")
+		ctrl.settled(t, r, "web-app", 0)
+		assertRolled(t, "install", 0, installed, r.deployment(t, "web-app"))
+		for i := range 2 {
+			r.mustHelm(t, h, "upgrade", chart, "--reuse-values")
+			ctrl.settled(t, r, "web-app", 0)
+			assertRolled(t, fmt.Sprintf("unchanged upgrade %d (the hook ConfigMap deleted and created again)", i+1), 0, installed, r.deployment(t, "web-app"))
+		}
+		assert.Zero(t, ctrl.rolls(), "the controller's rolls before the change")
+
+		r.mustHelm(t, h, "upgrade", chart, "--reuse-values", "--set", "setting=two")
+		if version == 3 {
+			ctrl.waitRolls(t, "the controller's roll for the hook ConfigMap", 1)
+		}
+		ctrl.settled(t, r, "web-app", 0)
+		assertRolled(t, "the hook ConfigMap changed", 1, installed, r.deployment(t, "web-app"))
+		assert.Equal(t, float64(4-version), ctrl.rolls(), "the controller's rolls: Helm 3's change is its to roll, Helm 4's the render's")
+	})
+}
