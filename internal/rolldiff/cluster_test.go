@@ -18,7 +18,6 @@ import (
 	"github.com/confighash/confighash/internal/rolldiff"
 	"github.com/confighash/confighash/internal/testing/cptest"
 	"github.com/confighash/confighash/internal/testing/kubetest"
-	"github.com/confighash/confighash/postrenderer"
 )
 
 func TestMain(m *testing.M) { os.Exit(cptest.Run(m)) }
@@ -160,9 +159,7 @@ func TestClusterAgrees(t *testing.T) {
 				require.NoError(t, err)
 			}
 			for n, stream := range []string{old, cur} {
-				hashed, _, err := postrenderer.Process([]byte(stream), inject.Options{})
-				require.NoError(t, err)
-				require.NoError(t, kubetest.Apply(ctx, dyn, mapper, strings.NewReader(string(hashed)), kubetest.ApplyOptions{FieldManager: "argocd"}))
+				require.NoError(t, kubetest.Apply(ctx, dyn, mapper, strings.NewReader(render(t, stream, inject.Options{})), kubetest.ApplyOptions{FieldManager: "argocd"}))
 				want := 1
 				if n == 1 && web.Status == rolldiff.StatusRolls {
 					want = 2

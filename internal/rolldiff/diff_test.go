@@ -133,6 +133,15 @@ func compare(t *testing.T, old, cur string, opts inject.Options) rolldiff.Result
 	return rolldiff.Compare(o, n)
 }
 
+// render runs the post-renderer's stream mode on in, failing the test on
+// an error.
+func render(t *testing.T, in string, opts inject.Options) string {
+	t.Helper()
+	out, _, err := postrenderer.Process([]byte(in), opts)
+	require.NoError(t, err)
+	return string(out)
+}
+
 func byID(r rolldiff.Result) map[string]rolldiff.Workload {
 	out := map[string]rolldiff.Workload{}
 	for _, w := range r.Workloads {
@@ -419,12 +428,11 @@ func TestCompare(t *testing.T) {
 // TestStaleHash: renders that carry confighash's annotations are compared
 // on content, and an annotation that does not match it is reported.
 func TestStaleHash(t *testing.T) {
-	rendered, _, err := postrenderer.Process([]byte(base), inject.Options{})
-	require.NoError(t, err)
+	rendered := render(t, base, inject.Options{})
 	// The new render edits the ConfigMap without rendering again: its
 	// annotations are those of the old content.
-	edited := strings.Replace(string(rendered), "LOG_LEVEL: info", "LOG_LEVEL: debug", 1)
-	res := compare(t, string(rendered), edited, inject.Options{})
+	edited := strings.Replace(rendered, "LOG_LEVEL: info", "LOG_LEVEL: debug", 1)
+	res := compare(t, rendered, edited, inject.Options{})
 	web := byID(res)["Deployment/web"]
 	assert.Equal(t, rolldiff.StatusRolls, web.Status)
 	require.Len(t, web.StaleHashes, 1)
@@ -488,10 +496,8 @@ func TestKeyedHashes(t *testing.T) {
 // pods; a workload with nothing to hash, or two renders that both carry
 // the annotations, roll nothing for it.
 func TestConfighashAddedOrRemoved(t *testing.T) {
-	hashed, _, err := postrenderer.Process([]byte(base), inject.Options{})
-	require.NoError(t, err)
-	keyed, _, err := postrenderer.Process([]byte(base), inject.Options{Key: []byte("a key of the test")})
-	require.NoError(t, err)
+	hashed := render(t, base, inject.Options{})
+	keyed := render(t, base, inject.Options{Key: []byte("a key of the test")})
 	hashAnn := "metadata.annotations[confighash.dev/hash]"
 	keyIDAnn := "metadata.annotations[confighash.dev/key-id]"
 	tests := []struct {
@@ -500,13 +506,13 @@ func TestConfighashAddedOrRemoved(t *testing.T) {
 		opts     inject.Options
 		want     map[string][]string // workload: template paths; absent: unchanged
 	}{
-		{"added", base, string(hashed), inject.Options{}, map[string][]string{"Deployment/web": {hashAnn}, "Deployment/api": {hashAnn}}},
-		{"removed", string(hashed), base, inject.Options{}, map[string][]string{"Deployment/web": {hashAnn}, "Deployment/api": {hashAnn}}},
-		{"both hashed", string(hashed), string(hashed), inject.Options{}, nil},
+		{"added", base, hashed, inject.Options{}, map[string][]string{"Deployment/web": {hashAnn}, "Deployment/api": {hashAnn}}},
+		{"removed", hashed, base, inject.Options{}, map[string][]string{"Deployment/web": {hashAnn}, "Deployment/api": {hashAnn}}},
+		{"both hashed", hashed, hashed, inject.Options{}, nil},
 		{"neither hashed", base, base, inject.Options{}, nil},
-		{"keyed added", base, string(keyed), inject.Options{Key: []byte("a key of the test")},
+		{"keyed added", base, keyed, inject.Options{Key: []byte("a key of the test")},
 			map[string][]string{"Deployment/web": {hashAnn, keyIDAnn}, "Deployment/api": {hashAnn, keyIDAnn}}},
-		{"plain to keyed", string(hashed), string(keyed), inject.Options{Key: []byte("a key of the test")},
+		{"plain to keyed", hashed, keyed, inject.Options{Key: []byte("a key of the test")},
 			map[string][]string{"Deployment/web": {keyIDAnn}, "Deployment/api": {keyIDAnn}}},
 	}
 	for _, tt := range tests {
@@ -537,17 +543,11 @@ func TestConfighashAddedOrRemoved(t *testing.T) {
 // the hash was written, and the table says what to pass.
 func TestStaleHashCause(t *testing.T) {
 	keyA, keyB := []byte("key A of the test"), []byte("key B of the test")
-	render := func(key []byte) string {
-		out, _, err := postrenderer.Process([]byte(base), inject.Options{Key: key})
-		require.NoError(t, err)
-		return string(out)
-	}
+	withKey := func(key []byte) string { return render(t, base, inject.Options{Key: key}) }
 	// renderIn renders base without its namespaces, as Helm's post-renderer
 	// does a chart's objects, with --namespace ns.
 	renderIn := func(ns string) string {
-		out, _, err := postrenderer.Process([]byte(strings.ReplaceAll(base, ", namespace: shop}", "}")), inject.Options{DefaultNamespace: ns})
-		require.NoError(t, err)
-		return string(out)
+		return render(t, strings.ReplaceAll(base, ", namespace: shop}", "}"), inject.Options{DefaultNamespace: ns})
 	}
 	tests := []struct {
 		name     string
@@ -556,10 +556,10 @@ func TestStaleHashCause(t *testing.T) {
 		cause    hashing.Mismatch
 		why      string
 	}{
-		{"keyed render, diff without a key", render(keyA), inject.Options{}, hashing.MismatchKeyed, "made with an HMAC key: pass it with --hmac-key-file"},
-		{"plain render, diff with a key", render(nil), inject.Options{Key: keyA}, hashing.MismatchUnkeyed, "made without an HMAC key"},
-		{"render with another key", render(keyA), inject.Options{Key: keyB}, hashing.MismatchOtherKey, "made with another HMAC key (key-id " + hashing.KeyID(keyA) + ")"},
-		{"configs edited after the render", strings.Replace(render(nil), "LOG_LEVEL: info", "LOG_LEVEL: debug", 1), inject.Options{}, "", "does not match its content"},
+		{"keyed render, diff without a key", withKey(keyA), inject.Options{}, hashing.MismatchKeyed, "made with an HMAC key: pass it with --hmac-key-file"},
+		{"plain render, diff with a key", withKey(nil), inject.Options{Key: keyA}, hashing.MismatchUnkeyed, "made without an HMAC key"},
+		{"render with another key", withKey(keyA), inject.Options{Key: keyB}, hashing.MismatchOtherKey, "made with another HMAC key (key-id " + hashing.KeyID(keyA) + ")"},
+		{"configs edited after the render", strings.Replace(withKey(nil), "LOG_LEVEL: info", "LOG_LEVEL: debug", 1), inject.Options{}, "", "does not match its content"},
 		{"a render given --namespace, diff none", renderIn("shop"), inject.Options{}, "", "the workload names no namespace: if the render was given --namespace (Helm's release namespace), give diff the same"},
 	}
 	for _, tc := range tests {
@@ -612,11 +612,7 @@ func TestReadAsTheAPIServerStores(t *testing.T) {
 		{"alias", strings.Replace(base, "stringData: {password: hunter2-secret-value}", "metadata2: &pw {password: hunter2-secret-value}\nstringData: *pw", 1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rendered, _, err := postrenderer.Process([]byte(tc.text), inject.Options{})
-			require.NoError(t, err, "the render accepts it")
-			renderedBase, _, err := postrenderer.Process([]byte(base), inject.Options{})
-			require.NoError(t, err)
-			res := compare(t, string(rendered), string(renderedBase), inject.Options{})
+			res := compare(t, render(t, tc.text, inject.Options{}), render(t, base, inject.Options{}), inject.Options{})
 			assert.Equal(t, 0, res.Rolling, "the same content as base: %s", res.Summary)
 			assert.Empty(t, byID(res)["Deployment/web"].StaleHashes, "the render's hash is diff's")
 			res = compare(t, tc.text, edit(t, "LOG_LEVEL: info", "LOG_LEVEL: debug"), inject.Options{})
@@ -687,12 +683,6 @@ metadata: {name: app, namespace: shop}
 data: {MODE: a}
 ---
 ` + kubetest.Workload{Kind: "Job", Name: "migrate", Namespace: "shop", EnvFrom: []string{"{configMapRef: {name: app}}"}}.YAML()
-	render := func(t *testing.T, in string) string {
-		t.Helper()
-		out, _, err := postrenderer.Process([]byte(in), inject.Options{})
-		require.NoError(t, err)
-		return string(out)
-	}
 	out, r, err := postrenderer.Process([]byte(job), inject.Options{})
 	require.NoError(t, err)
 	first, hash := string(out), r.Workloads[0].Hash
@@ -705,9 +695,9 @@ data: {MODE: a}
 		status         rolldiff.Status
 		want, not      []string
 	}{
-		{"its config changes", first, render(t, strings.Replace(job, "MODE: a", "MODE: b", 1)), rolldiff.StatusRolls,
+		{"its config changes", first, render(t, strings.Replace(job, "MODE: a", "MODE: b", 1), inject.Options{}), rolldiff.StatusRolls,
 			[]string{"ConfigMap shop/app key MODE changed", runsOnlyWhenRecreated}, []string{refused}},
-		{"its image changes", first, render(t, strings.Replace(job, "migrate:1", "migrate:2", 1)), rolldiff.StatusRolls,
+		{"its image changes", first, render(t, strings.Replace(job, "migrate:1", "migrate:2", 1), inject.Options{}), rolldiff.StatusRolls,
 			[]string{"image", refused}, []string{runsOnlyWhenRecreated}},
 		// A render of an earlier confighash, then one of this version.
 		{"the hash leaves its pod template", oldLayout, first, rolldiff.StatusRolls,
