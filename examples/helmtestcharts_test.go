@@ -90,7 +90,8 @@ func TestHelmTestCharts(t *testing.T) {
 	}
 }
 
-func helmName(version int) string { return "helm" + string(rune('0'+version)) }
+// helmName names a Helm version as the tests do: helm3, helm4.
+func helmName(version int) string { return fmt.Sprintf("helm%d", version) }
 
 // helmWithIdentity is realHelm, and for Helm 4 also a post-renderer plugin
 // named identity that writes back what it reads: Helm 4 parses and writes
@@ -120,8 +121,8 @@ runtimeConfig:
 
 // postRender is one helm template run with confighash.
 type postRender struct {
-	exitCode       int
-	stdout, stderr string
+	exitCode int
+	stderr   string
 	// hashes are the confighash.dev/hash values by Kind/namespace/name.
 	hashes map[string]string
 }
@@ -145,7 +146,7 @@ func checkPostRender(t *testing.T, h testtools.Helm, chart string, filtered bool
 	base := append([]string{"template", "web", chart, "--namespace", realNamespace}, args...)
 	plain := h.Run(t, nil, base...)
 	res := h.Run(t, nil, append(slices.Clone(base), realPostRenderer(t, h)...)...)
-	r := postRender{exitCode: res.ExitCode, stdout: res.Stdout, stderr: res.Stderr}
+	r := postRender{exitCode: res.ExitCode, stderr: res.Stderr}
 	what := h.String() + " " + strings.Join(args, " ")
 	require.Equal(t, plain.ExitCode, res.ExitCode, "%s: exit status with confighash; stderr:\n%s", what, res.Stderr)
 
