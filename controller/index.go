@@ -115,9 +115,9 @@ func (r *Reconciler) enqueueConsumers(ctx context.Context, kind hashing.Kind, ob
 // observation wins), when the consumer has no baseline of ref yet, or when
 // this process wrote its baseline from the content after this event: read
 // from the cache between the edit landing there and this handler running,
-// that baseline absorbed the edit. A required config that did not exist is
-// not remembered: pods cannot have started without it, so when it arrives
-// it is the first content they see.
+// that baseline absorbed the edit. A required config that did not exist,
+// or lacked a key the pods require, is not remembered: pods cannot have
+// started on it, so what comes next is the first content they see.
 func (r *Reconciler) noteFirstSeen(req Request, kind *workloadKind, o client.Object, ref string, tr transition) {
 	absorbed := r.memory.takeWritten(req, ref) == tr.after.version && tr.after.found
 	tmpl, err := kind.template(o)
@@ -128,11 +128,9 @@ func (r *Reconciler) noteFirstSeen(req Request, kind *workloadKind, o client.Obj
 	if !v.Managed || !v.External[ref] {
 		return
 	}
-	if !tr.before.found {
-		for _, u := range v.Uses {
-			if u.Ref() == ref && !u.Optional {
-				return
-			}
+	for _, u := range v.Uses {
+		if u.Ref() == ref && len(v.Missing(u, tr.before.content, tr.before.found)) > 0 {
+			return
 		}
 	}
 	baseline, keyID, uses := ParseBaseline(v.Baseline)

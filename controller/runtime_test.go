@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -667,20 +668,41 @@ func TestOptInToggled(t *testing.T) {
 // An opted-in Deployment created before the ConfigMap it requires (no
 // render, so no hash to compare with): held back while it is missing,
 // then, when it is created, its content is the first the pods will read
-// (they could not start without it): a baseline, no rollout.
+// (they could not start without it): a baseline, no rollout. The same when
+// the ConfigMap is created without the key the pods require and the key
+// comes later: the pods could not start on what it held before.
 func TestOptedInBeforeItsConfigMap(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	r := e.start(e.testOptions())
-	w := optedIn(e, "web")
-	w.Env = []string{kubetest.EnvKey("app", "A")}
-	require.NoError(t, e.apply(w.YAML(), "kubectl"))
-	_, next := r.obs.waitFor(t, 0, "held back", deploymentOutcome("web", "missing_config"))
-	e.createConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Data: map[string]string{"A": "1"}})
-	r.obs.waitFor(t, next, "in sync", deploymentOutcome("web", "in_sync"))
-	assert.Equal(t, 1, e.revisions("Deployment", "web"))
-	assert.Zero(t, r.obs.count(0, deploymentOutcome("web", "rolled")))
-	assert.Contains(t, e.deployment("web").Annotations["confighash.dev/external-baseline"], "ConfigMap/app=")
+	for _, tc := range []struct {
+		name  string
+		first map[string]string // the ConfigMap as first created, without key A; nil: created with it
+	}{
+		{name: "created with the key"},
+		{name: "created without the key, which comes later", first: map[string]string{"B": "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			r := e.start(e.testOptions())
+			w := optedIn(e, "web")
+			w.Env = []string{kubetest.EnvKey("app", "A")}
+			require.NoError(t, e.apply(w.YAML(), "kubectl"))
+			_, next := r.obs.waitFor(t, 0, "held back", deploymentOutcome("web", "missing_config"))
+			if tc.first == nil {
+				e.createConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Data: map[string]string{"A": "1"}})
+			} else {
+				e.createConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Data: tc.first})
+				_, next = r.obs.waitFor(t, next, "held back for key A", func(o controller.Outcome) bool {
+					return deploymentOutcome("web", "missing_config")(o) && slices.Contains(o.Decision.Missing, "ConfigMap/app key A")
+				})
+				e.editConfigMap("app", func(cm *corev1.ConfigMap) { cm.Data["A"] = "1" })
+			}
+			r.obs.waitFor(t, next, "in sync", deploymentOutcome("web", "in_sync"))
+			assert.Equal(t, 1, e.revisions("Deployment", "web"))
+			assert.Zero(t, r.obs.count(0, deploymentOutcome("web", "rolled")))
+			assert.Contains(t, e.deployment("web").Annotations["confighash.dev/external-baseline"], "ConfigMap/app=")
+		})
+	}
 }
 
 // ---- the Secret canary through a controller process ----------------------
