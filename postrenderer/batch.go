@@ -78,11 +78,18 @@ func parseBatch(texts [][]byte) ([]*yaml.RNode, []*yamlnorm.Result, []error) {
 // neither the workload's nor its pod template's metadata (nor the template
 // itself) comes from an alias, a merge key, or an anchor repeated elsewhere,
 // where an edit of the text would change more than this one object.
-func editable(norm *yamlnorm.Result, w inject.Workload) error {
-	if norm == nil || w.OptedOut || w.Template == nil {
+func editable(norm *yamlnorm.Result, w inject.Workload, opts inject.Options) error {
+	hashOn, externalOn := w.Holders(opts)
+	if norm == nil || externalOn == nil {
 		return nil
 	}
-	for _, n := range []*yaml.Node{w.Node.YNode(), w.Template.YNode()} {
+	on := []*yaml.Node{externalOn.YNode()}
+	if w.Template != nil {
+		on = append(on, w.Template.YNode())
+	} else if hashOn != nil {
+		on = append(on, hashOn.YNode())
+	}
+	for _, n := range on {
 		meta := yamlnode.Child(n, "metadata")
 		ann := yamlnode.Child(meta, "annotations")
 		nodes := []*yaml.Node{n, meta, ann}

@@ -175,7 +175,7 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 	var order []int
 	byDoc := map[int][]inject.Workload{}
 	for _, w := range report.Workloads {
-		if err := editable(normOf[w.Index], w); err != nil {
+		if err := editable(normOf[w.Index], w, opts); err != nil {
 			return output{}, nil, fmt.Errorf("%s: %w", w.Object, err)
 		}
 		if _, seen := byDoc[w.Index]; !seen {
@@ -271,7 +271,8 @@ func rewrite(text []byte, ws []inject.Workload, opts inject.Options, n annotatio
 	var e *editor
 	inPlace := true
 	for _, w := range ws {
-		if w.OptedOut || w.Template == nil {
+		hashOn, externalOn := w.Holders(opts)
+		if externalOn == nil {
 			continue
 		}
 		if e == nil {
@@ -286,10 +287,14 @@ func rewrite(text []byte, ws []inject.Workload, opts inject.Options, n annotatio
 		}
 		hash, keyID, external := kv{n.hash, w.Hash}, kv{n.keyID, w.KeyID(opts)}, kv{n.external, w.ExternalValue()}
 		ok := false
-		if holder := w.HashHolder(); holder == w.Node {
-			ok = e.annotate(w.Node.YNode(), hash, keyID, external)
-		} else {
-			ok = e.annotate(holder.YNode(), hash, keyID) && e.annotate(w.Node.YNode(), external)
+		switch hashOn {
+		case externalOn:
+			ok = e.annotate(externalOn.YNode(), hash, keyID, external)
+		case nil:
+			// Opted out, with only an external list to clear.
+			ok = e.annotate(externalOn.YNode(), external)
+		default:
+			ok = e.annotate(hashOn.YNode(), hash, keyID) && e.annotate(externalOn.YNode(), external)
 		}
 		if !ok {
 			inPlace = false

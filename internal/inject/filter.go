@@ -3,11 +3,14 @@ package inject
 import (
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/internal/annotations"
+	"github.com/confighash/confighash/internal/yamlnode"
 )
 
 // Filter writes the render-time hash on every workload's pod template and the
-// list of external configs on the workload. Running it on its own output
-// changes nothing.
+// list of external configs on the workload, and takes them off a workload
+// that opts out. Running it on its own output changes nothing.
 type Filter struct {
 	Options
 	// Report, when set, receives the analysis of the last run.
@@ -35,19 +38,70 @@ func (f Filter) Filter(nodes []*yaml.RNode) ([]*yaml.RNode, error) {
 	return nodes, nil
 }
 
-// Apply writes one workload's annotations on its nodes.
+// Apply writes one workload's annotations on its nodes, and clears them
+// from a workload that opts out (see Holders).
 func Apply(w Workload, opts Options) error {
-	if w.OptedOut || w.Template == nil {
+	hashOn, externalOn := w.Holders(opts)
+	if hashOn != nil {
+		if err := setOrClear(hashOn, opts.Annotation(HashName), w.Hash); err != nil {
+			return err
+		}
+		if err := setOrClear(hashOn, opts.Annotation(KeyIDName), w.KeyID(opts)); err != nil {
+			return err
+		}
+	}
+	if externalOn == nil {
 		return nil
 	}
-	holder := w.HashHolder()
-	if err := setOrClear(holder, opts.Annotation(HashName), w.Hash); err != nil {
-		return err
+	return setOrClear(externalOn, opts.Annotation(ExternalName), w.ExternalValue())
+}
+
+// Holders returns the nodes whose annotations Apply writes: the hash and key
+// id's (HashHolder) and the external list's (the workload); none for a
+// workload without a pod template.
+//
+// A workload that opts out gets none of them, but an earlier run of
+// confighash (in a kustomize base, an earlier render stage) may have
+// written them before the opt-out, and they would still roll its pods:
+// Holders then returns where they are, for Apply to clear (its Hash and
+// External are empty), and none when it carries none, so that such a
+// workload is left as written. hash is nil when only the external list is
+// there. A stale hash on a Job's pod template is left alone: the API server
+// refuses any change of a Job's pod template.
+func (w Workload) Holders(opts Options) (hash, external *yaml.RNode) {
+	if !w.OptedOut {
+		if w.Template == nil {
+			return nil, nil
+		}
+		return w.HashHolder(), w.Node
 	}
-	if err := setOrClear(holder, opts.Annotation(KeyIDName), w.KeyID(opts)); err != nil {
-		return err
+	hash = w.Node
+	if !w.TemplateImmutable() {
+		hash = nil
+		if path, ok := opts.templatePath(w.group(), w.Kind); ok {
+			if tn := yamlnode.Path(w.Node.YNode(), path...); tn != nil && tn.Kind == yaml.MappingNode {
+				hash = yaml.NewRNode(tn)
+			}
+		}
 	}
-	return setOrClear(w.Node, opts.Annotation(ExternalName), w.ExternalValue())
+	if hash != nil && !carries(hash, opts, HashName, KeyIDName) {
+		hash = nil
+	}
+	if hash == nil && !carries(w.Node, opts, ExternalName) {
+		return nil, nil
+	}
+	return hash, w.Node
+}
+
+// carries reports whether an object's annotations hold any of the named
+// ones, whatever their values.
+func carries(n *yaml.RNode, opts Options, names ...string) bool {
+	for _, name := range names {
+		if annotations.Node(n.YNode(), opts.Annotation(name)) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // setOrClear sets an annotation to value, or removes it when value is empty,
