@@ -315,6 +315,12 @@ func TestVerifyHints(t *testing.T) {
 		// which the API server refuses to change.
 		{"a Job's hash on its pod template", oldLayoutJob(stale) + "---\n" + configMap,
 			"1 on a Job's pod template, where an earlier confighash wrote it: the API server refuses any change of a Job's pod template, so confighash now writes a Job's hash on the Job itself; render again", "did the function run"},
+		// confighash ran before the opt-out (in a kustomize base) and not
+		// after it: what it wrote would still roll the pods.
+		{"opted out, with the hash an earlier run wrote", optedOut(stale) + "---\n" + configMap,
+			"Deployment web (document 0): opted out, but carries confighash.dev/hash\n", "another value"},
+		{"opted out, with the external list an earlier run wrote", optedOut(strings.Replace(deployment, "name: cfg", "name: ext", 1), "confighash.dev/external: ConfigMap/ext") + "---\n" + configMap,
+			`1 opted out (confighash.dev/enabled: "false") but carrying what confighash writes, which it removes from a workload that opts out: confighash ran before the opt-out (a kustomize base, an earlier render stage) and not after it`, "did the function run"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, errOut := run(t, tt.input, "verify")
@@ -324,6 +330,16 @@ func TestVerifyHints(t *testing.T) {
 			assert.NotContains(t, errOut, tt.not)
 		})
 	}
+}
+
+// optedOut opts a Deployment of these tests out, with more annotations on
+// it.
+func optedOut(d string, more ...string) string {
+	ann := "\n  annotations:\n    confighash.dev/enabled: \"false\"\n"
+	for _, a := range more {
+		ann += "    " + a + "\n"
+	}
+	return strings.Replace(d, "  name: web\n", "  name: web"+ann, 1)
 }
 
 // oldLayoutJob turns a Deployment of these tests into a Job, as an earlier
@@ -345,6 +361,8 @@ func TestExplainMissingHints(t *testing.T) {
 			"(missing from the input, which holds the external list the function wrote: the configs were not in the stream under these names when it ran)"},
 		{"a Job's hash on its pod template", oldLayoutJob(strings.Replace(deployment, "  template:\n", "  template:\n    metadata:\n      annotations:\n        confighash.dev/hash: v1-sha256:00\n", 1)) + "---\n" + configMap,
 			"(missing from the Job, whose pod template has one, where an earlier confighash wrote it: render again)"},
+		{"opted out, with the annotations of an earlier run", optedOut(strings.Replace(deployment, "  template:\n", "  template:\n    metadata:\n      annotations:\n        confighash.dev/hash: v1-sha256:00\n", 1), "confighash.dev/external: Secret/x") + "---\n" + configMap,
+			"  opted out (enabled: \"false\"), but carries confighash.dev/hash and confighash.dev/external, which confighash removes from a workload that opts out: render again with confighash after the opt-out\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, errOut := run(t, tt.input, "explain")

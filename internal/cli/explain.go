@@ -69,6 +69,10 @@ type explained struct {
 	// itself (a Job) has none there but has one on its pod template, where
 	// an earlier confighash wrote it.
 	onTemplate bool
+	// carries are the annotations confighash writes that a workload that
+	// opts out still has (an earlier run wrote them, before the opt-out):
+	// a render with confighash takes them off (inject.Workload.Holders).
+	carries []string
 }
 
 type notString struct {
@@ -93,11 +97,11 @@ func explainAll(o options, r *inject.Report) []explained {
 			name string
 		}
 		var on []holder
-		if w.Template != nil {
-			on = append(on, holder{w.HashHolder().YNode(), inject.HashName}, holder{w.HashHolder().YNode(), inject.KeyIDName})
-			if w.TemplateImmutable() {
-				_, e.onTemplate = inject.Annotation(w.Template.YNode(), o.Annotation(inject.HashName))
-			}
+		if hashOn, _ := w.Holders(o.Options); hashOn != nil {
+			on = append(on, holder{hashOn.YNode(), inject.HashName}, holder{hashOn.YNode(), inject.KeyIDName})
+		}
+		if w.Template != nil && w.TemplateImmutable() {
+			_, e.onTemplate = inject.Annotation(w.Template.YNode(), o.Annotation(inject.HashName))
 		}
 		if w.Node != nil {
 			on = append(on, holder{w.Node.YNode(), inject.ExternalName})
@@ -105,6 +109,9 @@ func explainAll(o options, r *inject.Report) []explained {
 		for _, a := range on {
 			key := o.Annotation(a.name)
 			value, present, isString := annotations.Value(a.node, key)
+			if present && w.OptedOut {
+				e.carries = append(e.carries, key)
+			}
 			switch {
 			case present && !isString:
 				e.NotString = append(e.NotString, notString{Annotation: key, Text: value})
@@ -124,7 +131,7 @@ func explainAll(o options, r *inject.Report) []explained {
 				e.Consumes = append(e.Consumes, output.ConsumedOf(u, group.external))
 			}
 		}
-		if e.Current != "" && e.Current != e.Hash {
+		if !e.OptedOut && e.Current != "" && e.Current != e.Hash {
 			e.KeyMismatch = keyMismatch(e, o.Key)
 			if e.KeyMismatch == hashing.MismatchOtherKey {
 				e.RenderKeyID = e.keyID
@@ -159,7 +166,11 @@ func printExplained(w io.Writer, r *inject.Report, list []explained, key []byte)
 		fmt.Fprintf(w, "\n%s  (document %d%s)\n", e.Workload, e.Document, pathSuffix(e.Path))
 		switch {
 		case e.OptedOut:
-			fmt.Fprintln(w, "  opted out (enabled: \"false\")")
+			fmt.Fprint(w, "  opted out (enabled: \"false\")")
+			if len(e.carries) > 0 {
+				fmt.Fprintf(w, ", but carries %s, which confighash removes from a workload that opts out: render again with confighash after the opt-out", listed(e.carries))
+			}
+			fmt.Fprintln(w)
 			continue
 		case e.Hash == "":
 			fmt.Fprintln(w, "  hash: none (consumes nothing from this stream)")
@@ -175,6 +186,14 @@ func printExplained(w io.Writer, r *inject.Report, list []explained, key []byte)
 		}
 		_ = tw.Flush()
 	}
+}
+
+// listed writes "a", "a and b", "a, b and c".
+func listed(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
 
 func pathSuffix(p string) string {
@@ -247,7 +266,7 @@ func runVerify(args []string, stdio IO) error {
 	for _, u := range unchecked {
 		bad = append(bad, "  "+u)
 	}
-	missing, hooks, joined, stale, orphan, unquoted, onTemplate := 0, 0, 0, 0, 0, 0, 0
+	missing, hooks, joined, stale, orphan, unquoted, onTemplate, optedOut := 0, 0, 0, 0, 0, 0, 0, 0
 	noExternal, otherExternal := 0, 0
 	keyed, unkeyed := 0, 0
 	otherKeys := map[string]int{}
@@ -255,6 +274,10 @@ func runVerify(args []string, stdio IO) error {
 		for _, n := range e.NotString {
 			bad = append(bad, fmt.Sprintf("  %s (document %d%s): %s is %s, not a string", e.Workload, e.Document, pathSuffix(e.Path), n.Annotation, n.Text))
 			unquoted++
+		}
+		if len(e.carries) > 0 {
+			bad = append(bad, fmt.Sprintf("  %s (document %d%s): opted out, but carries %s", e.Workload, e.Document, pathSuffix(e.Path), listed(e.carries)))
+			optedOut++
 		}
 		if e.writesExternal && !sameExternal(e.external, e.wantExternal) {
 			bad = append(bad, fmt.Sprintf("  %s (document %d%s): %s: want %q, found %q", e.Workload, e.Document, pathSuffix(e.Path), o.Annotation(inject.ExternalName), e.wantExternal, e.external))
@@ -302,6 +325,11 @@ func runVerify(args []string, stdio IO) error {
 		}
 		if onTemplate > 0 {
 			hints = append(hints, fmt.Sprintf("%d on a Job's pod template, where an earlier confighash wrote it: the API server refuses any change of a Job's pod template, so confighash now writes a Job's hash on the Job itself; render again", onTemplate))
+		}
+		if optedOut > 0 {
+			hints = append(hints, fmt.Sprintf("%d opted out (%s: \"false\") but carrying what confighash writes, which it removes from a workload that opts out: "+
+				"confighash ran before the opt-out (a kustomize base, an earlier render stage) and not after it, so the pods still roll when the configs of that run change; "+
+				"list confighash where the workload opts out too (in the outermost kustomization)", optedOut, o.Annotation(inject.EnabledName)))
 		}
 		if hooks > 0 {
 			hints = append(hints, fmt.Sprintf("%d without one on a Helm hook: Helm 3's --post-renderer never sees hooks, which helm template prints as rendered, so verify what `helm template … | confighash` writes, which hashes them (else the function did not run)", hooks))
