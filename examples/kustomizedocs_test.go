@@ -23,6 +23,10 @@ type docsTree struct {
 	// and the external list it carries ("" when it reads nothing from
 	// outside the render); every one hashes something of the render.
 	workloads map[string]string
+	// optedOut are the workloads among them that opt out
+	// (confighash.dev/enabled: "false"): they carry none of confighash's
+	// annotations and hash nothing.
+	optedOut []string
 	// changes edit an input of a config (paths relative to the tree).
 	changes []treeChange
 }
@@ -196,6 +200,31 @@ var docsTrees = []docsTree{
 			{file: "bases/app/kustomization.yaml", old: "TIER=standard", new: "TIER=basic", moved: []string{"Deployment/cat-111/tunnel"}},
 		},
 	},
+	{
+		// A base that lists confighash, an overlay that lists it too and
+		// opts one workload out with a patch: the base's run wrote web's
+		// hash and external list, the overlay's run takes them off, so
+		// that no config change rolls web's pods.
+		name: "a workload opted out by a patch in an overlay, confighash in base and overlay", tree: "optout", build: "patch",
+		workloads: map[string]string{"Deployment//web": "", "Deployment//worker": ""},
+		optedOut:  []string{"Deployment//web"},
+		changes: []treeChange{
+			{file: "base/kustomization.yaml", old: "LOG_LEVEL=info", new: "LOG_LEVEL=trace", moved: []string{"Deployment//worker"}},
+			{file: "patch/kustomization.yaml", old: "REGION=eu", new: "REGION=us", moved: []string{"Deployment//worker"}},
+			{file: "base/kustomization.yaml", old: "password=first", new: "password=second"},
+		},
+	},
+	{
+		// The same base under an overlay that opts every workload out with
+		// commonAnnotations.
+		name: "every workload opted out by commonAnnotations in an overlay, confighash in base and overlay", tree: "optout", build: "common",
+		workloads: map[string]string{"Deployment//web": "", "Deployment//worker": ""},
+		optedOut:  []string{"Deployment//web", "Deployment//worker"},
+		changes: []treeChange{
+			{file: "base/kustomization.yaml", old: "LOG_LEVEL=info", new: "LOG_LEVEL=trace"},
+			{file: "common/kustomization.yaml", old: "REGION=eu", new: "REGION=us"},
+		},
+	},
 }
 
 // TestKustomizeDocs builds trees written after kustomize's documented
@@ -221,13 +250,17 @@ func TestKustomizeDocs(t *testing.T) {
 				return execPath.ReplaceAll(b, []byte("path: /bin/cat")), nil
 			}))
 			plain, _ := realBuild(t, filepath.Join(identity, tc.build), nil, true)
-			require.NotContains(t, plain, "confighash.dev/")
+			require.NotRegexp(t, `confighash\.dev/(hash|key-id|external):`, plain)
 			assert.Equal(t, withoutConfighash(t, plain), withoutConfighash(t, out), "only confighash's annotations added")
 
 			got := independentHashes(t, out)
 			require.Equal(t, slices.Sorted(maps.Keys(tc.workloads)), slices.Sorted(maps.Keys(got)), "workloads in the render\n%s", out)
 			for id, external := range tc.workloads {
 				r := got[id]
+				if slices.Contains(tc.optedOut, id) {
+					assert.Empty(t, r.hash+r.external, "%s opts out: no hash, no external list\n%s", id, out)
+					continue
+				}
 				assert.Equal(t, r.wantExternal, external, "%s: what it reads from outside the render, computed from the objects", id)
 				require.NotEmpty(t, r.want, "%s reads something of the render", id)
 				assert.Equal(t, r.want, r.hash, "%s: hash of what it reads, by the final names\n%s", id, out)
