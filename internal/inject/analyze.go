@@ -246,7 +246,8 @@ type configIndex struct {
 	byName  map[configKey]hashing.Content
 	renamed []renamedConfig
 	// filled are the Secrets of the stream that the cluster fills in
-	// (clusterFilled): none of them is in byName.
+	// (clusterFilled), under each of their names: byName holds them with
+	// no keys, for their names only.
 	filled map[configKey]bool
 }
 
@@ -293,16 +294,19 @@ func (c *configIndex) addDoc(d Doc, o Object, opts Options) error {
 
 func (c *configIndex) add(node *yaml.RNode, o Object) error {
 	key := configKey{o.Namespace, hashing.Kind(o.Kind), o.Name}
-	if clusterFilled(node, o) {
-		c.filled[key] = true
-		return nil
-	}
 	if _, dup := c.byName[key]; dup {
 		return fmt.Errorf("%s: the stream holds this %s twice", o, o.Kind)
 	}
-	content, err := ReadContent(node.YNode(), hashing.Kind(o.Kind), o.Namespace, o.Name)
-	if err != nil {
-		return fmt.Errorf("%s: %w", o, err)
+	// A Secret the cluster fills in is indexed by name only, so that a
+	// reference resolves to its final name as to any config's, and is
+	// then external (lookup and resolve do not hand out its content).
+	filled := clusterFilled(node, o)
+	content := hashing.Content{Kind: key.kind, Namespace: o.Namespace, Name: o.Name}
+	var err error
+	if !filled {
+		if content, err = ReadContent(node.YNode(), hashing.Kind(o.Kind), o.Namespace, o.Name); err != nil {
+			return fmt.Errorf("%s: %w", o, err)
+		}
 	}
 	if content.Name, err = FinalName(node, o.Name); err != nil {
 		return fmt.Errorf("%s: %w", o, err)
@@ -321,6 +325,10 @@ func (c *configIndex) add(node *yaml.RNode, o Object) error {
 	}
 	if context.previous != nil {
 		c.renamed = append(c.renamed, renamedConfig{key: key, written: o.written, context: context})
+	}
+	if filled {
+		c.filled[key] = true
+		c.filled[configKey{o.Namespace, key.kind, content.Name}] = true
 	}
 	return c.put(o, content)
 }
@@ -373,8 +381,9 @@ func (c configIndex) count() int {
 
 func (c configIndex) lookup(namespace string) hashing.Lookup {
 	return func(kind hashing.Kind, name string) (hashing.Content, bool) {
-		content, ok := c.byName[configKey{namespace, kind, name}]
-		return content, ok
+		key := configKey{namespace, kind, name}
+		content, ok := c.byName[key]
+		return content, ok && !c.filled[key]
 	}
 }
 

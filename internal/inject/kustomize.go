@@ -220,7 +220,7 @@ func (r *resolver) resolve(kind hashing.Kind, name string) (string, hashing.Cont
 		// kustomize rewrites the reference to the referral's final name,
 		// whatever its kind is now; the pod then reads kind by that name.
 		name = r.configs.byName[referral.key].Name
-		if content, ok := r.configs.byName[configKey{referral.key.namespace, kind, name}]; ok {
+		if content, ok := r.configs.lookup(referral.key.namespace)(kind, name); ok {
 			return name, content, true
 		}
 	}

@@ -41,6 +41,13 @@ func kdeploy(namespace, refs string, annotations ...string) string {
 
 const envFromCfg = "        envFrom:\n        - configMapRef: {name: cfg}\n"
 
+// envFromTok reads the Secret tok whole; saTokenType makes a kcm Secret a
+// service account token Secret, which the cluster fills in.
+const (
+	envFromTok  = "        envFrom:\n        - secretRef: {name: tok}\n"
+	saTokenType = "type: kubernetes.io/service-account-token\n"
+)
+
 // analyze runs Analyze on docs, one stream, and fails the test on an error.
 func analyze(t *testing.T, opts Options, docs ...string) *Report {
 	t.Helper()
@@ -138,6 +145,21 @@ func TestKustomizeReferences(t *testing.T) {
 				kdeploy("", envFromCfg, "prefixes=p-")},
 			external: "ConfigMap/cfg",
 			warning:  "matches ConfigMap p-one and ConfigMap p-two, all once named cfg: kustomize will refuse it"},
+		{name: "service account token Secret renamed by namePrefix: external by its final name",
+			docs: []string{kcm("Secret", "prod-tok", "", "previousNames=tok", "previousKinds=Secret", "previousNamespaces=default", "prefixes=prod-") + saTokenType,
+				kdeploy("", envFromTok, "prefixes=prod-")},
+			external: "Secret/prod-tok",
+			warning:  "consumes Secret prod-tok, a service account token Secret that the cluster fills in"},
+		{name: "service account token Secret and a ConfigMap under one prefix: the ConfigMap hashed, the Secret external",
+			docs: []string{kcm("Secret", "prod-tok", "", "previousNames=tok", "previousKinds=Secret", "previousNamespaces=default", "prefixes=prod-") + saTokenType,
+				kcm("ConfigMap", "prod-cfg", "", renamedCfg...),
+				kdeploy("", envFromCfg+"        - secretRef: {name: tok}\n", "prefixes=prod-")},
+			inStream: []string{"ConfigMap/prod-cfg"},
+			external: "Secret/prod-tok"},
+		{name: "service account token Secret under its written name: external",
+			docs:     []string{kcm("Secret", "tok", "") + saTokenType, kdeploy("", envFromTok)},
+			external: "Secret/tok",
+			warning:  "a service account token Secret that the cluster fills in"},
 		{name: "old and new name of one object: one use",
 			docs: []string{kcm("ConfigMap", "prod-cfg", "", renamedCfg...),
 				kdeploy("", "        env:\n        - {name: A, valueFrom: {configMapKeyRef: {name: cfg, key: k}}}\n        - {name: B, valueFrom: {configMapKeyRef: {name: prod-cfg, key: other}}}\n")},
