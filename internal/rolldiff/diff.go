@@ -130,10 +130,16 @@ type StaleHash struct {
 	// noNamespace: the workload names no namespace and the diff was given
 	// none, so a render made with --namespace hashed another one.
 	noNamespace bool
+	// optedOut: the workload opts out, and confighash removes the hash of
+	// an earlier run (inject.Workload.Holders).
+	optedOut bool
 }
 
 // hint says what a stale hash's cause means for the user.
 func (s StaleHash) hint() string {
+	if s.optedOut {
+		return "the workload opts out: confighash ran before the opt-out and not after it, which would remove the hash"
+	}
 	switch s.Cause {
 	case hashing.MismatchKeyed:
 		return "made with an HMAC key: pass it with --hmac-key-file"
@@ -241,19 +247,23 @@ func compareWorkload(old, cur *Render, ow, w inject.Workload) Workload {
 // staleHashes reports the render-time hash annotation of w when present
 // and different from what its content gives.
 func staleHashes(r *Render, w inject.Workload, side string) []StaleHash {
-	if w.Template == nil {
+	holder, _ := w.Holders(r.opts)
+	if holder == nil {
 		return nil
 	}
-	found, ok := inject.Annotation(w.HashHolder().YNode(), r.opts.Annotation(inject.HashName))
+	found, ok := inject.Annotation(holder.YNode(), r.opts.Annotation(inject.HashName))
 	if !ok || found == w.Hash {
 		return nil
 	}
-	s := StaleHash{Render: side, Found: found, Computed: w.Hash, noNamespace: w.Namespace == ""}
+	s := StaleHash{Render: side, Found: found, Computed: w.Hash, noNamespace: w.Namespace == "", optedOut: w.OptedOut}
+	if w.OptedOut {
+		return []StaleHash{s}
+	}
 	var keyID string
 	if len(r.opts.Key) > 0 {
 		keyID = hashing.KeyID(r.opts.Key)
 	}
-	renderKeyID, _ := inject.Annotation(w.HashHolder().YNode(), r.opts.Annotation(inject.KeyIDName))
+	renderKeyID, _ := inject.Annotation(holder.YNode(), r.opts.Annotation(inject.KeyIDName))
 	if s.Cause = hashing.CompareMode(found, renderKeyID, keyID); s.Cause == hashing.MismatchUnknown {
 		s.Cause = ""
 	}

@@ -561,6 +561,10 @@ func TestStaleHashCause(t *testing.T) {
 		{"render with another key", withKey(keyA), inject.Options{Key: keyB}, hashing.MismatchOtherKey, "made with another HMAC key (key-id " + hashing.KeyID(keyA) + ")"},
 		{"configs edited after the render", strings.Replace(withKey(nil), "LOG_LEVEL: info", "LOG_LEVEL: debug", 1), inject.Options{}, "", "does not match its content"},
 		{"a render given --namespace, diff none", renderIn("shop"), inject.Options{}, "", "the workload names no namespace: if the render was given --namespace (Helm's release namespace), give diff the same"},
+		// A kustomize base rendered with confighash, opted out in an overlay
+		// that does not list it.
+		{"opted out after the render", strings.Replace(withKey(nil), "name: web, namespace: shop}", "name: web, namespace: shop, annotations: {confighash.dev/enabled: \"false\"}}", 1), inject.Options{}, "",
+			"the workload opts out: confighash ran before the opt-out and not after it, which would remove the hash"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
