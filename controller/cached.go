@@ -302,11 +302,13 @@ func (w *cachedWorkload) SetGeneration(g int64) { w.generation = g }
 // cachedConfig is the cached form of a ConfigMap or Secret in the
 // controller's own cache (see CacheOptions): identity and resourceVersion,
 // and the SHA-256 of each key's value, packed with the key names in one
-// string (see packDigests). No value, label or annotation.
+// string (see packDigests). No value, label or annotation. tokenPending
+// is TokenPending of the Secret it was made from.
 type cachedConfig struct {
 	cachedMeta
-	secret  bool
-	digests string
+	secret       bool
+	tokenPending bool
+	digests      string
 }
 
 var _ client.Object = &cachedConfig{}
@@ -315,6 +317,7 @@ var _ client.Object = &cachedConfig{}
 // controller's own cache: a cachedConfig. It is idempotent.
 func cacheConfig(obj any) (any, error) {
 	var m *metav1.ObjectMeta
+	var secretType corev1.SecretType
 	secret := false
 	switch o := obj.(type) {
 	case *cachedConfig:
@@ -322,7 +325,7 @@ func cacheConfig(obj any) (any, error) {
 	case *corev1.ConfigMap:
 		m = &o.ObjectMeta
 	case *corev1.Secret:
-		m, secret = &o.ObjectMeta, true
+		m, secret, secretType = &o.ObjectMeta, true, o.Type
 	default:
 		return obj, nil
 	}
@@ -330,7 +333,7 @@ func cacheConfig(obj any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cachedConfig{cachedMeta: newCachedMeta(m), secret: secret, digests: packDigests(c)}, nil
+	return &cachedConfig{cachedMeta: newCachedMeta(m), secret: secret, tokenPending: tokenPending(secretType, c), digests: packDigests(c)}, nil
 }
 
 func (c *cachedConfig) kind() hashing.Kind {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/confighash/confighash/hashing"
@@ -35,6 +36,16 @@ func TestNoteFirstSeen(t *testing.T) {
 	v1 := state{content: content("one"), version: "10", found: true}
 	v2 := state{content: content("two"), version: "11", found: true}
 	absent := state{}
+	// Secret db as a ServiceAccount token Secret, before and after the
+	// token controller filled it in.
+	token := func(version, value string) state {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db", ResourceVersion: version}, Type: corev1.SecretTypeServiceAccountToken}
+		if value != "" {
+			s.Data = map[string][]byte{corev1.ServiceAccountTokenKey: []byte(value), "ca.crt": []byte("ca"), "namespace": []byte("ns")}
+		}
+		return stateOf(s)
+	}
+	pending, filled := token("20", ""), token("21", "t1")
 	req := Request{Kind: "Deployment", Namespace: "ns", Name: "web"}
 	obj := func(meta map[string]string, tmpl map[string]string) *appsv1.Deployment {
 		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Annotations: meta},
@@ -73,6 +84,10 @@ func TestNoteFirstSeen(t *testing.T) {
 			tr: transition{before: v1, after: absent}, want: map[string]string{"Secret/db": hashOf("Secret/db", v1)}},
 		{name: "opted out: nothing", meta: map[string]string{k.enabled: "false"}, ref: "Secret/db",
 			tr: transition{before: v1, after: v2}},
+		{name: "token Secret filled in: pods could not start on it before", meta: enabled, ref: "Secret/db",
+			tr: transition{before: pending, after: filled}},
+		{name: "token Secret lost its token: the token before", meta: enabled, ref: "Secret/db",
+			tr: transition{before: filled, after: pending}, want: map[string]string{"Secret/db": hashOf("Secret/db", filled)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -42,38 +42,39 @@ func (r *Reconciler) configHandler(kind hashing.Kind) handler.TypedEventHandler[
 				return // the workloads' own initial events reconcile everything
 			}
 			r.metrics.configEvents.WithLabelValues(string(kind), "created").Inc()
-			newC, err := ContentOf(e.Object)
-			r.enqueueConsumers(ctx, kind, e.Object, OpCreated, nil, transition{after: state{content: newC, version: e.Object.GetResourceVersion(), found: err == nil}}, q)
+			r.enqueueConsumers(ctx, kind, e.Object, OpCreated, nil, transition{after: stateOf(e.Object)}, q)
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
-			oldC, err1 := ContentOf(e.ObjectOld)
-			newC, err2 := ContentOf(e.ObjectNew)
-			changed := changedKeys(oldC, newC)
-			if err1 == nil && err2 == nil && len(changed) == 0 {
+			tr := transition{before: stateOf(e.ObjectOld), after: stateOf(e.ObjectNew)}
+			changed := changedKeys(tr.before.content, tr.after.content)
+			if tr.before.found && tr.after.found && len(changed) == 0 {
 				r.metrics.configEvents.WithLabelValues(string(kind), "metadata").Inc()
 				return
 			}
 			r.metrics.configEvents.WithLabelValues(string(kind), "content").Inc()
-			r.enqueueConsumers(ctx, kind, e.ObjectNew, OpChanged, changed,
-				transition{
-					before: state{content: oldC, version: e.ObjectOld.GetResourceVersion(), found: err1 == nil},
-					after:  state{content: newC, version: e.ObjectNew.GetResourceVersion(), found: err2 == nil},
-				}, q)
+			r.enqueueConsumers(ctx, kind, e.ObjectNew, OpChanged, changed, tr, q)
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
 			r.metrics.configEvents.WithLabelValues(string(kind), "deleted").Inc()
-			oldC, err := ContentOf(e.Object)
-			r.enqueueConsumers(ctx, kind, e.Object, OpDeleted, nil, transition{before: state{content: oldC, version: e.Object.GetResourceVersion(), found: err == nil}}, q)
+			r.enqueueConsumers(ctx, kind, e.Object, OpDeleted, nil, transition{before: stateOf(e.Object)}, q)
 		},
 	}
 }
 
 // state is a config's content and resourceVersion; found is false when it
-// does not exist.
+// does not exist (or cannot be read), pending when it is a ServiceAccount
+// token Secret the token controller has not filled in yet (TokenPending).
 type state struct {
 	content hashing.Content
 	version string
 	found   bool
+	pending bool
+}
+
+// stateOf is the state of a config as an event or the cache gives it.
+func stateOf(obj client.Object) state {
+	c, err := ContentOf(obj)
+	return state{content: c, version: obj.GetResourceVersion(), found: err == nil, pending: err == nil && pendingOf(obj, c)}
 }
 
 // transition is a config's content before and after an event.
@@ -116,8 +117,9 @@ func (r *Reconciler) enqueueConsumers(ctx context.Context, kind hashing.Kind, ob
 // this process wrote its baseline from the content after this event: read
 // from the cache between the edit landing there and this handler running,
 // that baseline absorbed the edit. A required config that did not exist,
-// or lacked a key the pods require, is not remembered: pods cannot have
-// started on it, so what comes next is the first content they see.
+// lacked a key the pods require, or was a ServiceAccount token Secret
+// without its token yet, is not remembered: pods cannot have started on
+// it, so what comes next is the first content they see.
 func (r *Reconciler) noteFirstSeen(req Request, kind *workloadKind, o client.Object, ref string, tr transition) {
 	absorbed := r.memory.takeWritten(req, ref) == tr.after.version && tr.after.found
 	tmpl, err := kind.template(o)
@@ -129,7 +131,7 @@ func (r *Reconciler) noteFirstSeen(req Request, kind *workloadKind, o client.Obj
 		return
 	}
 	for _, u := range v.Uses {
-		if u.Ref() == ref && len(v.Missing(u, tr.before.content, tr.before.found)) > 0 {
+		if u.Ref() == ref && len(v.Missing(u, tr.before.content, tr.before.found, tr.before.pending)) > 0 {
 			return
 		}
 	}

@@ -275,15 +275,15 @@ func (r *Reconciler) observe(ctx context.Context, req Request, v View) (Input, m
 	}
 	in.Baseline, in.BaselineKeyID, in.BaselineUses = ParseBaseline(v.Baseline)
 	for _, u := range v.Uses {
-		c, rv, found, err := r.content(ctx, ns, u.Kind, u.Name)
+		st, err := r.content(ctx, ns, u.Kind, u.Name)
 		if err != nil {
 			return in, nil, err
 		}
-		versions[u.Ref()] = rv
-		if found {
-			contents[u.Ref()] = c
+		versions[u.Ref()] = st.version
+		if st.found {
+			contents[u.Ref()] = st.content
 		}
-		in.Missing = append(in.Missing, v.Missing(u, c, found)...)
+		in.Missing = append(in.Missing, v.Missing(u, st.content, st.found, st.pending)...)
 	}
 	lookup := func(kind hashing.Kind, name string) (hashing.Content, bool) {
 		c, ok := contents[string(kind)+"/"+name]
@@ -366,7 +366,7 @@ func shell(kind *workloadKind, obj client.Object) client.Object {
 }
 
 // content reads one config from the cache.
-func (r *Reconciler) content(ctx context.Context, ns string, kind hashing.Kind, name string) (hashing.Content, string, bool, error) {
+func (r *Reconciler) content(ctx context.Context, ns string, kind hashing.Kind, name string) (state, error) {
 	var like client.Object = &corev1.ConfigMap{}
 	if kind == hashing.KindSecret {
 		like = &corev1.Secret{}
@@ -374,12 +374,15 @@ func (r *Reconciler) content(ctx context.Context, ns string, kind hashing.Kind, 
 	obj, err := r.cached(ctx, like, string(kind), types.NamespacedName{Namespace: ns, Name: name})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return hashing.Content{}, "", false, nil
+			return state{}, nil
 		}
-		return hashing.Content{}, "", false, fmt.Errorf("reading %s %s/%s: %w", kind, ns, name, err)
+		return state{}, fmt.Errorf("reading %s %s/%s: %w", kind, ns, name, err)
 	}
 	c, err := ContentOf(obj)
-	return c, obj.GetResourceVersion(), err == nil, err
+	if err != nil {
+		return state{}, err
+	}
+	return state{content: c, version: obj.GetResourceVersion(), found: true, pending: pendingOf(obj, c)}, nil
 }
 
 // blocked holds a workload back while a required config is missing. It

@@ -348,7 +348,7 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 	contents := map[string]hashing.Content{}
 	for _, u := range v.Uses {
 		cfg := Config{Consumed: output.ConsumedOf(u, external[u.Ref()])}
-		content, found, err := c.content(ctx, meta.Namespace, u.Kind, u.Name)
+		content, found, pending, err := c.content(ctx, meta.Namespace, u.Kind, u.Name)
 		switch {
 		case apierrors.IsForbidden(err):
 			cfg.Unreadable = true
@@ -363,7 +363,7 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 		if found {
 			contents[u.Ref()] = content
 		}
-		in.Missing = append(in.Missing, v.Missing(u, content, found)...)
+		in.Missing = append(in.Missing, v.Missing(u, content, found, pending)...)
 		w.Configs = append(w.Configs, cfg)
 	}
 	lookup := func(kind hashing.Kind, name string) (hashing.Content, bool) {
@@ -418,16 +418,14 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 }
 
 // content reads one config's content; found is false when it does not
-// exist.
-func (c collector) content(ctx context.Context, ns string, kind hashing.Kind, name string) (hashing.Content, bool, error) {
-	var (
-		content hashing.Content
-		err     error
-	)
+// exist, pending true when it is a ServiceAccount token Secret without its
+// token yet (controller.TokenPending: blocked, as the controller holds it).
+func (c collector) content(ctx context.Context, ns string, kind hashing.Kind, name string) (content hashing.Content, found, pending bool, err error) {
 	if kind == hashing.KindSecret {
 		var s *corev1.Secret
 		if s, err = c.cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
 			content, err = controller.ContentOf(s)
+			pending = controller.TokenPending(s)
 		}
 	} else {
 		var cm *corev1.ConfigMap
@@ -437,11 +435,11 @@ func (c collector) content(ctx context.Context, ns string, kind hashing.Kind, na
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		return content, false, nil
+		return content, false, false, nil
 	case err != nil:
-		return content, false, fmt.Errorf("reading %s %s: %w", kind, hashing.ObjectName(ns, name), err)
+		return content, false, false, fmt.Errorf("reading %s %s: %w", kind, hashing.ObjectName(ns, name), err)
 	}
-	return content, true, nil
+	return content, true, pending, nil
 }
 
 // lastEvent returns the newest ConfigChanged Event about the workload.
