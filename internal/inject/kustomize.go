@@ -232,11 +232,11 @@ func (r *resolver) resolve(kind hashing.Kind, name string) (string, hashing.Cont
 		r.findings = append(r.findings, fmt.Sprintf("the reference to %s %s matches %s, all once named %s: kustomize will refuse it (found multiple possible referrals)",
 			kind, name, strings.Join(names, " and "), name))
 	}
+	// A config found under the name it has before kustomize's hash suffix
+	// is one kustomize did not choose for this reference (no referral):
+	// the reference keeps that name, which no object will have.
 	content, ok := r.configs.lookup(r.namespace)(kind, name)
-	if ok {
-		name = content.Name
-	}
-	return name, content, ok
+	return name, content, ok && content.Name == name
 }
 
 // resolveUses maps the uses of a pod spec to the objects kustomize will

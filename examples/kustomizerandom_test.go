@@ -1,0 +1,753 @@
+package examples_test
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	k8syaml "sigs.k8s.io/yaml"
+
+	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/testing/testtools"
+)
+
+// randomTreesEnv names the seeds TestKustomizeRandomTrees runs: a range
+// (1-500) or a comma-separated list (17,42); 1-30 when unset.
+const randomTreesEnv = "CONFIGHASH_RANDOM_TREES"
+
+// TestKustomizeRandomTrees builds seeded random kustomize trees (bases,
+// overlays, components, a base listed twice under different prefixes,
+// namespaces at random levels, generators merged and replaced across
+// levels, plain configs, renaming patches, workloads reading configs every
+// way) with confighash listed in the outermost kustomization, and takes
+// kustomize's own render as the oracle: each pod spec's references are the
+// final names. A tree kustomize refuses is counted, not checked. Otherwise
+// the render is the build without confighash but for its annotations,
+// every workload's hash and external list are the ones computed from the
+// objects its pod spec names, verify passes, and an edited config value
+// moves exactly the hashes of the workloads that read it in the render.
+func TestKustomizeRandomTrees(t *testing.T) {
+	t.Parallel()
+	seeds := randomSeeds(t)
+	var stats randomStats
+	t.Run("trees", func(t *testing.T) {
+		for _, seed := range seeds {
+			t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+				t.Parallel()
+				checkRandomTree(t, seed, &stats)
+			})
+		}
+	})
+	t.Logf("%d trees: %d built and checked, %d refused by kustomize; %d workloads, %d hashed, %d with an external list; "+
+		"%d value edits, %d of which moved a hash", len(seeds), stats.built.Load(), stats.refused.Load(), stats.workloads.Load(),
+		stats.hashed.Load(), stats.external.Load(), stats.edits.Load(), stats.moved.Load())
+	if !t.Failed() {
+		assert.GreaterOrEqual(t, 2*stats.built.Load(), int64(len(seeds)), "most trees must be ones kustomize builds")
+	}
+}
+
+// randomSeeds reads randomTreesEnv.
+func randomSeeds(t *testing.T) []uint64 {
+	t.Helper()
+	spec := os.Getenv(randomTreesEnv)
+	if spec == "" {
+		spec = "1-30"
+	}
+	var seeds []uint64
+	for _, part := range strings.Split(spec, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.ParseUint(strings.TrimSpace(lo), 10, 64)
+		require.NoError(t, err, "%s=%s", randomTreesEnv, spec)
+		b := a
+		if isRange {
+			b, err = strconv.ParseUint(strings.TrimSpace(hi), 10, 64)
+			require.NoError(t, err, "%s=%s", randomTreesEnv, spec)
+		}
+		for s := a; s <= b; s++ {
+			seeds = append(seeds, s)
+		}
+	}
+	return seeds
+}
+
+// randomStats counts what the trees held, for the log.
+type randomStats struct {
+	built, refused, workloads, hashed, external, edits, moved atomic.Int64
+}
+
+// checkRandomTree writes and checks the tree of one seed.
+func checkRandomTree(t *testing.T, seed uint64, stats *randomStats) {
+	t.Helper()
+	g := newTreeGen(seed)
+	g.generate()
+	dir, plainDir := t.TempDir(), t.TempDir()
+	bin := testtools.Tool(t, "confighash")
+	g.write(t, dir, bin)
+	g.write(t, plainDir, "/bin/cat")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("seed %d (%s=%d reruns it); the tree:\n%s", seed, randomTreesEnv, seed, g.dump())
+		}
+	})
+	kustomize := testtools.Tool(t, "kustomize")
+	build := func(dir string) testtools.Result {
+		return testtools.Run(t, dir, nil, nil, kustomize, "build", "--enable-alpha-plugins", "--enable-exec", ".")
+	}
+	plain := build(plainDir)
+	res := build(dir)
+	if plain.ExitCode != 0 {
+		assert.NotZero(t, res.ExitCode, "seed %d: kustomize refuses the tree without confighash (%s), but builds it with it", seed, plain.Stderr)
+		t.Logf("seed %d: kustomize refuses the tree: %s", seed, strings.TrimSpace(plain.Stderr))
+		stats.refused.Add(1)
+		return
+	}
+	stats.built.Add(1)
+	require.Zero(t, res.ExitCode, "seed %d: kustomize builds the tree without confighash, not with it\n%s", seed, res.Stderr)
+	out := res.Stdout
+	assert.Equal(t, withoutConfighash(t, plain.Stdout), withoutConfighash(t, out), "seed %d: only confighash's annotations added", seed)
+
+	got := independentHashes(t, out)
+	require.NotEmpty(t, got, "seed %d: workloads in the render", seed)
+	for id, r := range got {
+		stats.workloads.Add(1)
+		if r.want != "" {
+			stats.hashed.Add(1)
+		}
+		if r.wantExternal != "" {
+			stats.external.Add(1)
+		}
+		assert.Equal(t, r.want, r.hash, "seed %d: %s: hash of what it reads, by the final names\n%s", seed, id, out)
+		assert.Equal(t, r.wantExternal, r.external, "seed %d: %s: external annotation", seed, id)
+	}
+	verify := testtools.Run(t, dir, nil, []byte(out), testtools.Tool(t, "confighash"), "verify")
+	assert.Zero(t, verify.ExitCode, "seed %d: confighash verify on the render\n%s", seed, verify.Stderr)
+
+	hashes := testtools.PodHashes(t, out)
+	for _, i := range g.r.Perm(len(g.tokens))[:min(2, len(g.tokens))] {
+		tok := g.tokens[i]
+		edit(t, filepath.Join(dir, tok.file), tok.value, tok.value+"q")
+		changed := build(dir)
+		require.Zero(t, changed.ExitCode, "seed %d: %s: %s edited\n%s", seed, tok.file, tok.value, changed.Stderr)
+		name := fmt.Sprintf("seed %d: %s: %s edited", seed, tok.file, tok.value)
+		readers := readersOf(t, out, changed.Stdout, tok.value)
+		assertMoved(t, name, hashes, testtools.PodHashes(t, changed.Stdout), readers)
+		edit(t, filepath.Join(dir, tok.file), tok.value+"q", tok.value)
+		stats.edits.Add(1)
+		if len(readers) > 0 {
+			stats.moved.Add(1)
+		}
+	}
+}
+
+// readersOf returns the workloads of the render before whose pod specs read
+// a key whose value holds value, or any key of a config holding it whose
+// name the edit changed (a kustomize hash suffix).
+func readersOf(t *testing.T, before, after, value string) []string {
+	t.Helper()
+	nodes, err := kio.FromBytes([]byte(before))
+	require.NoError(t, err)
+	afterNames := map[string]bool{}
+	for id := range configValues(t, after) {
+		afterNames[id] = true
+	}
+	// holders maps Kind/namespace/name to the keys whose value holds it.
+	holders := map[string][]string{}
+	for id, data := range configValues(t, before) {
+		for k, v := range data {
+			if strings.Contains(v, value) {
+				holders[id] = append(holders[id], k)
+			}
+		}
+	}
+	var readers []string
+	for _, n := range nodes {
+		path, ok := podTemplatePaths[n.GetKind()]
+		if !ok {
+			continue
+		}
+		tpl, err := n.Pipe(kyaml.Lookup(path...))
+		require.NoError(t, err)
+		spec := independentPodSpec(t, tpl)
+		for _, u := range hashing.Discover(&spec) {
+			id := string(u.Kind) + "/" + n.GetNamespace() + "/" + u.Name
+			keys, holds := holders[id]
+			if holds && (u.All || !afterNames[id] || slices.ContainsFunc(keys, func(k string) bool { return slices.Contains(u.Keys, k) })) {
+				readers = append(readers, n.GetKind()+"/"+n.GetNamespace()+"/"+n.GetName())
+				break
+			}
+		}
+	}
+	return readers
+}
+
+// configValues reads the values of every ConfigMap and Secret of a render
+// through the API types, by Kind/namespace/name and key.
+func configValues(t *testing.T, out string) map[string]map[string]string {
+	t.Helper()
+	nodes, err := kio.FromBytes([]byte(out))
+	require.NoError(t, err)
+	values := map[string]map[string]string{}
+	for _, n := range nodes {
+		raw, err := n.MarshalJSON()
+		require.NoError(t, err)
+		data := map[string]string{}
+		switch n.GetKind() {
+		case "ConfigMap":
+			var cm corev1.ConfigMap
+			require.NoError(t, k8syaml.Unmarshal(raw, &cm))
+			maps.Copy(data, cm.Data)
+		case "Secret":
+			var s corev1.Secret
+			require.NoError(t, k8syaml.Unmarshal(raw, &s))
+			for k, v := range s.Data {
+				data[k] = string(v)
+			}
+			maps.Copy(data, s.StringData)
+		default:
+			continue
+		}
+		values[n.GetKind()+"/"+n.GetNamespace()+"/"+n.GetName()] = data
+	}
+	return values
+}
+
+// treeGen writes one random kustomize tree.
+type treeGen struct {
+	r    *rand.Rand
+	seed uint64
+	// files are the tree's files by path, in writing order.
+	files map[string]string
+	order []string
+	// tokens are the editable config values: each unique in the tree.
+	tokens []valueToken
+	n      int
+}
+
+type valueToken struct{ file, value string }
+
+// genConfig is a ConfigMap or Secret as a level sees it.
+type genConfig struct {
+	kind, name, namespace string
+	// current is its name as the level leaves it (prefixes, suffixes, a
+	// renaming patch; not the hash suffix).
+	current   string
+	generated bool
+	// renamed configs are no longer found by name by later generators
+	// and patches: renamed by a patch, or built twice.
+	renamed bool
+}
+
+// genWorkload is a workload as a level sees it.
+type genWorkload struct {
+	kind, name, namespace string
+}
+
+// genLevel is what a kustomization's build holds.
+type genLevel struct {
+	dir       string
+	configs   []genConfig
+	workloads []genWorkload
+}
+
+var (
+	configNames   = []string{"app", "db", "settings", "extra"}
+	configKeys    = []string{"A", "B", "C", "conf.txt"}
+	workloadNames = []string{"web", "api", "worker"}
+)
+
+func newTreeGen(seed uint64) *treeGen {
+	return &treeGen{r: rand.New(rand.NewPCG(seed, 0x636f6e666967)), seed: seed, files: map[string]string{}}
+}
+
+func (g *treeGen) chance(p float64) bool { return g.r.Float64() < p }
+
+func pick[T any](g *treeGen, list []T) T { return list[g.r.IntN(len(list))] }
+
+// value returns a new config value, unique in the tree and no part of
+// another.
+func (g *treeGen) value(file string) string {
+	g.n++
+	v := fmt.Sprintf("s%dv%dz", g.seed, g.n)
+	g.tokens = append(g.tokens, valueToken{file: file, value: v})
+	return v
+}
+
+func (g *treeGen) put(path string, doc any) {
+	b, err := k8syaml.Marshal(doc)
+	if err != nil {
+		panic(err)
+	}
+	g.putText(path, string(b))
+}
+
+func (g *treeGen) putText(path, text string) {
+	if _, ok := g.files[path]; !ok {
+		g.order = append(g.order, path)
+	}
+	g.files[path] = text
+}
+
+// generate writes a base, 0–2 overlays over it, sometimes two variants of
+// the top, and the root kustomization that lists confighash.
+func (g *treeGen) generate() {
+	lvl := g.base("base")
+	for i := range g.r.IntN(3) {
+		lvl = g.overlay(fmt.Sprintf("o%d", i+1), []genLevel{lvl}, false)
+	}
+	children := []genLevel{lvl}
+	switch x := g.r.Float64(); {
+	case x < 0.25:
+		// The level as is next to a variant of itself.
+		children = append(children, g.overlay("variant", children, true))
+	case x < 0.45:
+		children = []genLevel{g.overlay("left", children, true), g.overlay("right", children, true)}
+	}
+	g.overlay(".", children, false)
+	g.putText("kustomization.yaml", g.files["kustomization.yaml"]+"transformers:\n- confighash.yaml\n")
+}
+
+// base writes a base: configs generated and plain, workloads reading them.
+func (g *treeGen) base(dir string) genLevel {
+	lvl := genLevel{dir: dir}
+	kfile := dir + "/kustomization.yaml"
+	k := map[string]any{}
+	var resources []any
+	var cmGen, secretGen []any
+	for range 1 + g.r.IntN(3) {
+		c := genConfig{kind: pick(g, []string{"ConfigMap", "Secret"}), name: pick(g, configNames), generated: g.chance(0.6)}
+		c.current = c.name
+		if g.chance(0.15) {
+			// Written in a namespace of its own.
+			c.namespace = "team"
+		}
+		if slices.ContainsFunc(lvl.configs, func(o genConfig) bool { return o.kind == c.kind && o.name == c.name }) {
+			continue
+		}
+		lvl.configs = append(lvl.configs, c)
+		if c.generated {
+			entry := g.generator(dir, kfile, c, "")
+			if c.kind == "ConfigMap" {
+				cmGen = append(cmGen, entry)
+			} else {
+				secretGen = append(secretGen, entry)
+			}
+			continue
+		}
+		file := strings.ToLower(c.kind) + "-" + c.name + ".yaml"
+		resources = append(resources, file)
+		g.put(dir+"/"+file, g.plainConfig(dir+"/"+file, c))
+	}
+	for _, name := range workloadNames[:1+g.r.IntN(2)] {
+		w := genWorkload{kind: pick(g, []string{"Deployment", "StatefulSet", "CronJob"}), name: name}
+		if g.chance(0.15) {
+			w.namespace = "team"
+		}
+		lvl.workloads = append(lvl.workloads, w)
+		file := strings.ToLower(w.kind) + "-" + name + ".yaml"
+		resources = append(resources, file)
+		g.put(dir+"/"+file, g.workload(w, lvl.configs))
+	}
+	k["resources"] = resources
+	if len(cmGen) > 0 {
+		k["configMapGenerator"] = cmGen
+	}
+	if len(secretGen) > 0 {
+		k["secretGenerator"] = secretGen
+	}
+	if g.chance(0.2) {
+		k["generatorOptions"] = map[string]any{"disableNameSuffixHash": true}
+	}
+	g.put(kfile, k)
+	return lvl
+}
+
+// generator returns a generator entry for c: literals, files or env files
+// written into dir, sometimes its own options, a behavior when given.
+func (g *treeGen) generator(dir, kfile string, c genConfig, behavior string) map[string]any {
+	entry := map[string]any{"name": c.name}
+	if behavior != "" {
+		entry["behavior"] = behavior
+	}
+	if c.namespace != "" {
+		entry["namespace"] = c.namespace
+	}
+	keys := slices.Clone(configKeys[:3])
+	g.r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	keys = keys[:1+g.r.IntN(3)]
+	var literals []any
+	for i, key := range keys {
+		switch {
+		case i > 0 && g.chance(0.3):
+			g.n++
+			file := fmt.Sprintf("%s-%d.env", c.name, g.n)
+			g.putText(dir+"/"+file, key+"="+g.value(dir+"/"+file)+"\n")
+			entry["envs"] = []any{file}
+		default:
+			literals = append(literals, key+"="+g.value(kfile))
+		}
+	}
+	if len(literals) > 0 {
+		entry["literals"] = literals
+	}
+	if g.chance(0.3) {
+		g.n++
+		file := fmt.Sprintf("conf-%d.txt", g.n)
+		g.putText(dir+"/"+file, "setting "+g.value(dir+"/"+file)+"\n")
+		entry["files"] = []any{"conf.txt=" + file}
+	}
+	if g.chance(0.2) {
+		entry["options"] = map[string]any{"disableNameSuffixHash": true}
+	}
+	return entry
+}
+
+// plainConfig returns a ConfigMap or Secret resource for c.
+func (g *treeGen) plainConfig(file string, c genConfig) map[string]any {
+	data := map[string]any{}
+	for _, key := range configKeys[:1+g.r.IntN(3)] {
+		data[key] = g.value(file)
+	}
+	md := map[string]any{"name": c.name}
+	if c.namespace != "" {
+		md["namespace"] = c.namespace
+	}
+	obj := map[string]any{"apiVersion": "v1", "kind": c.kind, "metadata": md}
+	if c.kind == "Secret" {
+		obj["stringData"] = data
+	} else {
+		obj["data"] = data
+	}
+	return obj
+}
+
+// configRef picks a config for a workload to read: one of the level's
+// mostly, else any name (made by an overlay, or nowhere).
+func (g *treeGen) configRef(configs []genConfig) (kind, name string) {
+	if len(configs) > 0 && g.chance(0.75) {
+		c := pick(g, configs)
+		if g.chance(0.25) {
+			return c.kind, c.current
+		}
+		return c.kind, c.name
+	}
+	return pick(g, []string{"ConfigMap", "Secret"}), pick(g, append(slices.Clone(configNames), "ghost"))
+}
+
+// workload returns a workload whose pod spec reads configs in random ways.
+func (g *treeGen) workload(w genWorkload, configs []genConfig) map[string]any {
+	container := func(name string) map[string]any {
+		c := map[string]any{"name": name, "image": "example/" + name + ":1"}
+		var env, envFrom []any
+		for range g.r.IntN(4) {
+			kind, cname := g.configRef(configs)
+			ref := map[string]any{"name": cname}
+			if g.chance(0.2) {
+				ref["optional"] = true
+			}
+			if g.chance(0.4) {
+				envFrom = append(envFrom, map[string]any{refField(kind, "Ref"): ref})
+				continue
+			}
+			ref["key"] = pick(g, configKeys[:3])
+			env = append(env, map[string]any{"name": fmt.Sprintf("E%d", len(env)), "valueFrom": map[string]any{refField(kind, "KeyRef"): ref}})
+		}
+		if len(env) > 0 {
+			c["env"] = env
+		}
+		if len(envFrom) > 0 {
+			c["envFrom"] = envFrom
+		}
+		return c
+	}
+	spec := map[string]any{"containers": []any{container("main")}}
+	if g.chance(0.2) {
+		spec["initContainers"] = []any{container("init")}
+	}
+	var volumes []any
+	for i := range g.r.IntN(3) {
+		kind, cname := g.configRef(configs)
+		vol := map[string]any{"name": fmt.Sprintf("v%d", i)}
+		src := map[string]any{}
+		nameField := "name"
+		if kind == "Secret" {
+			nameField = "secretName"
+		}
+		if g.chance(0.4) {
+			src["items"] = []any{map[string]any{"key": pick(g, configKeys), "path": "f"}}
+		}
+		if g.chance(0.2) {
+			src["optional"] = true
+		}
+		if g.chance(0.3) {
+			src["name"] = cname
+			vol["projected"] = map[string]any{"sources": []any{map[string]any{strings.ToLower(kind[:1]) + kind[1:]: src}}}
+		} else {
+			src[nameField] = cname
+			vol[strings.ToLower(kind[:1])+kind[1:]] = src
+		}
+		volumes = append(volumes, vol)
+	}
+	if len(volumes) > 0 {
+		spec["volumes"] = volumes
+	}
+	if g.chance(0.2) {
+		_, cname := g.configRef(slices.DeleteFunc(slices.Clone(configs), func(c genConfig) bool { return c.kind != "Secret" }))
+		spec["imagePullSecrets"] = []any{map[string]any{"name": cname}}
+	}
+	labels := map[string]any{"app": w.name}
+	template := map[string]any{"metadata": map[string]any{"labels": labels}, "spec": spec}
+	md := map[string]any{"name": w.name}
+	if w.namespace != "" {
+		md["namespace"] = w.namespace
+	}
+	obj := map[string]any{"kind": w.kind, "metadata": md}
+	switch w.kind {
+	case "CronJob":
+		spec["restartPolicy"] = "Never"
+		obj["apiVersion"] = "batch/v1"
+		obj["spec"] = map[string]any{"schedule": "0 * * * *", "jobTemplate": map[string]any{"spec": map[string]any{"template": template}}}
+	case "StatefulSet":
+		obj["apiVersion"] = "apps/v1"
+		obj["spec"] = map[string]any{"serviceName": w.name, "selector": map[string]any{"matchLabels": labels}, "template": template}
+	default:
+		obj["apiVersion"] = "apps/v1"
+		obj["spec"] = map[string]any{"selector": map[string]any{"matchLabels": labels}, "template": template}
+	}
+	return obj
+}
+
+// refField is configMapRef, secretKeyRef and the like.
+func refField(kind, suffix string) string {
+	if kind == "Secret" {
+		return "secret" + suffix
+	}
+	return "configMap" + suffix
+}
+
+// overlay writes a kustomization over children: sometimes a name prefix
+// (always when variant), suffix or namespace, generators merging into,
+// replacing or adding to the children's, patches changing or renaming
+// configs, a component.
+func (g *treeGen) overlay(dir string, children []genLevel, variant bool) genLevel {
+	lvl := genLevel{dir: dir}
+	kfile := filepath.Join(dir, "kustomization.yaml")
+	k := map[string]any{}
+	var resources []any
+	for _, c := range children {
+		rel, err := filepath.Rel(dir, c.dir)
+		if err != nil {
+			panic(err)
+		}
+		resources = append(resources, rel)
+		lvl.configs = append(lvl.configs, c.configs...)
+		lvl.workloads = append(lvl.workloads, c.workloads...)
+	}
+	k["resources"] = resources
+	single := len(children) == 1
+	if !single {
+		// Two builds of one base: a name is no longer one config.
+		for i := range lvl.configs {
+			lvl.configs[i].renamed = true
+		}
+	}
+	g.n++
+	var prefix, suffix string
+	// A variant's names differ from the level's by a prefix, a suffix or
+	// both.
+	variantPrefix := variant && g.chance(0.7)
+	if variantPrefix || g.chance(0.35) {
+		prefix = fmt.Sprintf("p%d-", g.n)
+		k["namePrefix"] = prefix
+	}
+	if (variant && !variantPrefix) || g.chance(0.2) {
+		suffix = fmt.Sprintf("-x%d", g.n)
+		k["nameSuffix"] = suffix
+	}
+	if g.chance(0.15) {
+		k["generatorOptions"] = map[string]any{"disableNameSuffixHash": g.chance(0.7), "labels": map[string]any{"level": strconv.Itoa(g.n)}}
+	}
+	var cmGen, secretGen []any
+	for _, c := range lvl.configs {
+		if !c.generated || c.renamed || !g.chance(0.35) {
+			continue
+		}
+		entry := g.generator(dir, kfile, c, pick(g, []string{"merge", "replace"}))
+		if c.kind == "ConfigMap" {
+			cmGen = append(cmGen, entry)
+		} else {
+			secretGen = append(secretGen, entry)
+		}
+	}
+	if g.chance(0.3) {
+		c := genConfig{kind: pick(g, []string{"ConfigMap", "Secret"}), name: pick(g, configNames), generated: true}
+		c.current = c.name
+		// A name a child's config had only if that one was renamed since
+		// (kustomize refuses two objects of one name).
+		if !slices.ContainsFunc(lvl.configs, func(o genConfig) bool { return o.kind == c.kind && o.current == c.name }) {
+			entry := g.generator(dir, kfile, c, "")
+			if c.kind == "ConfigMap" {
+				cmGen = append(cmGen, entry)
+			} else {
+				secretGen = append(secretGen, entry)
+			}
+			lvl.configs = append(lvl.configs, c)
+		}
+	}
+	if len(cmGen) > 0 {
+		k["configMapGenerator"] = cmGen
+	}
+	if len(secretGen) > 0 {
+		k["secretGenerator"] = secretGen
+	}
+	var patches []any
+	for i, c := range lvl.configs {
+		switch {
+		case c.renamed:
+		case !c.generated && g.chance(0.3):
+			b, err := k8syaml.Marshal(g.plainConfig(kfile, c))
+			if err != nil {
+				panic(err)
+			}
+			patches = append(patches, map[string]any{"patch": string(b)})
+		case g.chance(0.12):
+			g.n++
+			name := fmt.Sprintf("%s-r%d", c.name, g.n)
+			patches = append(patches, map[string]any{
+				"target":  map[string]any{"kind": c.kind, "name": c.name},
+				"options": map[string]any{"allowNameChange": true},
+				"patch":   "- op: replace\n  path: /metadata/name\n  value: " + name + "\n",
+			})
+			lvl.configs[i].renamed, lvl.configs[i].current = true, name
+		}
+	}
+	if single && len(lvl.workloads) > 0 && g.chance(0.2) {
+		patches = append(patches, map[string]any{"patch": g.envPatch(pick(g, lvl.workloads), lvl.configs)})
+	}
+	if len(patches) > 0 {
+		k["patches"] = patches
+	}
+	if g.chance(0.2) {
+		g.n++
+		comp := fmt.Sprintf("c%d", g.n)
+		if dir != "." {
+			comp = dir + "/" + comp
+		}
+		var workloads []genWorkload
+		if single {
+			workloads = lvl.workloads
+		}
+		g.component(comp, workloads, lvl.configs)
+		rel, err := filepath.Rel(dir, comp)
+		if err != nil {
+			panic(err)
+		}
+		k["components"] = []any{rel}
+	}
+	if g.chance(0.3) {
+		// A workload of this level: it may read a config by the name a
+		// child's build gave it.
+		w := genWorkload{kind: pick(g, []string{"Deployment", "StatefulSet", "CronJob"}), name: fmt.Sprintf("w%d", g.n)}
+		file := strings.ToLower(w.kind) + "-" + w.name + ".yaml"
+		k["resources"] = append(resources, file)
+		g.put(filepath.Join(dir, file), g.workload(w, lvl.configs))
+		lvl.workloads = append(lvl.workloads, w)
+	}
+	for i := range lvl.configs {
+		lvl.configs[i].current = prefix + lvl.configs[i].current + suffix
+	}
+	if g.chance(0.3) {
+		ns := fmt.Sprintf("ns%d", g.n)
+		k["namespace"] = ns
+		for i := range lvl.configs {
+			lvl.configs[i].namespace = ns
+		}
+		for i := range lvl.workloads {
+			lvl.workloads[i].namespace = ns
+		}
+	}
+	g.put(kfile, k)
+	return lvl
+}
+
+// envPatch is a strategic merge patch adding an env variable read from a
+// config to a workload's main container.
+func (g *treeGen) envPatch(w genWorkload, configs []genConfig) string {
+	kind, cname := g.configRef(configs)
+	container := map[string]any{"name": "main", "env": []any{map[string]any{
+		"name": "PATCHED", "valueFrom": map[string]any{refField(kind, "KeyRef"): map[string]any{"name": cname, "key": pick(g, configKeys[:3])}},
+	}}}
+	template := map[string]any{"spec": map[string]any{"containers": []any{container}}}
+	md := map[string]any{"name": w.name}
+	if w.namespace != "" {
+		md["namespace"] = w.namespace
+	}
+	obj := map[string]any{"kind": w.kind, "metadata": md}
+	if w.kind == "CronJob" {
+		obj["apiVersion"] = "batch/v1"
+		obj["spec"] = map[string]any{"jobTemplate": map[string]any{"spec": map[string]any{"template": template}}}
+	} else {
+		obj["apiVersion"] = "apps/v1"
+		obj["spec"] = map[string]any{"template": template}
+	}
+	b, err := k8syaml.Marshal(obj)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// component writes a Component that merges into or adds a generator and
+// patches a workload to read a config.
+func (g *treeGen) component(dir string, workloads []genWorkload, configs []genConfig) {
+	kfile := dir + "/kustomization.yaml"
+	k := map[string]any{"apiVersion": "kustomize.config.k8s.io/v1alpha1", "kind": "Component"}
+	generated := slices.DeleteFunc(slices.Clone(configs), func(c genConfig) bool { return !c.generated || c.renamed })
+	c := genConfig{kind: pick(g, []string{"ConfigMap", "Secret"}), name: "comp", generated: true}
+	behavior := ""
+	if len(generated) > 0 && g.chance(0.5) {
+		c, behavior = pick(g, generated), "merge"
+	}
+	field := "configMapGenerator"
+	if c.kind == "Secret" {
+		field = "secretGenerator"
+	}
+	k[field] = []any{g.generator(dir, kfile, c, behavior)}
+	if len(workloads) > 0 {
+		k["patches"] = []any{map[string]any{"patch": g.envPatch(pick(g, workloads), append(slices.Clone(configs), c))}}
+	}
+	g.put(kfile, k)
+}
+
+// write writes the tree into dir, its confighash function running fn.
+func (g *treeGen) write(t *testing.T, dir, fn string) {
+	t.Helper()
+	files := maps.Clone(g.files)
+	files["confighash.yaml"] = "apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata:\n  name: confighash\n  annotations:\n" +
+		"    config.kubernetes.io/function: |\n      exec:\n        path: " + fn + "\n"
+	for path, text := range files {
+		p := filepath.Join(dir, path)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(text), 0o644))
+	}
+}
+
+// dump is the tree as text, for a failure message.
+func (g *treeGen) dump() string {
+	var b strings.Builder
+	for _, path := range g.order {
+		fmt.Fprintf(&b, "== %s\n%s\n", path, g.files[path])
+	}
+	return b.String()
+}
