@@ -887,19 +887,24 @@ data:
 		"      - name: token\n        secret:\n          secretName: {{ .Release.Name }}-robot-token\n"),
 }
 
-// TestHelmServiceAccountToken installs saTokenChart with each Helm; once the
-// token controller has filled the token Secret in, the controller starts
-// watching: the filled-in token is no change of the render, so nothing rolls;
-// a helm upgrade that changes nothing rolls nothing either; one that changes
-// the ConfigMap rolls the Deployment once, and the controller adds no roll.
-// (Before, confighash hashed the Secret as rendered, without data, and the
-// controller rolled the Deployment as soon as it saw the token.)
+// TestHelmServiceAccountToken installs saTokenChart with each Helm and the
+// controller watching: the token controller fills the token Secret in after
+// the install, which is no change of the render, and the controller takes
+// the filled-in Secret as its first content (it may see it empty first:
+// held back until the token is there), so nothing rolls; a helm upgrade
+// that changes nothing rolls nothing either; one that changes the ConfigMap
+// rolls the Deployment once, and the controller adds no roll. (Before,
+// confighash hashed the Secret as rendered, without data, and the
+// controller rolled the Deployment as soon as it saw the token; and the
+// controller could take the empty Secret as the content the pods run, then
+// roll them when the token came.)
 func TestHelmServiceAccountToken(t *testing.T) {
 	t.Parallel()
 	chart := filepath.Join(t.TempDir(), "robot")
 	writeTree(t, chart, saTokenChart)
 	prefix := fmt.Sprintf("satoken-%d", time.Now().UnixNano()%1e6) // -count=N reuses no namespace
 	eachHelm(t, "web", prefix, func(t *testing.T, version int, r *release, h testtools.Helm) {
+		ctrl := startController(t, "controller-"+h.String(), r.namespace)
 		r.mustHelm(t, h, "install", chart, "--create-namespace")
 		kubetest.Eventually(t, time.Minute, 100*time.Millisecond, "the token controller to fill web-robot-token", func(ctx context.Context) (bool, error) {
 			s, err := r.client.CoreV1().Secrets(r.namespace).Get(ctx, "web-robot-token", metav1.GetOptions{})
@@ -908,9 +913,9 @@ func TestHelmServiceAccountToken(t *testing.T) {
 		installed := r.deployment(t, "web-app")
 		require.NotEmpty(t, installed.hash(), "the installed Deployment's hash")
 		assert.Equal(t, "Secret/web-robot-token", installed.external, "the installed Deployment's external list")
-		ctrl := startController(t, "controller-"+h.String(), r.namespace)
 		ctrl.settled(t, r, "web-app", 0)
-		assertRolled(t, "the controller started after the token was filled in", 0, installed, r.deployment(t, "web-app"))
+		assertRolled(t, "the token filled in", 0, installed, r.deployment(t, "web-app"))
+		assert.Zero(t, ctrl.rolls(), "the controller's rolls after the token was filled in")
 
 		r.mustHelm(t, h, "upgrade", chart)
 		ctrl.settled(t, r, "web-app", 0)
