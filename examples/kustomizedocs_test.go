@@ -52,6 +52,20 @@ var docsTrees = []docsTree{
 		},
 	},
 	{
+		// A build next to a prefixed variant of it (the canary above, one
+		// level down), and a reader at the top naming the inner build's
+		// generated config by its prefixed name: two configs were once
+		// named so, neither with the reader's prefixes (none), and
+		// kustomize leaves the reference to a name no object has.
+		name: "a reference to a prefixed name two variants once had", tree: "prefixedname", build: ".",
+		workloads: map[string]string{"Deployment//team-web": "", "Deployment//canary-team-web": "", "Deployment//reader": "ConfigMap/team-app"},
+		changes: []treeChange{
+			{file: "base/kustomization.yaml", old: "GREETING=hello", new: "GREETING=hi",
+				moved: []string{"Deployment//team-web", "Deployment//canary-team-web"}},
+			{file: "reader.yaml", old: "MODE: strict", new: "MODE: lax", moved: []string{"Deployment//reader"}},
+		},
+	},
+	{
 		// examples/wordpress: two bases under one prefix, a patch adding an
 		// init container, vars in a command; a Secret read by key through
 		// a projected volume, an init container's env, and another
