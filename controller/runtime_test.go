@@ -328,10 +328,12 @@ func TestRBACSecretsRevokedAtRuntime(t *testing.T) {
 	mark := s.ctrl.obs.mark()
 	net.cutOff()
 	net.heal()
-	rv := e.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte(canary + "-3") })
+	// The edit waits for the failed list: until then the Secrets watch cut
+	// off above may still be delivering, and would see it.
 	eventually(t, "the controller to log that it may not list Secrets", func(context.Context) (bool, error) {
 		return strings.Contains(s.ctrl.logs.String(), `cannot list resource \"secrets\"`), nil
 	})
+	rv := e.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte(canary + "-3") })
 	s.ctrl.stillRunning(t)
 	assert.Equal(t, 0, s.rollouts())
 
