@@ -345,5 +345,82 @@ func generatedInputs() map[string][]byte {
 	return map[string][]byte{
 		"generated/benchgen":        benchgen.Stream(small),
 		"generated/benchgen (CRLF)": bytes.ReplaceAll(benchgen.Stream(small), []byte("\n"), []byte("\r\n")),
+		"generated/cluster-filled":  []byte(clusterFilledStream),
 	}
+}
+
+// clusterFilledStream holds the configs the cluster fills in
+// (hashing.ClusterFilled) as charts write them, each marker also with
+// another value and as the other of label and annotation, and a Deployment
+// reading them all.
+const clusterFilledStream = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: service-ca
+  annotations:
+    service.beta.openshift.io/inject-cabundle: "true"
+data:
+  old: kept
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: trusted-ca
+  labels:
+    config.openshift.io/inject-trusted-cabundle: "true"
+data:
+  old: deleted
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: not-injected
+  annotations:
+    service.beta.openshift.io/inject-cabundle: "false"
+  labels:
+    service.beta.openshift.io/inject-cabundle: "true"
+    config.openshift.io/inject-trusted-cabundle: "false"
+data:
+  k: v
+---
+apiVersion: v1
+kind: Secret
+type: kubernetes.io/service-account-token
+metadata:
+  name: robot-token
+  annotations:
+    kubernetes.io/service-account.name: robot
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  template:
+    spec:
+      containers:
+      - name: app
+        envFrom:
+        - configMapRef:
+            name: service-ca
+        - configMapRef:
+            name: trusted-ca
+        - configMapRef:
+            name: not-injected
+        - secretRef:
+            name: robot-token
+`
+
+// TestClusterFilledExternal: stream mode, as KRM mode (TestDifferential),
+// lists the configs the cluster fills in as external and hashes only the
+// ConfigMap whose markers do not make it one.
+func TestClusterFilledExternal(t *testing.T) {
+	out, report, err := postrenderer.Process([]byte(clusterFilledStream), inject.Options{DefaultNamespace: "shop"})
+	require.NoError(t, err)
+	require.Len(t, report.Workloads, 1)
+	w := report.Workloads[0]
+	assert.Equal(t, "ConfigMap/service-ca,ConfigMap/trusted-ca,Secret/robot-token", w.ExternalValue())
+	require.Len(t, w.InStream, 1)
+	assert.Equal(t, "ConfigMap/not-injected", w.InStream[0].Ref())
+	assert.Contains(t, string(out), "ConfigMap/service-ca,ConfigMap/trusted-ca,Secret/robot-token")
 }

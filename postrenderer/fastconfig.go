@@ -6,7 +6,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/confighash/confighash/hashing"
-	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/yaml11"
 )
 
@@ -45,10 +44,10 @@ func scanConfig(text []byte, buf *scanBuffers) (hashing.Content, bool) {
 			_, ok = plainScalar(rest) // kind was read by topLevelKind
 		case "type":
 			// A Secret the cluster fills in is left to the parser path,
-			// which leaves it out of the configs (inject.ServiceAccountTokenType).
+			// which leaves it out of the configs (hashing.ClusterFilled).
 			var t []byte
 			t, ok = plainScalar(rest)
-			ok = ok && string(t) != inject.ServiceAccountTokenType
+			ok = ok && string(t) != hashing.ServiceAccountTokenType
 		case "immutable":
 			v := string(bytes.TrimSpace(stripComment(rest)))
 			ok = v == "true" || v == "false"
@@ -143,13 +142,32 @@ func (s *scanner) metadata(c *config) bool {
 			var v []byte
 			v, ok = plainScalar(rest)
 			c.namespace = string(v)
-		case k == "labels" || k == "annotations" || isEmptyValue(rest):
-			ok = isEmptyValue(rest) && s.mapping(ind, func(_, _ []byte) bool { return true })
+		case k == "labels" || k == "annotations":
+			// A ConfigMap the cluster fills in is left to the parser
+			// path, as a token Secret is: a label or annotation that
+			// can mark it, whatever its value (hashing.ClusterFilled).
+			notMarker := notAnnotationMarker
+			if k == "labels" {
+				notMarker = notLabelMarker
+			}
+			ok = isEmptyValue(rest) && s.mapping(ind, notMarker)
+		case isEmptyValue(rest):
+			ok = s.mapping(ind, func(_, _ []byte) bool { return true })
 		default:
 			_, ok = scalarValue(rest)
 		}
 		return ok
 	})
+}
+
+// notAnnotationMarker and notLabelMarker accept an annotation or a label
+// that cannot make a config one the cluster fills in.
+func notAnnotationMarker(name, _ []byte) bool {
+	return !hashing.ClusterFilledMarker(false, string(name))
+}
+
+func notLabelMarker(name, _ []byte) bool {
+	return !hashing.ClusterFilledMarker(true, string(name))
 }
 
 // mapping reads a block mapping of string values nested under a key at

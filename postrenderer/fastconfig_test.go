@@ -202,3 +202,27 @@ func TestConfigsReadAsKubectlReadsThem(t *testing.T) {
 		})
 	}
 }
+
+// TestScanConfigLeavesClusterFilledToTheParser: a config the cluster fills
+// in (hashing.ClusterFilled) is left to the parser path, which keeps it out
+// of the hash: a token Secret, a ConfigMap with either OpenShift CA bundle
+// marker, whatever its value (the parser decides). A marker name as the
+// other of label and annotation, or in data, is read as any.
+func TestScanConfigLeavesClusterFilledToTheParser(t *testing.T) {
+	const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ca\n%sdata:\n  k: v\n"
+	for _, tc := range []struct {
+		text string
+		fast bool
+	}{
+		{"apiVersion: v1\nkind: Secret\ntype: kubernetes.io/service-account-token\nmetadata:\n  name: tok\n", false},
+		{fmt.Sprintf(cm, "  annotations:\n    app: web\n    service.beta.openshift.io/inject-cabundle: \"true\"\n"), false},
+		{fmt.Sprintf(cm, "  annotations:\n    service.beta.openshift.io/inject-cabundle: \"false\"\n"), false},
+		{fmt.Sprintf(cm, "  labels:\n    config.openshift.io/inject-trusted-cabundle: \"true\"\n"), false},
+		{fmt.Sprintf(cm, "  labels:\n    service.beta.openshift.io/inject-cabundle: \"true\"\n"), true},
+		{fmt.Sprintf(cm, "  annotations:\n    config.openshift.io/inject-trusted-cabundle: \"true\"\n"), true},
+		{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ca\ndata:\n  service.beta.openshift.io/inject-cabundle: \"true\"\n", true},
+	} {
+		_, ok := scanConfig([]byte(tc.text), &scanBuffers{})
+		assert.Equal(t, tc.fast, ok, "%q", tc.text)
+	}
+}

@@ -38,7 +38,7 @@ type Workload struct {
 	// warnings are findings about the workload's references (ambiguous
 	// kustomize renames).
 	warnings []string
-	// filled are the external uses (u.Ref()) of Secrets of the stream
+	// filled are the external uses (u.Ref()) of configs of the stream
 	// that the cluster fills in (clusterFilled).
 	filled map[string]bool
 }
@@ -245,7 +245,7 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 type configIndex struct {
 	byName  map[configKey]hashing.Content
 	renamed []renamedConfig
-	// filled are the Secrets of the stream that the cluster fills in
+	// filled are the configs of the stream that the cluster fills in
 	// (clusterFilled), under each of their names: byName holds them with
 	// no keys, for their names only.
 	filled map[configKey]bool
@@ -297,7 +297,7 @@ func (c *configIndex) add(node *yaml.RNode, o Object) error {
 	if _, dup := c.byName[key]; dup {
 		return fmt.Errorf("%s: the stream holds this %s twice", o, o.Kind)
 	}
-	// A Secret the cluster fills in is indexed by name only, so that a
+	// A config the cluster fills in is indexed by name only, so that a
 	// reference resolves to its final name as to any config's, and is
 	// then external (lookup and resolve do not hand out its content).
 	filled := clusterFilled(node, o)
@@ -333,24 +333,40 @@ func (c *configIndex) add(node *yaml.RNode, o Object) error {
 	return c.put(o, content)
 }
 
-// ServiceAccountTokenType is the type of a Secret that holds a long-lived
-// API token of a ServiceAccount: the token controller writes its data.
-const ServiceAccountTokenType = "kubernetes.io/service-account-token"
-
-// clusterFilled reports whether the object is a Secret whose content the
-// cluster writes, not the render: a service account token Secret, which a
-// chart or a kustomization creates with the account's name and no data, and
-// into which the token controller writes token, ca.crt and namespace. Its
-// rendered content is never what the cluster holds, so hashing it would
-// roll its consumers as soon as the token is written; it is read as a
+// clusterFilled reports whether the object is a config whose content the
+// cluster writes, not the render (hashing.ClusterFilled): a service account
+// token Secret, into which the token controller writes token, ca.crt and
+// namespace, or an OpenShift CA bundle ConfigMap (annotated
+// service.beta.openshift.io/inject-cabundle or labelled
+// config.openshift.io/inject-trusted-cabundle), into which an operator
+// writes the bundle; charts and kustomizations create them with no data.
+// Its rendered content is never what the cluster holds, so hashing it would
+// roll its consumers as soon as the cluster fills it in; it is read as a
 // config the stream does not hold, external, which the controller takes
 // over from the live object.
 func clusterFilled(node *yaml.RNode, o Object) bool {
-	if o.Kind != string(hashing.KindSecret) {
+	kind := hashing.Kind(o.Kind)
+	if kind != hashing.KindSecret && kind != hashing.KindConfigMap {
 		return false
 	}
-	t := yamlnode.Child(node.YNode(), "type")
-	return t != nil && t.Kind == yaml.ScalarNode && t.Value == ServiceAccountTokenType
+	var secretType string
+	if t := yamlnode.Child(node.YNode(), "type"); t != nil && t.Kind == yaml.ScalarNode {
+		secretType = t.Value
+	}
+	meta := yamlnode.Child(node.YNode(), "metadata")
+	_, filled := hashing.ClusterFilled(kind, secretType,
+		marker(meta, "annotations", hashing.InjectCABundleAnnotation), marker(meta, "labels", hashing.InjectTrustedCABundleLabel))
+	return filled
+}
+
+// marker is metadata.<field>.<name> of meta as a map, nil when it is not
+// a string there: no map is made for the configs without it.
+func marker(meta *yaml.Node, field, name string) map[string]string {
+	v := yamlnode.Child(yamlnode.Child(meta, field), name)
+	if v == nil || v.Kind != yaml.ScalarNode {
+		return nil
+	}
+	return map[string]string{name: v.Value}
 }
 
 // put indexes content under the object's name and, when kustomize will
@@ -430,7 +446,7 @@ func workloadFindings(w Workload) []Finding {
 		f.Message = fmt.Sprintf("consumes %s %s, which is not in the stream: left out of the hash, recorded as external for the controller",
 			u.Kind, hashing.ObjectName(w.Namespace, u.Name)) + kustomizeVarHint(u)
 		if w.filled[u.Ref()] {
-			f.Message = fmt.Sprintf("consumes %s %s, a service account token Secret that the cluster fills in: left out of the hash, recorded as external for the controller",
+			f.Message = fmt.Sprintf("consumes %s %s, which the cluster fills in (a service account token Secret, an OpenShift CA bundle ConfigMap): left out of the hash, recorded as external for the controller",
 				u.Kind, hashing.ObjectName(w.Namespace, u.Name))
 		}
 		out = append(out, f)

@@ -48,6 +48,17 @@ const (
 	saTokenType = "type: kubernetes.io/service-account-token\n"
 )
 
+// markFilled adds key: "true" to metadata.<field> (annotations or labels)
+// of doc, as OpenShift's CA bundle ConfigMaps are marked for the cluster to
+// fill in.
+func markFilled(doc, field, key string) string {
+	line := "    " + key + ": \"true\"\n"
+	if strings.Contains(doc, "  "+field+":\n") {
+		return strings.Replace(doc, "  "+field+":\n", "  "+field+":\n"+line, 1)
+	}
+	return strings.Replace(doc, "metadata:\n", "metadata:\n  "+field+":\n"+line, 1)
+}
+
 // analyze runs Analyze on docs, one stream, and fails the test on an error.
 func analyze(t *testing.T, opts Options, docs ...string) *Report {
 	t.Helper()
@@ -154,7 +165,7 @@ func TestKustomizeReferences(t *testing.T) {
 			docs: []string{kcm("Secret", "prod-tok", "", "previousNames=tok", "previousKinds=Secret", "previousNamespaces=default", "prefixes=prod-") + saTokenType,
 				kdeploy("", envFromTok, "prefixes=prod-")},
 			external: "Secret/prod-tok",
-			warning:  "consumes Secret prod-tok, a service account token Secret that the cluster fills in"},
+			warning:  "consumes Secret prod-tok, which the cluster fills in"},
 		{name: "service account token Secret and a ConfigMap under one prefix: the ConfigMap hashed, the Secret external",
 			docs: []string{kcm("Secret", "prod-tok", "", "previousNames=tok", "previousKinds=Secret", "previousNamespaces=default", "prefixes=prod-") + saTokenType,
 				kcm("ConfigMap", "prod-cfg", "", renamedCfg...),
@@ -164,7 +175,23 @@ func TestKustomizeReferences(t *testing.T) {
 		{name: "service account token Secret under its written name: external",
 			docs:     []string{kcm("Secret", "tok", "") + saTokenType, kdeploy("", envFromTok)},
 			external: "Secret/tok",
-			warning:  "a service account token Secret that the cluster fills in"},
+			warning:  "consumes Secret tok, which the cluster fills in"},
+		{name: "inject-cabundle ConfigMap under its written name: external",
+			docs:     []string{markFilled(kcm("ConfigMap", "cfg", ""), "annotations", hashing.InjectCABundleAnnotation), kdeploy("", envFromCfg)},
+			external: "ConfigMap/cfg",
+			warning:  "consumes ConfigMap cfg, which the cluster fills in"},
+		{name: "inject-cabundle ConfigMap renamed by namePrefix: external by its final name",
+			docs: []string{markFilled(kcm("ConfigMap", "prod-cfg", "", renamedCfg...), "annotations", hashing.InjectCABundleAnnotation),
+				kdeploy("", envFromCfg, "prefixes=prod-")},
+			external: "ConfigMap/prod-cfg",
+			warning:  "consumes ConfigMap prod-cfg, which the cluster fills in"},
+		{name: "inject-trusted-cabundle ConfigMap renamed by namePrefix: external by its final name",
+			docs: []string{markFilled(kcm("ConfigMap", "prod-cfg", "", renamedCfg...), "labels", hashing.InjectTrustedCABundleLabel),
+				kdeploy("", envFromCfg, "prefixes=prod-")},
+			external: "ConfigMap/prod-cfg"},
+		{name: "inject-cabundle as a label: hashed",
+			docs:     []string{markFilled(kcm("ConfigMap", "cfg", ""), "labels", hashing.InjectCABundleAnnotation), kdeploy("", envFromCfg)},
+			inStream: []string{"ConfigMap/cfg"}},
 		{name: "old and new name of one object: one use",
 			docs: []string{kcm("ConfigMap", "prod-cfg", "", renamedCfg...),
 				kdeploy("", "        env:\n        - {name: A, valueFrom: {configMapKeyRef: {name: cfg, key: k}}}\n        - {name: B, valueFrom: {configMapKeyRef: {name: prod-cfg, key: other}}}\n")},
