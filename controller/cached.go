@@ -302,13 +302,14 @@ func (w *cachedWorkload) SetGeneration(g int64) { w.generation = g }
 // cachedConfig is the cached form of a ConfigMap or Secret in the
 // controller's own cache (see CacheOptions): identity and resourceVersion,
 // and the SHA-256 of each key's value, packed with the key names in one
-// string (see packDigests). No value, label or annotation. tokenPending
-// is TokenPending of the Secret it was made from.
+// string (see packDigests). No value, label or annotation: pending is
+// FillPending of the ConfigMap or Secret it was made from, which reads
+// them.
 type cachedConfig struct {
 	cachedMeta
-	secret       bool
-	tokenPending bool
-	digests      string
+	secret  bool
+	pending string
+	digests string
 }
 
 var _ client.Object = &cachedConfig{}
@@ -317,7 +318,7 @@ var _ client.Object = &cachedConfig{}
 // controller's own cache: a cachedConfig. It is idempotent.
 func cacheConfig(obj any) (any, error) {
 	var m *metav1.ObjectMeta
-	var secretType corev1.SecretType
+	var secretType string
 	secret := false
 	switch o := obj.(type) {
 	case *cachedConfig:
@@ -325,7 +326,7 @@ func cacheConfig(obj any) (any, error) {
 	case *corev1.ConfigMap:
 		m = &o.ObjectMeta
 	case *corev1.Secret:
-		m, secret, secretType = &o.ObjectMeta, true, o.Type
+		m, secret, secretType = &o.ObjectMeta, true, string(o.Type)
 	default:
 		return obj, nil
 	}
@@ -333,7 +334,9 @@ func cacheConfig(obj any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cachedConfig{cachedMeta: newCachedMeta(m), secret: secret, tokenPending: tokenPending(secretType, c), digests: packDigests(c)}, nil
+	cc := &cachedConfig{cachedMeta: newCachedMeta(m), secret: secret, digests: packDigests(c)}
+	cc.pending = fillPending(cc.kind(), secretType, m, c)
+	return cc, nil
 }
 
 func (c *cachedConfig) kind() hashing.Kind {

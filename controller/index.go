@@ -62,19 +62,23 @@ func (r *Reconciler) configHandler(kind hashing.Kind) handler.TypedEventHandler[
 }
 
 // state is a config's content and resourceVersion; found is false when it
-// does not exist (or cannot be read), pending when it is a ServiceAccount
-// token Secret the token controller has not filled in yet (TokenPending).
+// does not exist (or cannot be read); pending is the key the cluster has
+// yet to write into a config it fills in (FillPending), or "".
 type state struct {
 	content hashing.Content
 	version string
 	found   bool
-	pending bool
+	pending string
 }
 
 // stateOf is the state of a config as an event or the cache gives it.
 func stateOf(obj client.Object) state {
 	c, err := ContentOf(obj)
-	return state{content: c, version: obj.GetResourceVersion(), found: err == nil, pending: err == nil && pendingOf(obj, c)}
+	st := state{content: c, version: obj.GetResourceVersion(), found: err == nil}
+	if err == nil {
+		st.pending = pendingOf(obj, c)
+	}
+	return st
 }
 
 // transition is a config's content before and after an event.

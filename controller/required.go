@@ -2,6 +2,7 @@ package controller
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/confighash/confighash/hashing"
@@ -12,14 +13,15 @@ import (
 func missingKeyRef(ref, key string) string { return ref + " key " + key }
 
 // Missing lists what of use u's config the pods cannot start on: the config
-// itself when it is not found and not optional, the token of a
-// ServiceAccount token Secret that the token controller has not filled in
-// yet (pending, see TokenPending; optional or not, as its pods read what
-// the token controller writes, never the Secret as first created), or the
-// required keys (RequiredKeys) its content c lacks. The controller does not
-// roll, nor record a baseline, while anything is missing, and kubectl
-// confighash status reports it as blocked.
-func (v View) Missing(u hashing.Use, c hashing.Content, found, pending bool) []string {
+// itself when it is not found and not optional, the key pending that the
+// cluster has not written yet into a config it fills in (a ServiceAccount
+// token Secret's token, an OpenShift CA bundle ConfigMap's bundle; see
+// FillPending; optional or not, as its pods read what the cluster writes,
+// never the config as first created), or the required keys (RequiredKeys)
+// its content c lacks. The controller does not roll, nor record a
+// baseline, while anything is missing, and kubectl confighash status
+// reports it as blocked.
+func (v View) Missing(u hashing.Use, c hashing.Content, found bool, pending string) []string {
 	if !found {
 		if u.Optional {
 			return nil
@@ -27,42 +29,58 @@ func (v View) Missing(u hashing.Use, c hashing.Content, found, pending bool) []s
 		return []string{u.Ref()}
 	}
 	var out []string
-	if pending {
-		out = append(out, missingKeyRef(u.Ref(), corev1.ServiceAccountTokenKey))
+	if pending != "" {
+		out = append(out, missingKeyRef(u.Ref(), pending))
 	}
 	for _, key := range v.RequiredKeys[u.Ref()] {
-		if _, ok := c.Keys[key]; !ok && (!pending || key != corev1.ServiceAccountTokenKey) {
+		if _, ok := c.Keys[key]; !ok && key != pending {
 			out = append(out, missingKeyRef(u.Ref(), key))
 		}
 	}
 	return out
 }
 
-// TokenPending reports whether obj is a Secret of type
-// kubernetes.io/service-account-token that has no token key yet: the token
-// controller fills in token, ca.crt and namespace after the Secret is
-// created, so what it holds before is no content its readers run (a
-// secretKeyRef to token fails until the key exists, and the kubelet
-// refreshes a Secret volume). obj is a Secret as the API server returns
-// it, or its cached form (TransformSecret, the controller's own cache).
-func TokenPending(obj client.Object) bool {
+// FillPending returns the key that the cluster has yet to write into obj,
+// a config whose content the cluster fills in after it is created
+// (hashing.ClusterFilled): token of a Secret of type
+// kubernetes.io/service-account-token (the token controller writes token,
+// ca.crt and namespace), service-ca.crt of a ConfigMap annotated
+// service.beta.openshift.io/inject-cabundle: "true" (the service-ca
+// operator), ca-bundle.crt of a ConfigMap labelled
+// config.openshift.io/inject-trusted-cabundle: "true" (the Cluster Network
+// Operator). Until that key is there, what the config holds is no content
+// its readers run (a key reference to it fails, and the kubelet refreshes a
+// volume). It is "" for any other config, and once the key is there. obj is
+// a ConfigMap or Secret as the API server returns it, in the form of the
+// cache transforms (TransformConfigMap, TransformSecret), or the
+// controller's own cached form (cacheConfig).
+func FillPending(obj client.Object) string {
 	c, err := ContentOf(obj)
-	return err == nil && pendingOf(obj, c)
+	if err != nil {
+		return ""
+	}
+	return pendingOf(obj, c)
 }
 
-// pendingOf is TokenPending of obj, whose content is c.
-func pendingOf(obj client.Object, c hashing.Content) bool {
+// pendingOf is FillPending of obj, whose content is c.
+func pendingOf(obj client.Object, c hashing.Content) string {
 	switch o := obj.(type) {
 	case *cachedConfig:
-		return o.tokenPending
+		return o.pending
 	case *corev1.Secret:
-		return tokenPending(o.Type, c)
+		return fillPending(hashing.KindSecret, string(o.Type), &o.ObjectMeta, c)
+	case *corev1.ConfigMap:
+		return fillPending(hashing.KindConfigMap, "", &o.ObjectMeta, c)
 	}
-	return false
+	return ""
 }
 
-// tokenPending is TokenPending for a Secret of type t with content c.
-func tokenPending(t corev1.SecretType, c hashing.Content) bool {
-	_, filled := c.Keys[corev1.ServiceAccountTokenKey]
-	return t == corev1.SecretTypeServiceAccountToken && !filled
+// fillPending is FillPending of a config of this kind, Secret type,
+// metadata and content.
+func fillPending(kind hashing.Kind, secretType string, m *metav1.ObjectMeta, c hashing.Content) string {
+	key, filled := hashing.ClusterFilled(kind, secretType, m.Annotations, m.Labels)
+	if _, ok := c.Keys[key]; !filled || ok {
+		return ""
+	}
+	return key
 }

@@ -93,61 +93,88 @@ func TestMissingMessageNamesKeys(t *testing.T) {
 		missingMessage([]string{missingKeyRef("ConfigMap/app", "A"), "Secret/db"}, "shop"))
 }
 
-// A ServiceAccount token Secret without its token is pending, in each form
-// the controller reads it (as the API server gives it, TransformSecret's,
-// its own cache's); with the token, or of another type, it is not. While
-// it is pending the pods' use of it is missing its token, optional or not,
-// so Decide holds the workload back and records no baseline; once the
-// token is there, its content is the first baseline.
-func TestTokenPending(t *testing.T) {
+// A config the cluster fills in without its key is pending, in each form
+// the controller reads it (as the API server gives it, the Transform
+// functions' form, its own cache's); with
+// the key, or not filled in by the cluster, it is not. While it is pending
+// the pods' use of it is missing that key, optional or not, so Decide holds
+// the workload back and records no baseline; once the key is there, its
+// content is the first baseline.
+func TestFillPending(t *testing.T) {
+	meta := func(name string, annotations, labels map[string]string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "shop", Name: name, ResourceVersion: "5", Annotations: annotations, Labels: labels}
+	}
 	secret := func(typ corev1.SecretType, data map[string][]byte) *corev1.Secret {
-		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "robot-token", ResourceVersion: "5"}, Type: typ, Data: data}
+		return &corev1.Secret{ObjectMeta: meta("robot-token", nil, nil), Type: typ, Data: data}
+	}
+	caBundle := map[string]string{hashing.InjectCABundleAnnotation: "true"}
+	trusted := map[string]string{hashing.InjectTrustedCABundleLabel: "true"}
+	configMap := func(annotations, labels map[string]string, data map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: meta("ca", annotations, labels), Data: data}
 	}
 	filledData := map[string][]byte{corev1.ServiceAccountTokenKey: []byte("t1"), "ca.crt": []byte("ca"), "namespace": []byte("shop")}
 	pending := secret(corev1.SecretTypeServiceAccountToken, nil)
 	filled := secret(corev1.SecretTypeServiceAccountToken, filledData)
+	caPending := configMap(caBundle, nil, map[string]string{})
+	caFilled := configMap(caBundle, nil, map[string]string{"service-ca.crt": "pem"})
 	for _, tc := range []struct {
 		name string
-		s    *corev1.Secret
-		want bool
+		obj  client.Object
+		want string
 	}{
-		{name: "token Secret as created", s: pending, want: true},
-		{name: "token Secret with other keys only", s: secret(corev1.SecretTypeServiceAccountToken, map[string][]byte{"ca.crt": []byte("ca")}), want: true},
-		{name: "token Secret filled in", s: filled},
-		{name: "token Secret with an empty token", s: secret(corev1.SecretTypeServiceAccountToken, map[string][]byte{corev1.ServiceAccountTokenKey: {}})},
-		{name: "Opaque Secret without token", s: secret(corev1.SecretTypeOpaque, nil)},
+		{name: "token Secret as created", obj: pending, want: "token"},
+		{name: "token Secret with other keys only", obj: secret(corev1.SecretTypeServiceAccountToken, map[string][]byte{"ca.crt": []byte("ca")}), want: "token"},
+		{name: "token Secret filled in", obj: filled},
+		{name: "token Secret with an empty token", obj: secret(corev1.SecretTypeServiceAccountToken, map[string][]byte{corev1.ServiceAccountTokenKey: {}})},
+		{name: "Opaque Secret without token", obj: secret(corev1.SecretTypeOpaque, nil)},
+		{name: "inject-cabundle ConfigMap as created", obj: caPending, want: "service-ca.crt"},
+		{name: "inject-cabundle ConfigMap with other keys only", obj: configMap(caBundle, nil, map[string]string{"app.conf": "x"}), want: "service-ca.crt"},
+		{name: "inject-cabundle ConfigMap filled in", obj: caFilled},
+		{name: "inject-cabundle false", obj: configMap(map[string]string{hashing.InjectCABundleAnnotation: "false"}, nil, nil)},
+		{name: "inject-trusted-cabundle ConfigMap as created", obj: configMap(nil, trusted, map[string]string{"old": "x"}), want: "ca-bundle.crt"},
+		{name: "inject-trusted-cabundle ConfigMap filled in", obj: configMap(nil, trusted, map[string]string{"ca-bundle.crt": "pem"})},
+		{name: "plain ConfigMap", obj: configMap(nil, nil, nil)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, TokenPending(tc.s), "as the API server gives it")
-			transformed, err := TransformSecret(tc.s.DeepCopy())
+			assert.Equal(t, tc.want, FillPending(tc.obj), "as the API server gives it")
+			transform := TransformConfigMap
+			if _, ok := tc.obj.(*corev1.Secret); ok {
+				transform = TransformSecret
+			}
+			transformed, err := transform(tc.obj.DeepCopyObject())
 			require.NoError(t, err)
-			assert.Equal(t, tc.want, TokenPending(transformed.(*corev1.Secret)), "TransformSecret's form")
-			cached, err := cacheConfig(tc.s.DeepCopy())
+			assert.Equal(t, tc.want, FillPending(transformed.(client.Object)), "the Transform functions' form")
+			cached, err := cacheConfig(tc.obj.DeepCopyObject())
 			require.NoError(t, err)
-			assert.Equal(t, tc.want, TokenPending(cached.(*cachedConfig)), "the controller's cache")
+			assert.Equal(t, tc.want, FillPending(cached.(*cachedConfig)), "the controller's cache")
 		})
 	}
-	assert.False(t, TokenPending(&corev1.ConfigMap{}))
 
 	obs, err := NewObserver(DefaultOptions())
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name        string
 		optional    bool
-		required    bool // a secretKeyRef to token besides the envFrom
-		s           *corev1.Secret
+		required    bool // a key reference to the filled-in key besides the envFrom
+		obj         client.Object
 		wantAction  Action
 		wantMissing []string
 	}{
-		{name: "pending", s: pending, wantAction: ActionBlocked, wantMissing: []string{"Secret/robot-token key token"}},
-		{name: "pending, optional", optional: true, s: pending, wantAction: ActionBlocked, wantMissing: []string{"Secret/robot-token key token"}},
-		{name: "pending, its token required by key", required: true, s: pending, wantAction: ActionBlocked, wantMissing: []string{"Secret/robot-token key token"}},
-		{name: "filled in: the first baseline", s: filled, wantAction: ActionRecordBaseline},
-		{name: "Opaque without token: the first baseline", s: secret(corev1.SecretTypeOpaque, nil), wantAction: ActionRecordBaseline},
+		{name: "pending", obj: pending, wantAction: ActionBlocked, wantMissing: []string{"Secret/robot-token key token"}},
+		{name: "pending, optional", optional: true, obj: pending, wantAction: ActionBlocked, wantMissing: []string{"Secret/robot-token key token"}},
+		{name: "pending, its token required by key", required: true, obj: pending, wantAction: ActionBlocked, wantMissing: []string{"Secret/robot-token key token"}},
+		{name: "filled in: the first baseline", obj: filled, wantAction: ActionRecordBaseline},
+		{name: "Opaque without token: the first baseline", obj: secret(corev1.SecretTypeOpaque, nil), wantAction: ActionRecordBaseline},
+		{name: "CA bundle pending", obj: caPending, wantAction: ActionBlocked, wantMissing: []string{"ConfigMap/ca key service-ca.crt"}},
+		{name: "CA bundle pending, optional", optional: true, obj: caPending, wantAction: ActionBlocked, wantMissing: []string{"ConfigMap/ca key service-ca.crt"}},
+		{name: "CA bundle pending, required by key", required: true, obj: caPending, wantAction: ActionBlocked, wantMissing: []string{"ConfigMap/ca key service-ca.crt"}},
+		{name: "CA bundle filled in: the first baseline", required: true, obj: caFilled, wantAction: ActionRecordBaseline},
+		{name: "trusted CA bundle pending", obj: configMap(nil, trusted, map[string]string{"old": "x"}), wantAction: ActionBlocked, wantMissing: []string{"ConfigMap/ca key ca-bundle.crt"}},
+		{name: "ConfigMap without the annotation: the first baseline", obj: configMap(nil, nil, map[string]string{}), wantAction: ActionRecordBaseline},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := tokenReader(tc.optional, tc.required)
-			in, _, err := obs.Observe(context.Background(), d, []client.Object{tc.s})
+			d := filledReader(tc.obj, tc.optional, tc.required)
+			in, _, err := obs.Observe(context.Background(), d, []client.Object{tc.obj})
 			require.NoError(t, err)
 			got := Decide(in)
 			assert.Equal(t, tc.wantAction, got.Action)
@@ -156,14 +183,22 @@ func TestTokenPending(t *testing.T) {
 	}
 }
 
-// tokenReader is an opted-in Deployment in namespace shop whose
-// container reads every key of Secret robot-token (envFrom, optional or
-// not) and, when required, its token by key.
-func tokenReader(optional, required bool) *appsv1.Deployment {
-	ref := corev1.LocalObjectReference{Name: "robot-token"}
-	c := corev1.Container{Name: "app", EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: ref, Optional: ptr.To(optional)}}}}
-	if required {
-		c.Env = []corev1.EnvVar{{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: ref, Key: corev1.ServiceAccountTokenKey}}}}
+// filledReader is an opted-in Deployment in namespace shop whose container
+// reads every key of config obj (envFrom, optional or not) and, when
+// required, by key the key the cluster fills in (token, service-ca.crt).
+func filledReader(obj client.Object, optional, required bool) *appsv1.Deployment {
+	ref := corev1.LocalObjectReference{Name: obj.GetName()}
+	c := corev1.Container{Name: "app"}
+	if _, secret := obj.(*corev1.Secret); secret {
+		c.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: ref, Optional: ptr.To(optional)}}}
+		if required {
+			c.Env = []corev1.EnvVar{{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: ref, Key: corev1.ServiceAccountTokenKey}}}}
+		}
+	} else {
+		c.EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: ref, Optional: ptr.To(optional)}}}
+		if required {
+			c.Env = []corev1.EnvVar{{Name: "CA", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: ref, Key: "service-ca.crt"}}}}
+		}
 	}
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},

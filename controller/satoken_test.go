@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/confighash/confighash/controller"
+	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/status"
 	"github.com/confighash/confighash/internal/testing/controlplane"
 	"github.com/confighash/confighash/internal/testing/cptest"
@@ -102,13 +103,7 @@ func (e *env) tokenSecret(r *running, since int, fill bool, token string, then f
 		r.obs.waitFor(e.t, since, "web reconciled on the empty Secret", func(o controller.Outcome) bool {
 			return o.Request.Kind == "Deployment" && o.Request.Name == "web" && o.ConfigVersions[tokenRef] == created.ResourceVersion
 		})
-		// kubectl confighash status says what the controller does: it
-		// waits for the token; the pods run no stale content.
-		report, err := status.Collect(context.Background(), e.cs, status.Options{Namespace: e.ns})
-		require.NoError(e.t, err)
-		require.Len(e.t, report.Workloads, 1)
-		assert.Equal(e.t, status.ConfigBlocked, report.Workloads[0].Config, "kubectl confighash status while the token is pending")
-		assert.Equal(e.t, []string{tokenRef + " key token"}, report.Workloads[0].Missing, "kubectl confighash status while the token is pending")
+		e.assertFillPending(tokenRef + " key token")
 		return editObject(e.t, e.cs.CoreV1().Secrets(e.ns), "robot-token", "kube-controller-manager", func(s *corev1.Secret) {
 			s.Data = map[string][]byte{corev1.ServiceAccountTokenKey: []byte(token), "ca.crt": []byte("ca"), "namespace": []byte(e.ns)}
 		})
@@ -123,4 +118,59 @@ func (e *env) tokenSecret(r *running, since int, fill bool, token string, then f
 		return true, nil
 	})
 	return filled
+}
+
+// assertFillPending: kubectl confighash status says what the controller
+// does while the config the one workload of the namespace reads lacks the
+// key the cluster fills in: it waits for missing ("Kind/name key k"); the
+// pods run no stale content.
+func (e *env) assertFillPending(missing string) {
+	e.t.Helper()
+	report, err := status.Collect(context.Background(), e.cs, status.Options{Namespace: e.ns})
+	require.NoError(e.t, err)
+	require.Len(e.t, report.Workloads, 1)
+	assert.Equal(e.t, status.ConfigBlocked, report.Workloads[0].Config, "kubectl confighash status while %s is pending", missing)
+	assert.Equal(e.t, []string{missing}, report.Workloads[0].Missing, "kubectl confighash status while %s is pending", missing)
+}
+
+// TestCABundleFilledIn: an OpenShift CA bundle ConfigMap, annotated
+// service.beta.openshift.io/inject-cabundle: "true", is created with no
+// data (as a chart renders it, before its reader, as helm install orders
+// them) and OpenShift's service-ca operator writes service-ca.crt into it
+// after; its reader never runs on the empty ConfigMap. This control plane
+// runs no such operator: the test writes the key as it would, once the
+// controller has reconciled the reader on the empty ConfigMap (held back,
+// recording nothing). The filled content is the first baseline: no roll
+// (S1). A new bundle (the operator rotating its CA) rolls the reader once.
+func TestCABundleFilledIn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const ref = "ConfigMap/service-ca"
+	r := e.start(e.testOptions())
+	created, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "service-ca", Annotations: map[string]string{hashing.InjectCABundleAnnotation: "true"}},
+		Data:       map[string]string{}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	w := optedIn(e, "web")
+	w.EnvFrom = []string{"{configMapRef: {name: service-ca}}"}
+	require.NoError(t, e.apply(w.YAML(), "kubectl"))
+	r.obs.waitFor(t, 0, "web reconciled on the empty ConfigMap", func(o controller.Outcome) bool {
+		return deploymentOutcome("web", "missing_config")(o) && o.ConfigVersions[ref] == created.ResourceVersion
+	})
+	e.assertFillPending(ref + " key service-ca.crt")
+	filled := editObject(t, e.cs.CoreV1().ConfigMaps(e.ns), "service-ca", "service-ca-operator", func(cm *corev1.ConfigMap) {
+		cm.Data = map[string]string{"service-ca.crt": "pem 1"}
+	})
+	r.obs.waitFor(t, 0, "in sync with the bundle", inSyncHaving("web", ref, filled))
+	assert.Equal(t, 1, e.revisions("Deployment", "web"), "revisions after the bundle was filled in")
+	assert.Zero(t, r.obs.count(0, deploymentOutcome("web", "rolled")), "rolls after the bundle was filled in")
+	assert.Contains(t, e.deployment("web").Annotations["confighash.dev/external-baseline"], ref+"=")
+
+	mark := r.obs.mark()
+	rotated := editObject(t, e.cs.CoreV1().ConfigMaps(e.ns), "service-ca", "service-ca-operator", func(cm *corev1.ConfigMap) {
+		cm.Data["service-ca.crt"] = "pem 2"
+	})
+	r.obs.waitFor(t, mark, "in sync with the new bundle", inSyncHaving("web", ref, rotated))
+	assert.Equal(t, 2, e.revisions("Deployment", "web"), "revisions after the bundle was rotated")
+	assert.Equal(t, 1, r.obs.count(mark, deploymentOutcome("web", "rolled")), "rolls after the bundle was rotated")
 }

@@ -36,7 +36,8 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // identity metadata and replaces data and binaryData by the SHA-256 of each
 // key's bytes, packed with the key names into the selfLink field (see
 // digestMarker). Labels, annotations and managedFields are dropped, so the
-// cached size does not depend on the payload.
+// cached size does not depend on the payload, but for the annotation and
+// the label that make a ConfigMap one the cluster fills in (FillPending).
 func TransformConfigMap(obj any) (any, error) {
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !ok || isDigested(&cm.ObjectMeta) {
@@ -46,7 +47,14 @@ func TransformConfigMap(obj any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &corev1.ConfigMap{TypeMeta: cm.TypeMeta, ObjectMeta: slimMeta(&cm.ObjectMeta, content)}, nil
+	m := slimMeta(&cm.ObjectMeta, content)
+	if v, ok := cm.Annotations[hashing.InjectCABundleAnnotation]; ok {
+		m.Annotations = map[string]string{hashing.InjectCABundleAnnotation: v}
+	}
+	if v, ok := cm.Labels[hashing.InjectTrustedCABundleLabel]; ok {
+		m.Labels = map[string]string{hashing.InjectTrustedCABundleLabel: v}
+	}
+	return &corev1.ConfigMap{TypeMeta: cm.TypeMeta, ObjectMeta: m}, nil
 }
 
 // TransformSecret is the cache transform for Secrets: like

@@ -418,26 +418,27 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 }
 
 // content reads one config's content; found is false when it does not
-// exist, pending true when it is a ServiceAccount token Secret without its
-// token yet (controller.TokenPending: blocked, as the controller holds it).
-func (c collector) content(ctx context.Context, ns string, kind hashing.Kind, name string) (content hashing.Content, found, pending bool, err error) {
+// exist; pending is the key the cluster has yet to write into a config it
+// fills in (controller.FillPending: blocked, as the controller holds it).
+func (c collector) content(ctx context.Context, ns string, kind hashing.Kind, name string) (content hashing.Content, found bool, pending string, err error) {
 	if kind == hashing.KindSecret {
 		var s *corev1.Secret
 		if s, err = c.cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
 			content, err = controller.ContentOf(s)
-			pending = controller.TokenPending(s)
+			pending = controller.FillPending(s)
 		}
 	} else {
 		var cm *corev1.ConfigMap
 		if cm, err = c.cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
 			content, err = controller.ContentOf(cm)
+			pending = controller.FillPending(cm)
 		}
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		return content, false, false, nil
+		return content, false, "", nil
 	case err != nil:
-		return content, false, false, fmt.Errorf("reading %s %s: %w", kind, hashing.ObjectName(ns, name), err)
+		return content, false, "", fmt.Errorf("reading %s %s: %w", kind, hashing.ObjectName(ns, name), err)
 	}
 	return content, true, pending, nil
 }
