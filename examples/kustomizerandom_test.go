@@ -24,7 +24,7 @@ import (
 )
 
 // randomTreesEnv names the seeds TestKustomizeRandomTrees runs: a range
-// (1-500) or a comma-separated list (17,42); 1-30 when unset.
+// (1-500) or a comma-separated list (17,42); 1-50 when unset.
 const randomTreesEnv = "CONFIGHASH_RANDOM_TREES"
 
 // TestKustomizeRandomTrees builds seeded random kustomize trees (bases,
@@ -63,7 +63,7 @@ func randomSeeds(t *testing.T) []uint64 {
 	t.Helper()
 	spec := os.Getenv(randomTreesEnv)
 	if spec == "" {
-		spec = "1-30"
+		spec = "1-50"
 	}
 	var seeds []uint64
 	for _, part := range strings.Split(spec, ",") {
@@ -265,6 +265,7 @@ var (
 	configNames   = []string{"app", "db", "settings", "extra"}
 	configKeys    = []string{"A", "B", "C", "conf.txt"}
 	workloadNames = []string{"web", "api", "worker"}
+	workloadKinds = []string{"Deployment", "StatefulSet", "DaemonSet", "CronJob"}
 )
 
 func newTreeGen(seed uint64) *treeGen {
@@ -350,7 +351,7 @@ func (g *treeGen) base(dir string) genLevel {
 		g.put(dir+"/"+file, g.plainConfig(dir+"/"+file, c))
 	}
 	for _, name := range workloadNames[:1+g.r.IntN(2)] {
-		w := genWorkload{kind: pick(g, []string{"Deployment", "StatefulSet", "CronJob"}), name: name}
+		w := genWorkload{kind: pick(g, workloadKinds), name: name}
 		if g.chance(0.15) {
 			w.namespace = "team"
 		}
@@ -593,9 +594,12 @@ func (g *treeGen) overlay(dir string, children []genLevel, variant bool) genLeve
 	if g.chance(0.3) {
 		c := genConfig{kind: pick(g, []string{"ConfigMap", "Secret"}), name: pick(g, configNames), generated: true}
 		c.current = c.name
-		// A name a child's config had only if that one was renamed since
-		// (kustomize refuses two objects of one name).
-		if !slices.ContainsFunc(lvl.configs, func(o genConfig) bool { return o.kind == c.kind && o.current == c.name }) {
+		if g.chance(0.15) {
+			c.namespace = "team"
+		}
+		// Not a name a child's config had: kustomize finds that one by any
+		// of its names and refuses a second generator of it.
+		if !slices.ContainsFunc(lvl.configs, func(o genConfig) bool { return o.kind == c.kind && o.name == c.name }) {
 			entry := g.generator(dir, kfile, c, "")
 			if c.kind == "ConfigMap" {
 				cmGen = append(cmGen, entry)
@@ -658,7 +662,7 @@ func (g *treeGen) overlay(dir string, children []genLevel, variant bool) genLeve
 	if g.chance(0.3) {
 		// A workload of this level: it may read a config by the name a
 		// child's build gave it.
-		w := genWorkload{kind: pick(g, []string{"Deployment", "StatefulSet", "CronJob"}), name: fmt.Sprintf("w%d", g.n)}
+		w := genWorkload{kind: pick(g, workloadKinds), name: fmt.Sprintf("w%d", g.n)}
 		file := strings.ToLower(w.kind) + "-" + w.name + ".yaml"
 		k["resources"] = append(resources, file)
 		g.put(filepath.Join(dir, file), g.workload(w, lvl.configs))
