@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/confighash/confighash/hashing"
 )
 
@@ -108,6 +111,25 @@ func missingMessage(missing []string, namespace string) string {
 		}
 	}
 	return fmt.Sprintf("required %s missing; not rolling until it exists", strings.Join(names, ", "))
+}
+
+// missingRelated is the related object of a ConfigMissing Event: the first
+// missing config, and the key of it when a key is what is missing. client-go
+// takes an Event with the same regarding and related objects, reason and
+// action as a repeat of the last one, and keeps that one's note; relating
+// the Event to what is missing makes a new Event when that changes (a
+// ConfigMap created without a key the pods need), so its note says it.
+func missingRelated(missing []string, namespace string) runtime.Object {
+	if len(missing) == 0 {
+		return nil
+	}
+	kind, name, _ := strings.Cut(missing[0], "/")
+	name, key, isKey := strings.Cut(name, " key ")
+	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: kind, Namespace: namespace, Name: name}
+	if isKey {
+		ref.FieldPath = "data[" + key + "]"
+	}
+	return ref
 }
 
 // intersect returns the elements of a that are in b (both sorted), in order.

@@ -410,7 +410,7 @@ func (r *Reconciler) blocked(req Request, kind *workloadKind, obj client.Object,
 	if warn {
 		log.Info("required config missing; not rolling", "missing", d.Missing)
 		if !r.opts.DryRun {
-			r.recorder.Eventf(shell(kind, obj), nil, corev1.EventTypeWarning, EventReasonConfigMissing, EventActionWait, "%s", missingMessage(d.Missing, req.Namespace))
+			r.recorder.Eventf(shell(kind, obj), missingRelated(d.Missing, req.Namespace), corev1.EventTypeWarning, EventReasonConfigMissing, EventActionWait, "%s", missingMessage(d.Missing, req.Namespace))
 		}
 	}
 	return reconcile.Result{}

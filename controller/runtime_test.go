@@ -707,6 +707,39 @@ func TestOptedInBeforeItsConfigMap(t *testing.T) {
 	}
 }
 
+// TestConfigMissingEventSaysWhatIsMissing: the ConfigMissing Event follows
+// what the workload waits for. client-go's Event series take a repeat of
+// an Event (same regarding and related object, reason and action) as the
+// same Event and keep its first note: a workload that waited for its
+// ConfigMap, then for a key of it, showed "required ConfigMap … missing"
+// while the ConfigMap existed.
+func TestConfigMissingEventSaysWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.start(e.testOptions())
+	w := optedIn(e, "web")
+	w.Env = []string{kubetest.EnvKey("app", "A")}
+	require.NoError(t, e.apply(w.YAML(), "kubectl"))
+	waitNote := func(note string) {
+		t.Helper()
+		eventually(t, "a ConfigMissing Event saying "+note, func(context.Context) (bool, error) {
+			for _, ev := range e.events("web", controller.EventReasonConfigMissing) {
+				if strings.Contains(ev.Note, note) {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+	}
+	waitNote("required ConfigMap " + e.ns + "/app missing")
+	e.createConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Data: map[string]string{"B": "1"}})
+	waitNote("required ConfigMap " + e.ns + "/app key A missing")
+	e.editConfigMap("app", func(cm *corev1.ConfigMap) { cm.Data["A"] = "1" })
+	r.obs.waitFor(t, 0, "in sync", deploymentOutcome("web", "in_sync"))
+	assert.Equal(t, 1, e.revisions("Deployment", "web"))
+	assert.Zero(t, r.obs.count(0, deploymentOutcome("web", "rolled")))
+}
+
 // ---- the Secret canary through a controller process ----------------------
 
 // bin/confighash-controller at --log-level debug, with client-go and
