@@ -685,10 +685,7 @@ func TestOptedInBeforeItsConfigMap(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			r := e.start(e.testOptions())
-			w := optedIn(e, "web")
-			w.Env = []string{kubetest.EnvKey("app", "A")}
-			require.NoError(t, e.apply(w.YAML(), "kubectl"))
+			r := startKeyAReader(e)
 			_, next := r.obs.waitFor(t, 0, "held back", deploymentOutcome("web", "missing_config"))
 			if tc.first == nil {
 				e.createConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Data: map[string]string{"A": "1"}})
@@ -707,6 +704,18 @@ func TestOptedInBeforeItsConfigMap(t *testing.T) {
 	}
 }
 
+// startKeyAReader starts a controller and applies web, an opted-in
+// Deployment whose pods require key A of the ConfigMap app, which does not
+// exist yet.
+func startKeyAReader(e *env) *running {
+	e.t.Helper()
+	r := e.start(e.testOptions())
+	w := optedIn(e, "web")
+	w.Env = []string{kubetest.EnvKey("app", "A")}
+	require.NoError(e.t, e.apply(w.YAML(), "kubectl"))
+	return r
+}
+
 // TestConfigMissingEventSaysWhatIsMissing: the ConfigMissing Event follows
 // what the workload waits for. client-go's Event series take a repeat of
 // an Event (same regarding and related object, reason and action) as the
@@ -716,10 +725,7 @@ func TestOptedInBeforeItsConfigMap(t *testing.T) {
 func TestConfigMissingEventSaysWhatIsMissing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	r := e.start(e.testOptions())
-	w := optedIn(e, "web")
-	w.Env = []string{kubetest.EnvKey("app", "A")}
-	require.NoError(t, e.apply(w.YAML(), "kubectl"))
+	r := startKeyAReader(e)
 	waitNote := func(note string) {
 		t.Helper()
 		eventually(t, "a ConfigMissing Event saying "+note, func(context.Context) (bool, error) {
