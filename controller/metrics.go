@@ -23,50 +23,35 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	var errs []error
+	counters := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return registerAs(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels), &errs)
+	}
 	m := &metrics{
-		rollouts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "confighash_rollouts_total",
-			Help: "Rollouts triggered by patching a workload's pod template (dry_run=\"true\": reported only).",
-		}, []string{"kind", "dry_run"}),
-		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "confighash_rollouts_skipped_total",
-			Help: "Reconciles that found a config change but did not roll now, by reason.",
-		}, []string{"kind", "reason"}),
-		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "confighash_reconciles_total",
-			Help: "Reconciles of managed workloads, by result.",
-		}, []string{"kind", "result"}),
-		configEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "confighash_config_events_total",
-			Help: "ConfigMap and Secret events seen, by change (content, metadata, created, deleted).",
-		}, []string{"kind", "change"}),
-		baselines: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "confighash_baseline_writes_total",
-			Help: "External baselines written on workload metadata (no rollout).",
-		}, []string{"kind"}),
-		missing: prometheus.NewGauge(prometheus.GaugeOpts{
+		rollouts: counters("confighash_rollouts_total",
+			"Rollouts triggered by patching a workload's pod template (dry_run=\"true\": reported only).", "kind", "dry_run"),
+		skipped: counters("confighash_rollouts_skipped_total",
+			"Reconciles that found a config change but did not roll now, by reason.", "kind", "reason"),
+		reconciles: counters("confighash_reconciles_total",
+			"Reconciles of managed workloads, by result.", "kind", "result"),
+		configEvents: counters("confighash_config_events_total",
+			"ConfigMap and Secret events seen, by change (content, metadata, created, deleted).", "kind", "change"),
+		baselines: counters("confighash_baseline_writes_total",
+			"External baselines written on workload metadata (no rollout).", "kind"),
+		missing: registerAs(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "confighash_workloads_missing_config",
 			Help: "Managed workloads held back because a required ConfigMap or Secret is missing.",
-		}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		}), &errs),
+		duration: registerAs(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "confighash_reconcile_duration_seconds",
 			Help:    "Time to reconcile one workload.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
-		}, []string{"kind"}),
-		accessReviews: prometheus.NewCounter(prometheus.CounterOpts{
+		}, []string{"kind"}), &errs),
+		accessReviews: registerAs(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "confighash_access_reviews_total",
 			Help: "SelfSubjectAccessReviews asked at start-up to check the controller's permissions (POST requests that write nothing).",
-		}),
+		}), &errs),
 	}
-	var errs []error
-	m.rollouts = registerAs(reg, m.rollouts, &errs)
-	m.skipped = registerAs(reg, m.skipped, &errs)
-	m.reconciles = registerAs(reg, m.reconciles, &errs)
-	m.configEvents = registerAs(reg, m.configEvents, &errs)
-	m.baselines = registerAs(reg, m.baselines, &errs)
-	m.missing = registerAs(reg, m.missing, &errs)
-	m.duration = registerAs(reg, m.duration, &errs)
-	m.accessReviews = registerAs(reg, m.accessReviews, &errs)
 	return m, errors.Join(errs...)
 }
 
