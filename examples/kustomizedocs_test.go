@@ -239,6 +239,78 @@ var docsTrees = []docsTree{
 			{file: "common/kustomization.yaml", old: "REGION=eu", new: "REGION=us"},
 		},
 	},
+	{
+		// kustomize's components that each list the same base: blue
+		// prefixes its copy, green suffixes its own and blue's. Every
+		// config has two candidates once of its name; kustomize keeps for
+		// each reader the one whose prefixes match too.
+		name: "components listing one base: a prefix in one, a suffix over both", tree: "componentaffixes", build: ".",
+		workloads: map[string]string{"Deployment//blue-web-green": "", "Deployment//web-green": ""},
+		changes: []treeChange{
+			{file: "blue/kustomization.yaml", old: "COLOR=blue", new: "COLOR=navy", moved: []string{"Deployment//blue-web-green"}},
+			{file: "base/kustomization.yaml", old: "LEVEL=info", new: "LEVEL=debug",
+				moved: []string{"Deployment//blue-web-green", "Deployment//web-green"}},
+			{file: "base/kustomization.yaml", old: "password=first", new: "password=second",
+				moved: []string{"Deployment//blue-web-green", "Deployment//web-green"}},
+			{file: "base/settings.yaml", old: "workers=4", new: "workers=8",
+				moved: []string{"Deployment//blue-web-green", "Deployment//web-green"}},
+			{file: "base/settings.yaml", old: "spare=yes", new: "spare=no"},
+		},
+	},
+	{
+		// kustomize's base reused by two teams under the same outer
+		// prefix, told apart by the inner one; one team's base turns the
+		// Deployment into a StatefulSet of another name.
+		name: "a base reused under the same outer prefix, a workload's kind changed in one", tree: "reusedbase", build: ".",
+		workloads: map[string]string{"Deployment//overlay-team-a-db": "", "StatefulSet//overlay-team-b-store": ""},
+		changes: []treeChange{
+			{file: "team-a/overlay/kustomization.yaml", old: "REPLICAS=3", new: "REPLICAS=5",
+				moved: []string{"Deployment//overlay-team-a-db"}},
+			{file: "shared/kustomization.yaml", old: "LEVEL=info", new: "LEVEL=warn",
+				moved: []string{"Deployment//overlay-team-a-db", "StatefulSet//overlay-team-b-store"}},
+			{file: "shared/secret.yaml", old: "password: first", new: "password: second",
+				moved: []string{"Deployment//overlay-team-a-db", "StatefulSet//overlay-team-b-store"}},
+		},
+	},
+	{
+		// kustomize's issue 3489: a base prefixed, suffixed, and moved and
+		// suffixed, side by side; the suffixed ones replace a generated
+		// Secret with the same content (one hash suffix, two names); the
+		// top merges into two generators by the names the variants gave.
+		name: "variants by prefix, suffix and namespace; merges by renamed names", tree: "variants", build: ".",
+		workloads: map[string]string{"Deployment//pp-myapp": "", "Deployment//myapp-ss": "", "Deployment/fred/myapp-xx": ""},
+		changes: []treeChange{
+			{file: "kustomization.yaml", old: "REGION=eu", new: "REGION=ap", moved: []string{"Deployment//pp-myapp"}},
+			{file: "kustomization.yaml", old: "REGION=us", new: "REGION=ca", moved: []string{"Deployment//myapp-ss"}},
+			{file: "ss/token.txt", old: "same-token", new: "other-token", moved: []string{"Deployment//myapp-ss"}},
+			{file: "xx/token.txt", old: "same-token", new: "other-token", moved: []string{"Deployment/fred/myapp-xx"}},
+			{file: "base/kustomization.yaml", old: "token.txt=placeholder", new: "token.txt=changed", moved: []string{"Deployment//pp-myapp"}},
+			{file: "base/kustomization.yaml", old: "LOG_LEVEL=info", new: "LOG_LEVEL=debug",
+				moved: []string{"Deployment//pp-myapp", "Deployment//myapp-ss", "Deployment/fred/myapp-xx"}},
+			{file: "base/flags.yaml", old: `foo: "on"`, new: `foo: "off"`,
+				moved: []string{"Deployment//pp-myapp", "Deployment//myapp-ss", "Deployment/fred/myapp-xx"}},
+			{file: "base/flags.yaml", old: `bar: "off"`, new: `bar: "on"`},
+		},
+	},
+	{
+		// kustomize's references by intermediate names (issue 3228, the
+		// diamond with patches): readers name a generated config by the
+		// name a sibling's prefix gave it, under a prefix over all.
+		name: "references by the names a sibling's prefix gave, under a prefix over all", tree: "intermediatenames", build: ".",
+		workloads: map[string]string{
+			"Deployment//project-app": "", "Deployment//project-worker": "",
+			"Deployment//project-left": "", "Deployment//project-right": "",
+		},
+		changes: []treeChange{
+			{file: "app/dbs/zero/zero.env", old: "arg=0", new: "arg=9", moved: []string{"Deployment//project-app"}},
+			{file: "app/dbs/one/one.env", old: "arg=1", new: "arg=8",
+				moved: []string{"Deployment//project-app", "Deployment//project-worker"}},
+			{file: "bases/db/db.env", old: "password=shared", new: "password=other",
+				moved: []string{"Deployment//project-app", "Deployment//project-worker"}},
+			{file: "bases/bottom/kustomization.yaml", old: "KEY=value", new: "KEY=other",
+				moved: []string{"Deployment//project-left", "Deployment//project-right"}},
+		},
+	},
 }
 
 // TestKustomizeDocs builds trees written after kustomize's documented
