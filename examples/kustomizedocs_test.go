@@ -311,6 +311,61 @@ var docsTrees = []docsTree{
 				moved: []string{"Deployment//project-left", "Deployment//project-right"}},
 		},
 	},
+	{
+		// kustomize's namespaced generators: a base moved to another
+		// namespace by an overlay merging into its generator; generators
+		// of one name into two namespaces; a reader of no namespace.
+		name: "generators into namespaces, a base moved by an overlay that merges", tree: "namespacedgenerators", build: ".",
+		workloads: map[string]string{
+			"Deployment/overlay/web": "", "Deployment/team-a/reader": "", "Deployment/team-b/reader": "",
+			"Deployment//lonely": "ConfigMap/shared",
+		},
+		changes: []treeChange{
+			{file: "overlay/kustomization.yaml", old: "veggie=peach", new: "veggie=leek", moved: []string{"Deployment/overlay/web"}},
+			{file: "base/kustomization.yaml", old: "fruit=apple", new: "fruit=pear", moved: []string{"Deployment/overlay/web"}},
+			{file: "spread/kustomization.yaml", old: "password=a", new: "password=c", moved: []string{"Deployment/team-a/reader"}},
+			{file: "spread/kustomization.yaml", old: "password=b", new: "password=d", moved: []string{"Deployment/team-b/reader"}},
+			{file: "spread/workloads.yaml", old: "mode: alone", new: "mode: crowd", moved: []string{"Deployment//lonely"}},
+		},
+	},
+	{
+		// kustomize's issues 5047 and 2609: readers with a suffix their
+		// configs lack, prefixes without a dash, a reference added by a
+		// patch whose target is a name pattern, to a sibling's generator
+		// merged into here.
+		name: "readers with suffixes their configs lack, prefixes without a dash", tree: "affixreferrer", build: ".",
+		workloads: map[string]string{"Deployment//a-api": "", "Deployment//b-api": "", "Deployment//sync-handler": ""},
+		changes: []treeChange{
+			{file: "b/kustomization.yaml", old: "COLOR=b", new: "COLOR=c", moved: []string{"Deployment//b-api"}},
+			{file: "common/kustomization.yaml", old: "GREETING=hello", new: "GREETING=hi",
+				moved: []string{"Deployment//a-api", "Deployment//b-api"}},
+			{file: "db/kustomization.yaml", old: "HOST=everest", new: "HOST=k2", moved: []string{"Deployment//sync-handler"}},
+			{file: "kustomization.yaml", old: "PASSWORD_HINT=horse", new: "PASSWORD_HINT=staple", moved: []string{"Deployment//sync-handler"}},
+			// Replaced by the merge above it.
+			{file: "db/kustomization.yaml", old: "USER=default", new: "USER=root"},
+		},
+	},
+	{
+		// kustomize's generatorOptions at several levels: a base without
+		// suffixes, a team's generators with them (typed Secrets), an
+		// overlay whose options take them off the generators it merges
+		// into and replaces, immutable, and one of its own that asks for
+		// the suffix back in vain.
+		name: "generatorOptions at three levels, merge and replace, typed Secrets", tree: "generatorlevels", build: "staging",
+		workloads: map[string]string{"Deployment//staging-team-web": ""},
+		changes: []treeChange{
+			{file: "staging/kustomization.yaml", old: "fruit=apple", new: "fruit=pear", moved: []string{"Deployment//staging-team-web"}},
+			{file: "staging/kustomization.yaml", old: "y=2", new: "y=3", moved: []string{"Deployment//staging-team-web"}},
+			{file: "staging/kustomization.yaml", old: "MODE=staging", new: "MODE=prod", moved: []string{"Deployment//staging-team-web"}},
+			{file: "staging/kustomization.yaml", old: "password=second", new: "password=third", moved: []string{"Deployment//staging-team-web"}},
+			{file: "base/kustomization.yaml", old: "REGION=eu", new: "REGION=us", moved: []string{"Deployment//staging-team-web"}},
+			{file: "team/id_key", old: "KEY-ONE", new: "KEY-TWO", moved: []string{"Deployment//staging-team-web"}},
+			// Replaced above, unread, overridden by the merge above.
+			{file: "team/kustomization.yaml", old: "x=1", new: "x=5"},
+			{file: "team/kustomization.yaml", old: "realm=corp", new: "realm=home"},
+			{file: "team/kustomization.yaml", old: "password=first", new: "password=zero"},
+		},
+	},
 }
 
 // TestKustomizeDocs builds trees written after kustomize's documented
