@@ -366,6 +366,21 @@ var docsTrees = []docsTree{
 			{file: "team/kustomization.yaml", old: "password=first", new: "password=zero"},
 		},
 	},
+	{
+		// kustomize's replacements in a base under an overlay's prefix and
+		// suffix: the Secret a volume mounts named by a ConfigMap's value,
+		// a generated config's name as the base knows it copied into
+		// another's data (no link to its content).
+		name: "replacements in a base, renamed by the overlay", tree: "replacementbase", build: "overlay",
+		workloads: map[string]string{"Deployment//eu-web-v1": ""},
+		changes: []treeChange{
+			{file: "base/kustomization.yaml", old: "cert=AAA", new: "cert=AAC", moved: []string{"Deployment//eu-web-v1"}},
+			{file: "base/resources.yaml", old: "secret: tls-a", new: "secret: tls-b", moved: []string{"Deployment//eu-web-v1"}},
+			{file: "base/kustomization.yaml", old: "shade=crimson", new: "shade=scarlet", moved: []string{"Deployment//eu-web-v1"}},
+			{file: "base/kustomization.yaml", old: "cert=BBB", new: "cert=BBC"},
+			{file: "base/kustomization.yaml", old: "shade=navy", new: "shade=teal"},
+		},
+	},
 }
 
 // TestKustomizeDocs builds trees written after kustomize's documented
