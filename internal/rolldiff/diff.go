@@ -294,6 +294,7 @@ func configChanges(old, cur *Render, ow, w inject.Workload) ([]ConfigChange, map
 		if prev, ok := renames[ref]; ok {
 			oldRef, ou, inOld = prev, oldUses[prev], true
 		}
+		c := ConfigChange{Ref: output.Ref{Kind: string(nu.Kind), Namespace: w.Namespace, Name: nu.Name}, Change: ChangeKeys, Optional: nu.Optional}
 		switch {
 		case !inOld || !inNew:
 			// A reference added or removed: the template diff names it;
@@ -302,15 +303,16 @@ func configChanges(old, cur *Render, ow, w inject.Workload) ([]ConfigChange, map
 		case ou.external && nu.external:
 			continue
 		case !ou.external && nu.external:
-			out = append(out, ConfigChange{Ref: output.Ref{Kind: string(nu.Kind), Namespace: w.Namespace, Name: nu.Name}, Change: ChangeLeft, Optional: nu.Optional})
+			c.Change = ChangeLeft
+			out = append(out, c)
 			continue
 		case ou.external && !nu.external:
-			out = append(out, ConfigChange{Ref: output.Ref{Kind: string(nu.Kind), Namespace: w.Namespace, Name: nu.Name}, Change: ChangeJoined, Optional: nu.Optional})
+			c.Change = ChangeJoined
+			out = append(out, c)
 			continue
 		}
 		oc, okOld := old.configs[configRef{ou.Kind, ow.Namespace, ou.Name}]
 		nc, okNew := cur.configs[configRef{nu.Kind, w.Namespace, nu.Name}]
-		c := ConfigChange{Ref: output.Ref{Kind: string(nu.Kind), Namespace: w.Namespace, Name: nu.Name}, Change: ChangeKeys, Optional: nu.Optional}
 		if oldRef != ref {
 			c.Change, c.OldName = ChangeRenamed, ou.Name
 		}

@@ -166,12 +166,8 @@ func namedListChanges(list string, old, cur any, fields bool) []FieldChange {
 		n, inNew := nm[name]
 		item := fmt.Sprintf("%s[%s]", list, name)
 		switch {
-		case !inOld:
-			out = append(out, FieldChange{Path: item, Field: list})
-		case !inNew:
-			out = append(out, FieldChange{Path: item, Field: list})
-		case reflect.DeepEqual(o, n):
-		case !fields:
+		case inOld && inNew && reflect.DeepEqual(o, n):
+		case !inOld || !inNew || !fields:
 			out = append(out, FieldChange{Path: item, Field: list})
 		default:
 			for _, f := range changedKeys(asMap(o), asMap(n)) {
@@ -224,8 +220,6 @@ func byName(v any) map[string]any {
 	return out
 }
 
-// withoutOwn returns the template without confighash's annotations (an
-// empty annotations map dropped too), so they never count as a change.
 // ownAddedOrRemoved lists the annotations under annPrefix that one pod
 // template has and the other has not.
 func ownAddedOrRemoved(old, cur map[string]any, annPrefix string) []FieldChange {
@@ -241,6 +235,8 @@ func ownAddedOrRemoved(old, cur map[string]any, annPrefix string) []FieldChange 
 	return out
 }
 
+// withoutOwn returns the template without confighash's annotations (an
+// empty annotations map dropped too), so they never count as a change.
 func withoutOwn(t map[string]any, annPrefix string) map[string]any {
 	meta := asMap(t["metadata"])
 	ann := asMap(meta["annotations"])
@@ -288,21 +284,16 @@ func asStored(t map[string]any) map[string]any {
 		if !ok {
 			continue
 		}
-		kept := make([]any, len(items))
-		for i, it := range items {
-			if c, ok := it.(map[string]any); ok {
-				c = withHandlerDefaults(withDefaults(c, containerDefaults(c)))
-				if r, ok := c["resources"].(map[string]any); ok {
-					c["resources"] = canonicalResources(r)
-					if len(r) == 0 {
-						delete(c, "resources")
-					}
+		spec[list] = mapItems(items, func(c map[string]any) map[string]any {
+			c = withHandlerDefaults(withDefaults(c, containerDefaults(c)))
+			if r, ok := c["resources"].(map[string]any); ok {
+				c["resources"] = canonicalResources(r)
+				if len(r) == 0 {
+					delete(c, "resources")
 				}
-				it = c
 			}
-			kept[i] = it
-		}
-		spec[list] = kept
+			return c
+		})
 	}
 	spec = withDefaults(spec, podDefaults)
 	// serviceAccount is the old name of serviceAccountName: the API server
@@ -322,27 +313,21 @@ func asStored(t map[string]any) map[string]any {
 		spec["overhead"] = canonicalQuantities(o)
 	}
 	if vols, ok := spec["volumes"].([]any); ok {
-		kept := make([]any, len(vols))
-		for i, v := range vols {
-			vol := asMap(v)
+		spec["volumes"] = mapItems(vols, func(vol map[string]any) map[string]any {
 			if ed := asMap(vol["emptyDir"]); ed != nil && ed["sizeLimit"] != nil {
 				vol = withField(vol, "emptyDir", canonicalQuantities(ed, "sizeLimit"))
-				v = vol
 			}
 			for _, source := range []string{"configMap", "secret", "projected", "downwardAPI"} {
 				if src, ok := vol[source].(map[string]any); ok {
 					vol = maps.Clone(vol)
 					vol[source] = withVolumeDefaults(source, withDefaults(src, map[string]any{"defaultMode": defaultMode}))
-					v = vol
 				}
 			}
 			if hp := asMap(vol["hostPath"]); hp != nil && hp["type"] == nil {
 				vol = withField(vol, "hostPath", withDefaults(hp, map[string]any{"type": ""}))
-				v = vol
 			}
-			kept[i] = v
-		}
-		spec["volumes"] = kept
+			return vol
+		})
 	}
 	out = maps.Clone(out)
 	out["spec"] = spec
@@ -528,16 +513,14 @@ func withDefaults(m, defaults map[string]any) map[string]any {
 		}
 	}
 	if ports, ok := out["ports"].([]any); ok {
-		kept := make([]any, len(ports))
-		for i, p := range ports {
-			if pm, ok := p.(map[string]any); ok && pm["protocol"] == nil {
-				pm = maps.Clone(pm)
-				pm["protocol"] = "TCP"
-				p = pm
+		out["ports"] = mapItems(ports, func(p map[string]any) map[string]any {
+			if p["protocol"] != nil {
+				return p
 			}
-			kept[i] = p
-		}
-		out["ports"] = kept
+			p = maps.Clone(p)
+			p["protocol"] = "TCP"
+			return p
+		})
 	}
 	return out
 }
