@@ -122,13 +122,14 @@ func rolloutColumn(r Rollout) string {
 	case r.ObservedGeneration < r.Generation:
 		return "not yet observed"
 	}
-	s := fmt.Sprintf("in progress %d/%d updated, %d available", r.Updated, r.Replicas, r.Available)
+	state := "in progress"
 	switch {
 	case r.Paused:
-		s = fmt.Sprintf("paused %d/%d updated, %d available", r.Updated, r.Replicas, r.Available)
+		state = "paused"
 	case r.OnDelete:
-		s = fmt.Sprintf("OnDelete %d/%d updated, %d available", r.Updated, r.Replicas, r.Available)
+		state = "OnDelete"
 	}
+	s := fmt.Sprintf("%s %d/%d updated, %d available", state, r.Updated, r.Replicas, r.Available)
 	if r.PendingPods > 0 {
 		s += fmt.Sprintf(", %d pending", r.PendingPods)
 	}
