@@ -267,10 +267,7 @@ func numberKey(s string) (string, bool) {
 // key is stored under its text.
 func Key(n *yaml.Node) Kind {
 	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle|yaml.TaggedStyle) != 0 {
-		if k := Scalar(n); k != String {
-			return k
-		}
-		return String
+		return Scalar(n)
 	}
 	return PlainKey(n.Value)
 }
