@@ -17,8 +17,8 @@ type Action string
 const (
 	// ActionNone: the pods reflect the live content of what they consume.
 	ActionNone Action = "none"
-	// ActionRecordBaseline: write the external baseline on the workload's
-	// metadata (pods are not rolled).
+	// ActionRecordBaseline: write the baselines (external, and the render
+	// baseline) on the workload's metadata (pods are not rolled).
 	ActionRecordBaseline Action = "record-baseline"
 	// ActionRoll: patch the pod template so the workload's own controller rolls
 	// it, and record the new state.
@@ -130,7 +130,7 @@ type Decision struct {
 	Action Action
 	Reason Reason
 	// Record is what to write for ActionRoll (all fields) and
-	// ActionRecordBaseline (Baseline only).
+	// ActionRecordBaseline (Baseline and RenderBaseline only).
 	Record Record
 	// Changed names the external configs whose content differs from the
 	// baseline; Missing the required configs that do not exist and the
