@@ -381,6 +381,20 @@ var docsTrees = []docsTree{
 			{file: "base/kustomization.yaml", old: "shade=navy", new: "shade=teal"},
 		},
 	},
+	{
+		// kustomize's generators over files that are not UTF-8
+		// (binaryData, base64 folded over lines), one without and one with
+		// the hash suffix, merged into in an overlay; each reader reads
+		// some keys or the whole object.
+		name: "binaryData from generators, merged in an overlay", tree: "binarydata", build: "overlay",
+		workloads: map[string]string{"Deployment//eu-p1-web": "", "Deployment//eu-p1-worker": ""},
+		changes: []treeChange{
+			{file: "base/logo.bin", old: "\xffhello", new: "\xffhellO", moved: []string{"Deployment//eu-p1-web"}},
+			{file: "base/icon.bin", old: "icon-v1", new: "icon-v2", moved: []string{"Deployment//eu-p1-worker"}},
+			{file: "overlay/kustomization.yaml", old: "MODE=fast", new: "MODE=slow", moved: []string{"Deployment//eu-p1-worker"}},
+			{file: "base/notes.txt", old: "written by hand", new: "rewritten"},
+		},
+	},
 }
 
 // TestKustomizeDocs builds trees written after kustomize's documented
