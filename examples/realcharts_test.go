@@ -22,15 +22,18 @@ import (
 // module proxy serves. The repositories without a go.mod are served under
 // pseudo-versions of one commit.
 const (
-	promCharts    = "github.com/prometheus-community/helm-charts@v0.0.0-20260828105119-ed5d7d9b5933"
-	grafanaCharts = "github.com/grafana-community/helm-charts@v0.0.0-20260829030558-dbf9f4fb5fa1"
-	ingressNginx  = "k8s.io/ingress-nginx@v0.0.0-20240708192948-52c50467d67d"
-	argoHelm      = "github.com/argoproj/argo-helm@v0.0.0-20260904222229-3bbb4305eea9"
-	dandyCharts   = "github.com/DandyDeveloper/charts@v0.0.0-20260615041936-2e2539a8960e"
-	kyverno       = "github.com/kyverno/kyverno@v1.13.4"
-	descheduler   = "sigs.k8s.io/descheduler@v0.36.0"
-	certManager   = "github.com/cert-manager/cert-manager@v1.21.2"
-	gatekeeper    = "github.com/open-policy-agent/gatekeeper/v3@v3.23.1"
+	promCharts         = "github.com/prometheus-community/helm-charts@v0.0.0-20260828105119-ed5d7d9b5933"
+	grafanaCharts      = "github.com/grafana-community/helm-charts@v0.0.0-20260829030558-dbf9f4fb5fa1"
+	ingressNginx       = "k8s.io/ingress-nginx@v0.0.0-20240708192948-52c50467d67d"
+	argoHelm           = "github.com/argoproj/argo-helm@v0.0.0-20260904222229-3bbb4305eea9"
+	dandyCharts        = "github.com/DandyDeveloper/charts@v0.0.0-20260615041936-2e2539a8960e"
+	kyverno            = "github.com/kyverno/kyverno@v1.13.4"
+	descheduler        = "sigs.k8s.io/descheduler@v0.36.0"
+	certManager        = "github.com/cert-manager/cert-manager@v1.21.2"
+	gatekeeper         = "github.com/open-policy-agent/gatekeeper/v3@v3.23.1"
+	metricsServerChart = "sigs.k8s.io/metrics-server@v0.9.0"
+	externalDNS        = "sigs.k8s.io/external-dns@v0.22.0"
+	vaultHelm          = "github.com/hashicorp/vault-helm@v0.34.1"
 
 	// realNamespace is the release namespace of every render.
 	realNamespace = "shop"
@@ -296,7 +299,91 @@ prometheus-node-exporter:
 			{[]string{"--set", "secretAnnotations.team=policy"}, nil},
 		},
 	},
+	{
+		// Turned on: an addon-resizer sidecar that mounts its nanny
+		// ConfigMap, and a serving Secret that a cert-manager Certificate
+		// of the release writes (external: the render holds no Secret).
+		name:     "metrics-server",
+		chart:    chartIn{metricsServerChart, "charts/metrics-server"},
+		values:   "addonResizer:\n  enabled: true\ntls:\n  type: cert-manager\n",
+		hashedOn: []string{"Deployment/shop/web-metrics-server"},
+		changes: []chartChange{
+			{[]string{"--set", "addonResizer.nanny.cpu=50m"}, []string{"Deployment/shop/web-metrics-server"}},
+			{[]string{"--set", "tls.certManager.duration=720h"}, nil},
+		},
+	},
+	{
+		// Turned on: a Secret whose values go through tpl, with the
+		// chart's own checksum/secret, mounted whole with a subPath that
+		// reads one key: another key moves the hash all the same, as
+		// the volume has no items.
+		name:     "external-dns",
+		chart:    chartIn{externalDNS, "charts/external-dns"},
+		args:     []string{"--set", "policy=sync"},
+		values:   externalDNSValues,
+		hashedOn: []string{"Deployment/shop/web-external-dns"},
+		changes: []chartChange{
+			{[]string{"--set", "secretConfiguration.data.region=eu-west-1"}, []string{"Deployment/shop/web-external-dns"}},
+			{[]string{"--set", "txtOwnerId=dns"}, nil},
+		},
+	},
+	{
+		// A StatefulSet mounting a config that the chart runs through
+		// tpl, and a test hook Pod; turned on: a checksum annotation of
+		// the chart's own on that ConfigMap, a CSI provider DaemonSet
+		// mounting an agent ConfigMap, and, on OpenShift, the CA bundle
+		// ConfigMap the service-ca operator fills in and a service
+		// account token Secret, both rendered empty and read by the
+		// StatefulSet: external, as the cluster writes their content.
+		name:     "vault",
+		chart:    chartIn{vaultHelm, "."},
+		values:   vaultValues,
+		hashed:   []string{"StatefulSet/shop/web-vault"},
+		hashedOn: []string{"StatefulSet/shop/web-vault", "DaemonSet/shop/web-vault-csi-provider"},
+		changes: []chartChange{
+			{[]string{"--set", "server.service.targetPort=8300"}, []string{"StatefulSet/shop/web-vault"}},
+			{[]string{"--set", "server.service.port=8300"}, []string{"DaemonSet/shop/web-vault-csi-provider"}},
+			{[]string{"--set", "server.includeConfigAnnotation=false"}, nil},
+		},
+	},
 }
+
+// vaultValues template the server's listener port into its config and turn
+// on the CSI provider and OpenShift's service-ca bundle, mounted with the
+// token Secret of the server's service account.
+const vaultValues = `global:
+  openshift: true
+server:
+  includeConfigAnnotation: true
+  standalone:
+    config: |-
+      ui = true
+      listener "tcp" {
+        tls_disable = 1
+        address = "[::]:{{ .Values.server.service.targetPort }}"
+      }
+      storage "file" {
+        path = "/vault/data"
+      }
+  serviceCA:
+    enabled: true
+  volumes:
+    - name: service-ca-bundle
+      configMap:
+        name: service-ca-bundle
+  volumeMounts:
+    - name: service-ca-bundle
+      mountPath: /vault/ca
+      readOnly: true
+  serviceAccount:
+    createSecret: true
+  extraSecretEnvironmentVars:
+    - envName: VAULT_SA_TOKEN
+      secretName: web-vault-token
+      secretKey: token
+csi:
+  enabled: true
+`
 
 // certManagerValues give each component a config file and every pod a pull
 // Secret of the release, written by a template string of extraObjects.
@@ -322,6 +409,18 @@ extraObjects:
     type: kubernetes.io/dockerconfigjson
     stringData:
       .dockerconfigjson: '{"auths":{"registry.example.com":{"auth":"dXNlcjpwYXNz"}}}'
+`
+
+// externalDNSValues turn on external-dns's Secret, its path and its value
+// templated with the release name.
+const externalDNSValues = `secretConfiguration:
+  enabled: true
+  mountPath: /etc/{{ .Release.Name }}/credentials
+  subPath: credentials
+  data:
+    credentials: |
+      [default]
+      aws_access_key_id = {{ .Release.Name }}-key
 `
 
 var (
