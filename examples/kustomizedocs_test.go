@@ -395,6 +395,23 @@ var docsTrees = []docsTree{
 			{file: "base/notes.txt", old: "written by hand", new: "rewritten"},
 		},
 	},
+	{
+		// Objects writing namespace: default next to objects writing none
+		// (kustomize's namespaces_test.go): kustomize fixes the references
+		// between them, taking none for default; the pod reads its own
+		// namespace only, so what the render does not place there is
+		// external by its final name.
+		name: "namespace default written on some objects, none on others, under a prefix", tree: "defaultnamespace", build: ".",
+		workloads: map[string]string{
+			"Deployment/default/eu-explicit": "ConfigMap/eu-gen-2748f727mg,ConfigMap/eu-plain",
+			"Deployment//eu-implicit":        "ConfigMap/eu-pinned",
+		},
+		changes: []treeChange{
+			{file: "kustomization.yaml", old: "LEVEL=info", new: "LEVEL=debug", moved: []string{"Deployment//eu-implicit"}},
+			{file: "resources.yaml", old: "MODE: plain", new: "MODE: other", moved: []string{"Deployment//eu-implicit"}},
+			{file: "resources.yaml", old: "MODE: pinned", new: "MODE: moved", moved: []string{"Deployment/default/eu-explicit"}},
+		},
+	},
 }
 
 // TestKustomizeDocs builds trees written after kustomize's documented

@@ -218,9 +218,14 @@ func (r *resolver) resolve(kind hashing.Kind, name string) (string, hashing.Cont
 	referral, ambiguous := r.configs.referral(r.context, r.written, kind, name)
 	if referral != nil {
 		// kustomize rewrites the reference to the referral's final name,
-		// whatever its kind is now; the pod then reads kind by that name.
+		// whatever its kind is now; the pod then reads kind by that name
+		// in its own namespace. kustomize takes a namespace written as
+		// default and none as one; the cluster does not (an object without
+		// namespace goes where the apply, or the functionConfig's
+		// namespace, puts it), so a referral of another namespace than the
+		// workload's is no content of the render.
 		name = r.configs.byName[referral.key].Name
-		if content, ok := r.configs.lookup(referral.key.namespace)(kind, name); ok {
+		if content, ok := r.configs.lookup(r.namespace)(kind, name); ok {
 			return name, content, true
 		}
 	}
