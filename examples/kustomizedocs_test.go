@@ -412,6 +412,24 @@ var docsTrees = []docsTree{
 			{file: "resources.yaml", old: "MODE: pinned", new: "MODE: moved", moved: []string{"Deployment/default/eu-explicit"}},
 		},
 	},
+	{
+		// kustomize's generator value tests (numbers and booleans that stay
+		// strings, quotes stripped or kept, a literal over lines, an empty
+		// value, YAML 1.1 words as values and keys) merged in an overlay:
+		// the function reads them from kustomize's stream as the cluster
+		// will hold them.
+		name: "generator values YAML reads otherwise, quotes, a literal over lines", tree: "literalvalues", build: "overlay",
+		workloads: map[string]string{"Deployment//lit-web": "", "Deployment//lit-reader": ""},
+		changes: []treeChange{
+			{file: "overlay/kustomization.yaml", old: "month=12", new: "month=11",
+				moved: []string{"Deployment//lit-web", "Deployment//lit-reader"}},
+			{file: "base/multiline.yaml", old: "greetings", new: "hello", moved: []string{"Deployment//lit-reader"}},
+			{file: "base/numbers.env", old: "VAR1=100", new: "VAR1=101",
+				moved: []string{"Deployment//lit-web", "Deployment//lit-reader"}},
+			{file: "base/kustomization.yaml", old: "PIN=0012", new: "PIN=0013",
+				moved: []string{"Deployment//lit-web", "Deployment//lit-reader"}},
+		},
+	},
 }
 
 // TestKustomizeDocs builds trees written after kustomize's documented
