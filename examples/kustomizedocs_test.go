@@ -430,6 +430,20 @@ var docsTrees = []docsTree{
 				moved: []string{"Deployment//lit-web", "Deployment//lit-reader"}},
 		},
 	},
+	{
+		// kustomize's component used by two bases, moving each into a
+		// namespace, not what the kustomization above lists: a reader
+		// there names a config of a base, in another namespace now.
+		name: "a component moving two bases into a namespace, a reader outside it", tree: "componentnamespace", build: ".",
+		workloads: map[string]string{
+			"Deployment/prod/p-proxy-a": "", "Deployment/prod/p-proxy-b": "", "Deployment//p-proxy-edge": "ConfigMap/cfg-a",
+		},
+		changes: []treeChange{
+			{file: "base-a/kustomization.yaml", old: "a.internal", new: "a.example", moved: []string{"Deployment/prod/p-proxy-a"}},
+			{file: "base-b/kustomization.yaml", old: "b.internal", new: "b.example", moved: []string{"Deployment/prod/p-proxy-b"}},
+			{file: "proxy.yaml", old: `":443"`, new: `":8443"`, moved: []string{"Deployment//p-proxy-edge"}},
+		},
+	},
 }
 
 // TestKustomizeDocs builds trees written after kustomize's documented
