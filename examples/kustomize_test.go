@@ -65,13 +65,10 @@ func independentHashes(t *testing.T, out string) map[string]rendered {
 	configs := independentConfigs(t, nodes)
 	got := map[string]rendered{}
 	for _, n := range nodes {
-		path, ok := podTemplatePaths[n.GetKind()]
+		tpl, ok := testtools.PodTemplate(t, n, podTemplatePaths)
 		if !ok {
 			continue
 		}
-		tpl, err := n.Pipe(kyaml.Lookup(path...))
-		require.NoError(t, err)
-		require.NotNil(t, tpl, "%s has no pod template", n.GetName())
 		spec := independentPodSpec(t, tpl)
 		ns := n.GetNamespace()
 		lookup := func(kind hashing.Kind, name string) (hashing.Content, bool) {

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kustomize/kyaml/kio"
-	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/hashing"
@@ -173,12 +172,10 @@ func readersOf(t *testing.T, before, after, value string) []string {
 	}
 	var readers []string
 	for _, n := range nodes {
-		path, ok := podTemplatePaths[n.GetKind()]
+		tpl, ok := testtools.PodTemplate(t, n, podTemplatePaths)
 		if !ok {
 			continue
 		}
-		tpl, err := n.Pipe(kyaml.Lookup(path...))
-		require.NoError(t, err)
 		spec := independentPodSpec(t, tpl)
 		for _, u := range hashing.Discover(&spec) {
 			id := string(u.Kind) + "/" + n.GetNamespace() + "/" + u.Name

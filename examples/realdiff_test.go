@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kustomize/kyaml/kio"
-	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/hashing"
@@ -537,13 +536,10 @@ func readDiffRender(t *testing.T, stream, namespace string) diffRenderOf {
 	}
 	r.configs = independentConfigs(t, nodes)
 	for _, n := range nodes {
-		path, ok := diffPodTemplates[n.GetKind()]
+		tpl, ok := testtools.PodTemplate(t, n, diffPodTemplates)
 		if !ok {
 			continue
 		}
-		tpl, err := n.Pipe(kyaml.Lookup(path...))
-		require.NoError(t, err)
-		require.NotNil(t, tpl, "%s %s has no pod template", n.GetKind(), n.GetName())
 		w := diffWorkloadOf{namespace: n.GetNamespace(), hash: tpl.GetAnnotations()["confighash.dev/hash"]}
 		for k := range tpl.GetAnnotations() {
 			if strings.HasPrefix(k, "confighash.dev/") {
