@@ -2,7 +2,6 @@ package examples_test
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -24,6 +23,7 @@ import (
 	"github.com/confighash/confighash/internal/status"
 	"github.com/confighash/confighash/internal/testing/cptest"
 	"github.com/confighash/confighash/internal/testing/kubetest"
+	"github.com/confighash/confighash/internal/testing/statustest"
 	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
@@ -297,13 +297,7 @@ func statusOf(t *testing.T, namespace string) map[string]status.Workload {
 	res := testtools.Run(t, "", nil, nil, testtools.Tool(t, "kubectl-confighash"), "status",
 		"--kubeconfig", cptest.Shared(t).KubeconfigPath(), "-n", namespace, "--json")
 	require.Zero(t, res.ExitCode, "kubectl confighash status: %s", res.Stderr)
-	var report status.Report
-	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &report), res.Stdout)
-	out := map[string]status.Workload{}
-	for _, w := range report.Workloads {
-		out[w.Kind+"/"+w.Name] = w
-	}
-	return out
+	return statustest.Workloads(t, res.Stdout)
 }
 
 // editConfig changes one key of a ConfigMap or Secret as kubectl edit does.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -25,6 +24,7 @@ import (
 	"github.com/confighash/confighash/internal/testing/controlplane"
 	"github.com/confighash/confighash/internal/testing/cptest"
 	"github.com/confighash/confighash/internal/testing/kubetest"
+	"github.com/confighash/confighash/internal/testing/statustest"
 	"github.com/confighash/confighash/internal/testing/testtools"
 	"github.com/confighash/confighash/postrenderer"
 )
@@ -112,16 +112,6 @@ func TestStatusOfWorkloadsUsersHave(t *testing.T) {
 		require.NoError(t, err)
 	}
 	kc := cp.KubeconfigPath()
-	asJSON := func(res testtools.Result) map[string]status.Workload {
-		t.Helper()
-		var r status.Report
-		require.NoError(t, json.Unmarshal([]byte(res.Stdout), &r), res.Stdout)
-		out := map[string]status.Workload{}
-		for _, w := range r.Workloads {
-			out[w.Kind+"/"+w.Name] = w
-		}
-		return out
-	}
 
 	t.Run("CronJob, standalone ReplicaSet and Pod", func(t *testing.T) {
 		res := run(nil, "--kubeconfig", kc, "-n", "plain")
@@ -132,7 +122,7 @@ func TestStatusOfWorkloadsUsersHave(t *testing.T) {
 		assert.Contains(t, res.Stdout, "CronJob plain/nightly consumes Secret/creds (keys password)\n")
 		assert.NotContains(t, res.Stdout, "loner")
 		assert.NotContains(t, res.Stdout, "solo")
-		ws := asJSON(run(nil, "--kubeconfig", kc, "-n", "plain", "--json"))
+		ws := statustest.Workloads(t, run(nil, "--kubeconfig", kc, "-n", "plain", "--json").Stdout)
 		assert.Len(t, ws, 2, "the CronJob and the Deployment")
 		// --request-timeout 0 is no timeout, as for kubectl.
 		res = run(nil, "--kubeconfig", kc, "-n", "plain", "--request-timeout", "0")
@@ -144,7 +134,7 @@ func TestStatusOfWorkloadsUsersHave(t *testing.T) {
 		assert.Equal(t, 0, res.ExitCode, "stale is reported, not an error: %s", res.Stderr)
 		assert.Regexp(t, `CronJob plain/nightly\s+STALE \(render-hash-mismatch\)`, res.Stdout)
 		assert.Regexp(t, `Deployment plain/web\s+STALE \(render-hash-mismatch\)`, res.Stdout)
-		assert.Equal(t, status.ConfigStale, asJSON(run(nil, "--kubeconfig", kc, "-n", "plain", "--json"))["CronJob/nightly"].Config)
+		assert.Equal(t, status.ConfigStale, statustest.Workloads(t, run(nil, "--kubeconfig", kc, "-n", "plain", "--json").Stdout)["CronJob/nightly"].Config)
 	})
 
 	t.Run("HMAC key", func(t *testing.T) {
@@ -167,7 +157,7 @@ func TestStatusOfWorkloadsUsersHave(t *testing.T) {
 			assert.Contains(t, res.Stdout, "CronJob keyed/nightly consumes Secret/creds (keys password)\n", "%s: not external", tc.name)
 			assert.Contains(t, res.Stderr, tc.stderr, tc.name)
 			assert.Contains(t, res.Stderr, "CronJob keyed/nightly", tc.name)
-			ws := asJSON(run(tc.env, "--kubeconfig", kc, "-n", "keyed", "--json"))
+			ws := statustest.Workloads(t, run(tc.env, "--kubeconfig", kc, "-n", "keyed", "--json").Stdout)
 			assert.Equal(t, status.ConfigUnknown, ws["Deployment/web"].Config, tc.name)
 			assert.Equal(t, tc.mismatch, string(ws["Deployment/web"].KeyMismatch), tc.name)
 			assert.False(t, ws["Deployment/web"].Configs[0].External, tc.name)
@@ -244,7 +234,7 @@ func TestStatusOfWorkloadsUsersHave(t *testing.T) {
 		})
 		assert.Regexp(t, `Deployment keyed/web\s+STALE \(render-hash-mismatch\)\s+\S+\s+-\s+paused`, res.Stdout)
 		assert.Contains(t, res.Stdout, "rollout: paused (kubectl rollout resume to roll): ")
-		ws := asJSON(run([]string{"CONFIGHASH_HMAC_KEY=k3y"}, "--kubeconfig", kc, "-n", "keyed", "--json"))
+		ws := statustest.Workloads(t, run([]string{"CONFIGHASH_HMAC_KEY=k3y"}, "--kubeconfig", kc, "-n", "keyed", "--json").Stdout)
 		assert.True(t, ws["Deployment/web"].Rollout.Paused)
 		assert.False(t, ws["Deployment/web"].Rollout.Done)
 	})
