@@ -350,22 +350,15 @@ func perWorkload(t *testing.T, workloads []string, what string, count func(kind,
 // controller has observed its generation and made its current template.
 func (r *release) templates(t *testing.T, kind, name string) (n int, ok bool) {
 	t.Helper()
-	apps := r.client.AppsV1()
-	switch kind {
-	case "Deployment":
+	if kind == "Deployment" {
 		d, rs := r.replicaSets(t, name)
 		return len(rs), d.Status.ObservedGeneration == d.Generation && hasTemplate(rs, d)
-	case "StatefulSet":
-		s, err := apps.StatefulSets(r.namespace).Get(t.Context(), name, metav1.GetOptions{})
-		require.NoError(t, err)
-		return r.revisions(t, s.UID, s.Status.UpdateRevision), s.Status.ObservedGeneration == s.Generation
-	case "DaemonSet":
-		s, err := apps.DaemonSets(r.namespace).Get(t.Context(), name, metav1.GetOptions{})
-		require.NoError(t, err)
-		return r.revisions(t, s.UID, ""), s.Status.ObservedGeneration == s.Generation
 	}
-	t.Fatalf("no count of pod templates for %s/%s", kind, name)
-	return 0, false
+	revs, current, observed := r.controllerRevisions(t, kind, name)
+	if current == nil {
+		return 0, observed
+	}
+	return len(revs), observed
 }
 
 // replicaSets reads a Deployment and the ReplicaSets it owns.
@@ -378,16 +371,35 @@ func (r *release) replicaSets(t *testing.T, name string) (*appsv1.Deployment, []
 	return d, rs
 }
 
-// revisions counts the ControllerRevisions of the object with uid; 0 when
-// current is set and none of them is named so.
-func (r *release) revisions(t *testing.T, uid types.UID, current string) int {
+// controllerRevisions reads a StatefulSet or a DaemonSet and the
+// ControllerRevisions it owns. current is the one its pods are to run (a
+// StatefulSet's updateRevision, a DaemonSet's highest revision), nil until
+// there is one; observed says its controller has seen its generation.
+func (r *release) controllerRevisions(t *testing.T, kind, name string) (revs []appsv1.ControllerRevision, current *appsv1.ControllerRevision, observed bool) {
 	t.Helper()
+	apps := r.client.AppsV1()
+	var uid types.UID
+	var update string
+	switch kind {
+	case "StatefulSet":
+		s, err := apps.StatefulSets(r.namespace).Get(t.Context(), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		uid, update, observed = s.UID, s.Status.UpdateRevision, s.Status.ObservedGeneration == s.Generation
+	case "DaemonSet":
+		s, err := apps.DaemonSets(r.namespace).Get(t.Context(), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		uid, observed = s.UID, s.Status.ObservedGeneration == s.Generation
+	default:
+		t.Fatalf("%s/%s is no StatefulSet or DaemonSet", kind, name)
+	}
 	revs, err := kubetest.OwnedControllerRevisions(t.Context(), r.client, r.namespace, uid)
 	require.NoError(t, err)
-	if current != "" && !slices.ContainsFunc(revs, func(c appsv1.ControllerRevision) bool { return c.Name == current }) {
-		return 0
+	for i, c := range revs {
+		if kind == "StatefulSet" && c.Name == update || kind == "DaemonSet" && (current == nil || c.Revision > current.Revision) {
+			current = &revs[i]
+		}
 	}
-	return len(revs)
+	return revs, current, observed
 }
 
 // settledAll changes an annotation on the metadata of every workload (no

@@ -262,38 +262,19 @@ func (r *release) rollouts(t *testing.T, workloads []string) map[string]int {
 // generation and numbered its template.
 func (r *release) currentRevision(t *testing.T, kind, name string) (revision int, ok bool) {
 	t.Helper()
-	apps := r.client.AppsV1()
-	switch kind {
-	case "Deployment":
+	if kind == "Deployment" {
 		d, rs := r.replicaSets(t, name)
 		current := slices.ContainsFunc(rs, func(s appsv1.ReplicaSet) bool {
 			return maps.Equal(s.Spec.Template.Annotations, d.Spec.Template.Annotations) && s.Annotations[revisionKey] == d.Annotations[revisionKey]
 		})
 		n, err := strconv.Atoi(d.Annotations[revisionKey])
 		return n, err == nil && current && d.Status.ObservedGeneration == d.Generation
-	case "StatefulSet":
-		s, err := apps.StatefulSets(r.namespace).Get(t.Context(), name, metav1.GetOptions{})
-		require.NoError(t, err)
-		revs, err := kubetest.OwnedControllerRevisions(t.Context(), r.client, r.namespace, s.UID)
-		require.NoError(t, err)
-		for _, c := range revs {
-			if c.Name == s.Status.UpdateRevision {
-				return int(c.Revision), s.Status.ObservedGeneration == s.Generation
-			}
-		}
-		return 0, false
-	case "DaemonSet":
-		s, err := apps.DaemonSets(r.namespace).Get(t.Context(), name, metav1.GetOptions{})
-		require.NoError(t, err)
-		revs, err := kubetest.OwnedControllerRevisions(t.Context(), r.client, r.namespace, s.UID)
-		require.NoError(t, err)
-		for _, c := range revs {
-			revision = max(revision, int(c.Revision))
-		}
-		return revision, revision > 0 && s.Status.ObservedGeneration == s.Generation
 	}
-	t.Fatalf("no revision for %s/%s", kind, name)
-	return 0, false
+	_, current, observed := r.controllerRevisions(t, kind, name)
+	if current == nil {
+		return 0, false
+	}
+	return int(current.Revision), observed
 }
 
 // hookChart is a row of realCharts installed for its hooks: hook Jobs and
