@@ -213,19 +213,22 @@ func (g *diffGen) meta(name, ns string) metav1.ObjectMeta {
 	return m
 }
 
+// put sets m[key], making the map first if it is nil: a generated object
+// leaves a map it never fills nil, as one decoded from YAML does.
+func put[V any](m *map[string]V, key string, value V) {
+	if *m == nil {
+		*m = map[string]V{}
+	}
+	(*m)[key] = value
+}
+
 func (g *diffGen) configMap(name, ns string) *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: g.meta(name, ns)}
 	for _, k := range g.keys() {
 		if g.chance(0.7) {
-			if cm.Data == nil {
-				cm.Data = map[string]string{}
-			}
-			cm.Data[k] = g.pick(diffValues)
+			put(&cm.Data, k, g.pick(diffValues))
 		} else {
-			if cm.BinaryData == nil {
-				cm.BinaryData = map[string][]byte{}
-			}
-			cm.BinaryData[k] = g.bytes()
+			put(&cm.BinaryData, k, g.bytes())
 		}
 	}
 	if g.chance(0.15) {
@@ -238,17 +241,11 @@ func (g *diffGen) secret(name, ns string) *corev1.Secret {
 	s := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: g.meta(name, ns)}
 	for _, k := range g.keys() {
 		if g.chance(0.7) {
-			if s.Data == nil {
-				s.Data = map[string][]byte{}
-			}
-			s.Data[k] = g.bytes()
+			put(&s.Data, k, g.bytes())
 		}
 		// stringData overlaps data now and then: it wins.
 		if g.chance(0.4) {
-			if s.StringData == nil {
-				s.StringData = map[string]string{}
-			}
-			s.StringData[k] = g.pick(diffValues)
+			put(&s.StringData, k, g.pick(diffValues))
 		}
 	}
 	switch g.r.IntN(5) {
@@ -256,16 +253,11 @@ func (g *diffGen) secret(name, ns string) *corev1.Secret {
 		s.Type = corev1.SecretTypeOpaque
 	case 1:
 		s.Type = corev1.SecretTypeTLS
-		if s.Data == nil {
-			s.Data = map[string][]byte{}
-		}
-		s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey] = []byte("cert"), []byte("key")
+		put(&s.Data, corev1.TLSCertKey, []byte("cert"))
+		put(&s.Data, corev1.TLSPrivateKeyKey, []byte("key"))
 	case 2:
 		s.Type = corev1.SecretTypeDockerConfigJson
-		if s.StringData == nil {
-			s.StringData = map[string]string{}
-		}
-		s.StringData[corev1.DockerConfigJsonKey] = `{"auths":{}}`
+		put(&s.StringData, corev1.DockerConfigJsonKey, `{"auths":{}}`)
 	}
 	if g.chance(0.15) {
 		s.Immutable = new(g.chance(0.5))
@@ -373,22 +365,13 @@ func (g *diffGen) workload(kind, name, ns string) client.Object {
 	if g.chance(0.1) {
 		// A stale render: the render must replace both.
 		tmpl.Annotations = map[string]string{annotations.Key(prefix, annotations.Hash): hashing.PlainPrefix + strings.Repeat("0", 64)}
-		if meta.Annotations == nil {
-			meta.Annotations = map[string]string{}
-		}
-		meta.Annotations[annotations.Key(prefix, annotations.External)] = "ConfigMap/stale"
+		put(&meta.Annotations, annotations.Key(prefix, annotations.External), "ConfigMap/stale")
 	}
 	switch g.r.IntN(20) {
 	case 0:
-		if meta.Annotations == nil {
-			meta.Annotations = map[string]string{}
-		}
-		meta.Annotations[annotations.Key(prefix, annotations.Enabled)] = "false"
+		put(&meta.Annotations, annotations.Key(prefix, annotations.Enabled), "false")
 	case 1:
-		if meta.Annotations == nil {
-			meta.Annotations = map[string]string{}
-		}
-		meta.Annotations[annotations.Key(prefix, annotations.Enabled)] = "true"
+		put(&meta.Annotations, annotations.Key(prefix, annotations.Enabled), "true")
 	}
 	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
 	apps := metav1.TypeMeta{APIVersion: "apps/v1", Kind: kind}
@@ -590,10 +573,7 @@ func asServed(t testing.TB, like client.Object, doc []byte) client.Object {
 	}
 	if s, ok := obj.(*corev1.Secret); ok {
 		for k, v := range s.StringData {
-			if s.Data == nil {
-				s.Data = map[string][]byte{}
-			}
-			s.Data[k] = []byte(v)
+			put(&s.Data, k, []byte(v))
 		}
 		s.StringData = nil
 	}
