@@ -444,6 +444,20 @@ var docsTrees = []docsTree{
 			{file: "proxy.yaml", old: `":443"`, new: `":8443"`, moved: []string{"Deployment//p-proxy-edge"}},
 		},
 	},
+	{
+		// A CRD workload's base, holding its nameReference configuration,
+		// next to two prefixed variants of it in one build.
+		name: "a CRD workload's base next to two prefixed variants, nameReference in the base", tree: "crdvariants", build: ".",
+		verify:    []string{"--workload=Worker.example.com=spec/runner/template"},
+		workloads: map[string]string{"Worker//crunch": "", "Worker//blue-crunch": "", "Worker//green-crunch": ""},
+		changes: []treeChange{
+			{file: "blue/kustomization.yaml", old: "LANE=blue", new: "LANE=navy", moved: []string{"Worker//blue-crunch"}},
+			{file: "base/kustomization.yaml", old: "QUEUE_URL=amqp://queue", new: "QUEUE_URL=amqp://other",
+				moved: []string{"Worker//crunch", "Worker//blue-crunch", "Worker//green-crunch"}},
+			{file: "base/kustomization.yaml", old: "password=p1", new: "password=p2",
+				moved: []string{"Worker//crunch", "Worker//blue-crunch", "Worker//green-crunch"}},
+		},
+	},
 }
 
 // TestKustomizeDocs builds trees written after kustomize's documented
