@@ -6,7 +6,12 @@
 // status both name.
 package output
 
-import "github.com/confighash/confighash/hashing"
+import (
+	"cmp"
+	"strings"
+
+	"github.com/confighash/confighash/hashing"
+)
 
 // WorkloadID names a workload as "Kind namespace/name" (or "Kind name"
 // without a namespace).
@@ -24,6 +29,12 @@ type Ref struct {
 
 // ID names the object as WorkloadID does.
 func (r Ref) ID() string { return WorkloadID(r.Kind, r.Namespace, r.Name) }
+
+// Compare orders objects as the reports list them: by namespace, then kind,
+// then name.
+func (r Ref) Compare(o Ref) int {
+	return cmp.Or(strings.Compare(r.Namespace, o.Namespace), strings.Compare(r.Kind, o.Kind), strings.Compare(r.Name, o.Name))
+}
 
 // Consumed is one ConfigMap or Secret a workload consumes: which keys, or
 // all of them, and whether the render-time hash covers it.

@@ -2,6 +2,7 @@ package output
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,4 +38,23 @@ func TestConsumedJSON(t *testing.T) {
 func TestWorkloadID(t *testing.T) {
 	assert.Equal(t, "Deployment shop/web", WorkloadID("Deployment", "shop", "web"))
 	assert.Equal(t, "CronJob report", WorkloadID("CronJob", "", "report"))
+}
+
+// TestRefOrder pins the order diff and status list workloads in: namespace,
+// then kind, then name, and the cluster-scoped or unnamespaced first.
+func TestRefOrder(t *testing.T) {
+	refs := []Ref{
+		{Kind: "StatefulSet", Namespace: "shop", Name: "db"},
+		{Kind: "Deployment", Namespace: "shop", Name: "web"},
+		{Kind: "Deployment", Namespace: "shop", Name: "api"},
+		{Kind: "Deployment", Namespace: "", Name: "zeta"},
+		{Kind: "DaemonSet", Namespace: "ops", Name: "agent"},
+	}
+	slices.SortFunc(refs, Ref.Compare)
+	ids := make([]string, len(refs))
+	for i, r := range refs {
+		ids[i] = r.ID()
+	}
+	assert.Equal(t, []string{"Deployment zeta", "DaemonSet ops/agent", "Deployment shop/api", "Deployment shop/web", "StatefulSet shop/db"}, ids)
+	assert.Zero(t, Ref{Kind: "Deployment", Name: "web"}.Compare(Ref{Kind: "Deployment", Name: "web"}))
 }

@@ -3,7 +3,6 @@ package rolldiff
 import (
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/confighash/confighash/hashing"
@@ -185,16 +184,7 @@ func Compare(old, cur *Render) Result {
 				Status: StatusRemoved, OptedOut: w.OptedOut, OldHash: w.Hash})
 		}
 	}
-	sort.SliceStable(res.Workloads, func(i, j int) bool {
-		a, b := res.Workloads[i], res.Workloads[j]
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
-		}
-		return a.Name < b.Name
-	})
+	slices.SortStableFunc(res.Workloads, func(a, b Workload) int { return a.Compare(b.Ref) })
 	res.Total = len(res.Workloads)
 	for _, w := range res.Workloads {
 		switch w.Status {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -203,16 +203,7 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 	}); err != nil {
 		return out, err
 	}
-	sort.SliceStable(out.Workloads, func(i, j int) bool {
-		a, b := out.Workloads[i], out.Workloads[j]
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
-		}
-		return a.Name < b.Name
-	})
+	slices.SortStableFunc(out.Workloads, func(a, b Workload) int { return a.Compare(b.Ref) })
 	if len(listDenied) == kinds {
 		return out, errors.Join(listDenied...)
 	}
