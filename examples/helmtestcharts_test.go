@@ -229,172 +229,17 @@ func objectSources(stream string) []string {
 	return out
 }
 
-// helmPatterns are templates added to a copy of Helm's "subchart" test
-// chart (subcharts, crds/, NOTES.txt, a test hook Pod reading a test hook
-// ConfigMap), written as Helm's docs write them: a Secret from values, a
-// ConfigMap through the library chart's merge helper (the "common" library
-// of Helm's chart-with-template-lib-dep), a Deployment with checksum/config
-// that reads both and an image pull Secret the release does not hold, a
-// CronJob whose pod template has "metadata: {}" and reads a pre-install,
-// pre-upgrade hook ConfigMap, a weighted hook Job with a delete policy, a
-// test Job, and a DaemonSet in a subchart reading a key of the parent's
-// Secret, and NOTES.txt in the subchart.
-var helmPatterns = map[string]string{
-	"templates/app.yaml": `apiVersion: v1
-kind: Secret
-metadata:
-  name: {{ .Release.Name }}-creds
-type: Opaque
-data:
-  password: {{ .Values.app.password | b64enc | quote }}
----
-{{ template "common.configmap" (list . "app.settings") }}
-{{- define "app.settings" -}}
-metadata:
-  name: {{ .Release.Name }}-settings
-data:
-  level: {{ .Values.app.level | quote }}
-{{- end }}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}-app
-spec:
-  selector:
-    matchLabels:
-      app: {{ .Release.Name }}-app
-  template:
-    metadata:
-      labels:
-        app: {{ .Release.Name }}-app
-      annotations:
-        checksum/config: {{ include (print $.Template.BasePath "/subdir/configmap.yaml") . | sha256sum }}
-    spec:
-      imagePullSecrets:
-      - name: regcred
-      containers:
-      - name: app
-        image: nginx
-        envFrom:
-        - configMapRef:
-            name: {{ .Chart.Name }}-cm
-        env:
-        - name: PASSWORD
-          valueFrom:
-            secretKeyRef:
-              name: {{ .Release.Name }}-creds
-              key: password
-        - name: LEVEL
-          valueFrom:
-            configMapKeyRef:
-              name: {{ .Release.Name }}-settings
-              key: level
-`,
-	"templates/cronjob.yaml": `apiVersion: batch/v1
-kind: CronJob
-metadata:
-  name: {{ .Release.Name }}-report
-spec:
-  schedule: "@daily"
-  jobTemplate:
-    spec:
-      template:
-        metadata: {}
-        spec:
-          restartPolicy: Never
-          containers:
-          - name: report
-            image: alpine
-            volumeMounts:
-            - name: hook-settings
-              mountPath: /etc/report
-          volumes:
-          - name: hook-settings
-            configMap:
-              name: {{ .Release.Name }}-hook-settings
-`,
-	"templates/hooks.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Release.Name }}-hook-settings
-  annotations:
-    "helm.sh/hook": pre-install,pre-upgrade
-    "helm.sh/hook-weight": "-5"
-data:
-  schedule: {{ .Values.app.schedule | quote }}
----
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {{ .Release.Name }}-migrate
-  annotations:
-    "helm.sh/hook": pre-install,pre-upgrade
-    "helm.sh/hook-weight": "0"
-    "helm.sh/hook-delete-policy": before-hook-creation,hook-succeeded
-spec:
-  template:
-    metadata:
-      name: {{ .Release.Name }}-migrate
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: migrate
-        image: alpine
-        envFrom:
-        - secretRef:
-            name: {{ .Release.Name }}-creds
-        - configMapRef:
-            name: {{ .Release.Name }}-hook-settings
-`,
-	"templates/tests/test-job.yaml": `apiVersion: batch/v1
-kind: Job
-metadata:
-  name: "{{ .Release.Name }}-test-job"
-  annotations:
-    "helm.sh/hook": test
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: test
-        image: alpine
-        envFrom:
-        - configMapRef:
-            name: "{{ .Release.Name }}-testconfig"
-        - secretRef:
-            name: {{ .Release.Name }}-creds
-`,
-	"charts/subchartA/templates/NOTES.txt": "Worker notes for {{ .Release.Name }}\n",
-	"charts/subchartA/templates/worker.yaml": `apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: {{ .Release.Name }}-worker
-spec:
-  selector:
-    matchLabels:
-      app: {{ .Release.Name }}-worker
-  template:
-    metadata:
-      labels:
-        app: {{ .Release.Name }}-worker
-    spec:
-      containers:
-      - name: worker
-        image: alpine
-        volumeMounts:
-        - name: creds
-          mountPath: /creds
-      volumes:
-      - name: creds
-        secret:
-          secretName: {{ .Release.Name }}-creds
-          items:
-          - key: password
-            path: password
-`,
-}
+// helmPatterns (testdata/helm/patterns) are templates added to a copy of
+// Helm's "subchart" test chart (subcharts, crds/, NOTES.txt, a test hook Pod
+// reading a test hook ConfigMap), written as Helm's docs write them: a
+// Secret from values, a ConfigMap through the library chart's merge helper
+// (the "common" library of Helm's chart-with-template-lib-dep), a Deployment
+// with checksum/config that reads both and an image pull Secret the release
+// does not hold, a CronJob whose pod template has "metadata: {}" and reads a
+// pre-install, pre-upgrade hook ConfigMap, a weighted hook Job with a delete
+// policy, a test Job, and a DaemonSet in a subchart reading a key of the
+// parent's Secret, and NOTES.txt in the subchart.
+var helmPatterns = filepath.Join("..", "testdata", "helm", "patterns")
 
 // helmPatternsValues turn on the chart's own ConfigMap (templates/subdir)
 // and give the values the templates read.
@@ -420,9 +265,7 @@ func helmPatternsChart(t *testing.T) string {
 	chart := filepath.Join(t.TempDir(), "subchart")
 	require.NoError(t, testtools.CopyTree(filepath.Join(testcharts, "subchart"), chart, nil))
 	require.NoError(t, testtools.CopyTree(filepath.Join(testcharts, "chart-with-template-lib-dep", "charts", "common"), filepath.Join(chart, "charts", "common"), nil))
-	for name, text := range helmPatterns {
-		require.NoError(t, os.WriteFile(filepath.Join(chart, name), []byte(text), 0o644))
-	}
+	require.NoError(t, testtools.CopyTree(helmPatterns, chart, nil))
 	return chart
 }
 
