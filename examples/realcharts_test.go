@@ -346,7 +346,71 @@ prometheus-node-exporter:
 			{[]string{"--set", "server.includeConfigAnnotation=false"}, nil},
 		},
 	},
+	{
+		// Turned on: a projected volume whose sources name three keys of
+		// one Secret, each with items, a configMapKeyRef and a ConfigMap
+		// volume with items, the configs written by extraManifests
+		// through tpl: a key no source lists moves nothing. The chart
+		// names no namespace.
+		name:     "redis-exporter",
+		chart:    chartIn{promCharts, "charts/prometheus-redis-exporter"},
+		values:   redisExporterValues,
+		hashedOn: []string{"Deployment//web-prometheus-redis-exporter"},
+		changes: []chartChange{
+			{[]string{"--set", "files.ca=second-ca"}, []string{"Deployment//web-prometheus-redis-exporter"}},
+			{[]string{"--set", "files.address=redis://other:6379"}, []string{"Deployment//web-prometheus-redis-exporter"}},
+			{[]string{"--set", "files.spare=second-spare"}, nil},
+		},
+	},
 }
+
+// redisExporterValues read the Redis address and a script from one
+// ConfigMap and three keys of a TLS Secret, whose content the files values
+// give.
+const redisExporterValues = `files:
+  ca: first-ca
+  spare: first-spare
+  address: redis://redis:6379
+redisAddressConfig:
+  enabled: true
+  source:
+    name: web-redis-exporter-env
+    key: address
+script:
+  configmap: web-redis-exporter-env
+  keyname: metrics.lua
+redisTlsConfig:
+  enabled: true
+  caCertFile:
+    secret:
+      name: web-redis-tls
+      key: ca.crt
+  clientCertFile:
+    secret:
+      name: web-redis-tls
+      key: tls.crt
+  clientKeyFile:
+    secret:
+      name: web-redis-tls
+      key: tls.key
+extraManifests:
+  - apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: web-redis-exporter-env
+    data:
+      address: '{{ .Values.files.address }}'
+      metrics.lua: return {}
+  - apiVersion: v1
+    kind: Secret
+    metadata:
+      name: web-redis-tls
+    stringData:
+      ca.crt: '{{ .Values.files.ca }}'
+      tls.crt: client-cert
+      tls.key: client-key
+      spare.pem: '{{ .Values.files.spare }}'
+`
 
 // vaultValues template the server's listener port into its config and turn
 // on the CSI provider and OpenShift's service-ca bundle, mounted with the
