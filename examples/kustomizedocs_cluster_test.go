@@ -36,6 +36,13 @@ type docsCluster struct {
 	// into is the namespace the objects that name none are applied into:
 	// "" for one of the test's own (kubectl apply -n), or default.
 	into string
+	// fnNamespace is the namespace written into the functionConfig
+	// (namespace: default); workloads and moved then replace the
+	// docsTrees row's external lists and, by a change's new text, the
+	// workloads whose hash it moves.
+	fnNamespace string
+	workloads   map[string]string
+	moved       map[string][]string
 	// namespaces are the tree's namespaces; each is replaced in the tree
 	// by one of the test's own before the build.
 	namespaces []string
@@ -84,11 +91,19 @@ var docsClusters = []docsCluster{
 			"MODE: other": {"Deployment/default/eu-explicit"},
 			"MODE: moved": {"Deployment//eu-implicit"},
 		},
-		edits: []docsEdit{
-			{"ConfigMap//eu-gen", "LEVEL", "edited", []string{"Deployment/default/eu-explicit", "Deployment//eu-implicit"}},
-			{"ConfigMap//eu-plain", "MODE", "edited", []string{"Deployment/default/eu-explicit", "Deployment//eu-implicit"}},
-			{"ConfigMap/default/eu-pinned", "MODE", "edited", []string{"Deployment/default/eu-explicit", "Deployment//eu-implicit"}},
+		edits: defaultNamespaceEdits,
+	},
+	{
+		// The same with the functionConfig's namespace: default: every
+		// config is in the reader's namespace, and the render's.
+		tree: "defaultnamespace", build: ".", into: "default", fnNamespace: "default",
+		workloads: map[string]string{"Deployment/default/eu-explicit": "", "Deployment//eu-implicit": ""},
+		moved: map[string][]string{
+			"LEVEL=debug": {"Deployment/default/eu-explicit", "Deployment//eu-implicit"},
+			"MODE: other": {"Deployment/default/eu-explicit", "Deployment//eu-implicit"},
+			"MODE: moved": {"Deployment/default/eu-explicit", "Deployment//eu-implicit"},
 		},
+		edits: defaultNamespaceEdits,
 	},
 	{
 		// Prefix, suffix and namespace variants; ss and xx replace the
@@ -156,6 +171,14 @@ var docsClusters = []docsCluster{
 	},
 }
 
+// defaultNamespaceEdits are the edits of the defaultnamespace rows: each
+// workload reads every config.
+var defaultNamespaceEdits = []docsEdit{
+	{"ConfigMap//eu-gen", "LEVEL", "edited", []string{"Deployment/default/eu-explicit", "Deployment//eu-implicit"}},
+	{"ConfigMap//eu-plain", "MODE", "edited", []string{"Deployment/default/eu-explicit", "Deployment//eu-implicit"}},
+	{"ConfigMap/default/eu-pinned", "MODE", "edited", []string{"Deployment/default/eu-explicit", "Deployment//eu-implicit"}},
+}
+
 // TestKustomizeDocsOnCluster renders rows of docsTrees with confighash, as
 // TestKustomizeDocs does, and applies the ConfigMaps, Secrets and workloads
 // of each render with server-side apply to the shared control plane, what
@@ -178,14 +201,35 @@ var docsClusters = []docsCluster{
 func TestKustomizeDocsOnCluster(t *testing.T) {
 	cptest.Require(t)
 	t.Parallel()
-	for _, dc := range docsClusters {
-		t.Run(dc.tree+"/"+dc.build, func(t *testing.T) {
-			t.Parallel()
-			i := slices.IndexFunc(docsTrees, func(r docsTree) bool { return r.tree == dc.tree && r.build == dc.build })
-			require.GreaterOrEqual(t, i, 0, "no row %s/%s in docsTrees", dc.tree, dc.build)
-			checkDocsOnCluster(t, dc, docsTrees[i])
-		})
+	run := func(t *testing.T, dc docsCluster) {
+		i := slices.IndexFunc(docsTrees, func(r docsTree) bool { return r.tree == dc.tree && r.build == dc.build })
+		require.GreaterOrEqual(t, i, 0, "no row %s/%s in docsTrees", dc.tree, dc.build)
+		checkDocsOnCluster(t, dc, docsTrees[i])
 	}
+	name := func(dc docsCluster) string {
+		if dc.fnNamespace != "" {
+			return dc.tree + "/" + dc.build + " with the functionConfig's namespace " + dc.fnNamespace
+		}
+		return dc.tree + "/" + dc.build
+	}
+	for _, dc := range docsClusters {
+		if dc.into == "" {
+			t.Run(name(dc), func(t *testing.T) {
+				t.Parallel()
+				run(t, dc)
+			})
+		}
+	}
+	// The rows applied into default write the same names there: one
+	// after the other.
+	t.Run("into default", func(t *testing.T) {
+		t.Parallel()
+		for _, dc := range docsClusters {
+			if dc.into != "" {
+				t.Run(name(dc), func(t *testing.T) { run(t, dc) })
+			}
+		}
+	})
 }
 
 // docsLive is a docs tree applied to the control plane: a cluster per
@@ -196,11 +240,14 @@ type docsLive struct {
 	ns      map[string]*cluster
 	ctrl    *controllerProc
 	managed []string
+	// applied are the objects (Kind/name) applied into default, which
+	// the test deletes when it ends.
+	applied map[string]bool
 }
 
 // checkDocsOnCluster runs a row as TestKustomizeDocsOnCluster says.
 func checkDocsOnCluster(t *testing.T, dc docsCluster, tc docsTree) {
-	d := &docsLive{ns: map[string]*cluster{}}
+	d := &docsLive{ns: map[string]*cluster{}, applied: map[string]bool{}}
 	var renames []string
 	for _, ns := range dc.namespaces {
 		c := newCluster(t, "docs-"+ns)
@@ -210,6 +257,7 @@ func checkDocsOnCluster(t *testing.T, dc docsCluster, tc docsTree) {
 	if dc.into == "default" {
 		c := inDefault(t)
 		d.ns[""], d.ns["default"] = c, c
+		t.Cleanup(func() { d.deleteApplied(t) })
 	} else {
 		d.ns[""] = newCluster(t, "docs-"+tc.tree)
 	}
@@ -223,6 +271,13 @@ func checkDocsOnCluster(t *testing.T, dc docsCluster, tc docsTree) {
 		dir = renamed
 	}
 	root := filepath.Join(dir, tc.build)
+	if dc.fnNamespace != "" {
+		fn := filepath.Join(root, "confighash.yaml")
+		edit(t, fn, "kind: ConfigHash\n", "kind: ConfigHash\nnamespace: "+dc.fnNamespace+"\n")
+	}
+	if dc.workloads != nil {
+		tc.workloads = dc.workloads
+	}
 	render := func() string {
 		out, _ := realBuild(t, root, nil, true)
 		return treeInputs(out)
@@ -299,6 +354,9 @@ func checkDocsOnCluster(t *testing.T, dc docsCluster, tc docsTree) {
 				moved = append(moved, id)
 			}
 		}
+		if m, ok := dc.moved[ch.new]; ok {
+			ch.moved = m
+		}
 		assert.ElementsMatch(t, ch.moved, moved, "%s: the workloads whose render-time hash moved", what)
 		rolled := slices.Concat(ch.moved, dc.external[ch.new])
 		for _, id := range d.templatesChanged(t, out, next) {
@@ -353,22 +411,32 @@ func checkDocsOnCluster(t *testing.T, dc docsCluster, tc docsTree) {
 	assertCurrent(t, "after the render re-applied", d.status(t))
 }
 
-// inDefault is a cluster of the shared control plane's default namespace;
-// the test deletes what it applied there (the ConfigMaps, Secrets and
-// Deployments of the namespace it created) when it ends.
+// inDefault is a cluster of the shared control plane's default namespace.
 func inDefault(t *testing.T) *cluster {
 	t.Helper()
 	cs, dyn, mapper := kubetest.Clients(t, cptest.Shared(t).RESTConfig())
-	c := &cluster{release: &release{namespace: metav1.NamespaceDefault, client: cs}, dyn: dyn, mapper: mapper}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		list := metav1.ListOptions{}
-		del := metav1.DeleteOptions{}
-		assert.NoError(t, cs.AppsV1().Deployments(c.namespace).DeleteCollection(ctx, del, list))
-		assert.NoError(t, cs.CoreV1().ConfigMaps(c.namespace).DeleteCollection(ctx, del, list))
-		assert.NoError(t, cs.CoreV1().Secrets(c.namespace).DeleteCollection(ctx, del, list))
-	})
-	return c
+	return &cluster{release: &release{namespace: metav1.NamespaceDefault, client: cs}, dyn: dyn, mapper: mapper}
+}
+
+// deleteApplied deletes the objects the test applied into default.
+func (d *docsLive) deleteApplied(t *testing.T) {
+	ctx := context.Background() // t.Context() is done when cleanups run
+	c := d.ns[metav1.NamespaceDefault]
+	for _, ref := range slices.Sorted(maps.Keys(d.applied)) {
+		kind, name, _ := strings.Cut(ref, "/")
+		var err error
+		switch kind {
+		case "Deployment":
+			err = c.client.AppsV1().Deployments(c.namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		case "ConfigMap":
+			err = c.client.CoreV1().ConfigMaps(c.namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		case "Secret":
+			err = c.client.CoreV1().Secrets(c.namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		default:
+			t.Errorf("no delete for %s applied into default", ref)
+		}
+		assert.NoError(t, err, "deleting %s from default", ref)
+	}
 }
 
 // resolve splits Kind/namespace/name into the kind, the cluster of the
@@ -425,6 +493,13 @@ func (d *docsLive) inNamespace(t *testing.T, render, live string) string {
 func (d *docsLive) apply(t *testing.T, render string) {
 	t.Helper()
 	d.ns[""].apply(t, render)
+	nodes, err := kio.FromBytes([]byte(render))
+	require.NoError(t, err)
+	for _, n := range nodes {
+		if c := d.ns[n.GetNamespace()]; c != nil && c.namespace == metav1.NamespaceDefault {
+			d.applied[n.GetKind()+"/"+n.GetName()] = true
+		}
+	}
 }
 
 // byCluster groups workloads (Kind/namespace/name) by the live namespace
