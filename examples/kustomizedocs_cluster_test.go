@@ -156,6 +156,35 @@ var docsClusters = []docsCluster{
 		},
 	},
 	{
+		// The user's image pull Secret, external.
+		tree: "wordpress", build: ".",
+		create: map[string]map[string]string{"Secret//regcred": {".dockerconfigjson": "{}"}},
+		edits: []docsEdit{
+			{"Secret//demo-mysql-pass", "root-password", "edited", []string{"StatefulSet//demo-mysql"}},
+			{"Secret//regcred", ".dockerconfigjson", `{"auths":{}}`, []string{"Deployment//demo-wordpress"}},
+		},
+	},
+	{
+		// Every generator immutable without hash suffix: the API server
+		// refuses each change of data; one of their annotations changes.
+		tree: "generatoroptions", build: ".",
+		refused: []string{"foo=baz", "epoch=2", "token=def", "baz=quux"},
+	},
+	{
+		tree: "binarydata", build: "overlay",
+		edits: []docsEdit{
+			{"ConfigMap//eu-p1-blob", "MODE", "edited", []string{"Deployment//eu-p1-worker"}},
+			{"ConfigMap//eu-p1-blob", "notes.txt", "edited", nil},
+		},
+	},
+	{
+		tree: "literalvalues", build: "overlay",
+		edits: []docsEdit{
+			{"ConfigMap//lit-values", "FLAG", "edited", []string{"Deployment//lit-web", "Deployment//lit-reader"}},
+			{"Secret//lit-secret-values", "ENABLED", "edited", []string{"Deployment//lit-web"}},
+		},
+	},
+	{
 		// web opts out: the controller leaves it alone.
 		tree: "optout", build: "patch",
 		edits: []docsEdit{
@@ -185,19 +214,28 @@ var defaultNamespaceEdits = []docsEdit{
 // names no namespace into one of the test's own (as kubectl apply -n does;
 // or default, where a tree places objects there), each namespace the tree
 // names replaced by one of the test's own, with bin/confighash-controller
-// watching them. It checks, counting pod templates and the controller's
-// rolls:
+// watching them. It checks, counting rollouts (a return to an earlier pod
+// template too) and the controller's rolls:
 //   - the first apply rolls nothing; kubectl confighash status reports
 //     every workload current, reading as external what the row says;
 //   - each change of the row, re-rendered and applied (one after the
-//     other), gives a new pod template to exactly the workloads whose hash
-//     it moves and those whose references kustomize renamed; the
-//     controller rolls nothing and status stays current;
+//     other), rolls exactly the workloads whose hash it moves and those
+//     whose references kustomize renamed, once; the controller rolls only
+//     the readers of a config the render changes that they read as
+//     external; status stays current. A change the API server refuses
+//     (an immutable config) rolls nothing;
 //   - an out-of-band edit of one key of a consumed config rolls exactly
 //     the readers the row names, once each, by the controller, whose
 //     Event on each names the config;
-//   - the render re-applied writes every edit back: exactly the readers
-//     of the edits roll once more; applied again, nothing rolls.
+//   - the render re-applied writes back every edit of its configs: exactly
+//     their readers roll once more; applied again, nothing rolls.
+//
+// The rows cover kustomize's renames (prefix and suffix variants, a
+// canary, components, generators merged across levels and namespaces,
+// namespace default next to none), opt-outs, immutable generators,
+// binaryData, values YAML reads otherwise, a StatefulSet and an image pull
+// Secret. crdvariants and transformerconfigs are left out: the controller
+// manages no CRD kind but Argo Rollouts.
 func TestKustomizeDocsOnCluster(t *testing.T) {
 	cptest.Require(t)
 	t.Parallel()
@@ -370,7 +408,8 @@ func checkDocsOnCluster(t *testing.T, dc docsCluster, tc docsTree) {
 		last, counts, out = st, after, next
 	}
 
-	// Out-of-band edits, one at a time.
+	// Out-of-band edits, one at a time. readers are the workloads that
+	// read an edited key, true for those that read one the render holds.
 	readers := map[string]bool{}
 	for _, e := range dc.edits {
 		what := "edit of " + e.config + " key " + e.key
@@ -389,21 +428,29 @@ func checkDocsOnCluster(t *testing.T, dc docsCluster, tc docsTree) {
 		assertReadersRolled(t, what, counts, after, e.readers)
 		st := d.status(t)
 		assertCurrent(t, what, st)
+		_, user := dc.create[e.config]
 		for _, id := range e.readers {
-			readers[id] = true
+			readers[id] = readers[id] || !user
 			require.NotNil(t, st[id].LastConfigChanged, "%s: %s has no ConfigChanged Event", what, id)
 			assert.Contains(t, st[id].LastConfigChanged.Message, kind+" "+c.namespace+"/"+name+" key "+e.key+" changed", "%s: %s's Event", what, id)
 		}
 		counts = after
 	}
 
-	// The render re-applied writes every edit back.
-	want := d.ctrl.rolls() + float64(len(readers))
+	// The render re-applied writes back every edit but of the user's
+	// configs.
+	var rewritten []string
+	for id, ok := range readers {
+		if ok {
+			rewritten = append(rewritten, id)
+		}
+	}
+	want := d.ctrl.rolls() + float64(len(rewritten))
 	d.apply(t, out)
 	d.ctrl.waitRolls(t, "the written-back edits rolled", want)
 	resynced := d.counts(t, workloads)
 	d.settled(t)
-	assertReadersRolled(t, "the render re-applied over the edits", counts, resynced, slices.Collect(maps.Keys(readers)))
+	assertReadersRolled(t, "the render re-applied over the edits", counts, resynced, rewritten)
 	d.apply(t, out)
 	d.settled(t)
 	assert.Equal(t, resynced, d.counts(t, workloads), "rollouts after the same render applied again")
