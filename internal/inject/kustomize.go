@@ -268,7 +268,11 @@ func (r *resolver) resolveUses(uses []hashing.Use) (inStream, external []hashing
 			external = addUse(external, outIndex, ref, u)
 		}
 	}
+	// Both in order of the final names, as Discover orders the names
+	// written: the external list is the one a stream written with the
+	// final names gets.
 	hashing.SortUses(inStream)
+	hashing.SortUses(external)
 	return inStream, external
 }
 
