@@ -32,11 +32,16 @@ const randomTreesEnv = "CONFIGHASH_RANDOM_TREES"
 // levels, plain configs, renaming patches, workloads reading configs every
 // way) with confighash listed in the outermost kustomization, and takes
 // kustomize's own render as the oracle: each pod spec's references are the
-// final names. A tree kustomize refuses is counted, not checked. Otherwise
-// the render is the build without confighash but for its annotations,
-// every workload's hash and external list are the ones computed from the
-// objects its pod spec names, verify passes, and an edited config value
-// moves exactly the hashes of the workloads that read it in the render.
+// final names. Objects, generators and an overlay's namespace write
+// namespace: default next to objects that write none, which kustomize takes
+// for one when it fixes a reference and the cluster does not; the
+// functionConfig's namespace is default or none. A tree kustomize refuses
+// is counted, not checked. Otherwise the render is the build without
+// confighash but for its annotations, every workload's hash and external
+// list are the ones computed from the objects its pod spec names in its own
+// namespace (an object naming none is in the functionConfig's), verify
+// passes, and an edited config value moves exactly the hashes of the
+// workloads that read it in the render.
 func TestKustomizeRandomTrees(t *testing.T) {
 	t.Parallel()
 	seeds := randomSeeds(t)
@@ -49,8 +54,9 @@ func TestKustomizeRandomTrees(t *testing.T) {
 			})
 		}
 	})
-	t.Logf("%d trees: %d built and checked, %d refused by kustomize; %d workloads, %d hashed, %d with an external list; "+
-		"%d value edits, %d of which moved a hash", len(seeds), stats.built.Load(), stats.refused.Load(), stats.workloads.Load(),
+	t.Logf("%d trees: %d built and checked (%d writing namespace: default, %d with the functionConfig's namespace default), %d refused by kustomize; "+
+		"%d workloads, %d hashed, %d with an external list; %d value edits, %d of which moved a hash",
+		len(seeds), stats.built.Load(), stats.writeDefault.Load(), stats.fnDefault.Load(), stats.refused.Load(), stats.workloads.Load(),
 		stats.hashed.Load(), stats.external.Load(), stats.edits.Load(), stats.moved.Load())
 	if !t.Failed() {
 		assert.GreaterOrEqual(t, 2*stats.built.Load(), int64(len(seeds)), "most trees must be ones kustomize builds")
@@ -83,7 +89,7 @@ func randomSeeds(t *testing.T) []uint64 {
 
 // randomStats counts what the trees held, for the log.
 type randomStats struct {
-	built, refused, workloads, hashed, external, edits, moved atomic.Int64
+	built, refused, writeDefault, fnDefault, workloads, hashed, external, edits, moved atomic.Int64
 }
 
 // checkRandomTree writes and checks the tree of one seed.
@@ -113,11 +119,25 @@ func checkRandomTree(t *testing.T, seed uint64, stats *randomStats) {
 		return
 	}
 	stats.built.Add(1)
+	if slices.ContainsFunc(slices.Collect(maps.Values(g.files)), func(text string) bool { return strings.Contains(text, "namespace: default\n") }) {
+		stats.writeDefault.Add(1)
+	}
+	if g.fnNamespace != "" {
+		stats.fnDefault.Add(1)
+	}
 	require.Zero(t, res.ExitCode, "seed %d: kustomize builds the tree without confighash, not with it\n%s", seed, res.Stderr)
 	out := res.Stdout
 	assert.Equal(t, withoutConfighash(t, plain.Stdout), withoutConfighash(t, out), "seed %d: only confighash's annotations added", seed)
 
-	got := independentHashes(t, out)
+	// The objects that name no namespace are where the functionConfig
+	// puts them; each pod reads its own namespace.
+	placed := func(stream string) string {
+		if g.fnNamespace == "" {
+			return stream
+		}
+		return inNamespace(t, stream, g.fnNamespace)
+	}
+	got := independentHashes(t, placed(out))
 	require.NotEmpty(t, got, "seed %d: workloads in the render", seed)
 	for id, r := range got {
 		stats.workloads.Add(1)
@@ -130,18 +150,18 @@ func checkRandomTree(t *testing.T, seed uint64, stats *randomStats) {
 		assert.Equal(t, r.want, r.hash, "seed %d: %s: hash of what it reads, by the final names\n%s", seed, id, out)
 		assert.Equal(t, r.wantExternal, r.external, "seed %d: %s: external annotation", seed, id)
 	}
-	verify := testtools.Run(t, dir, nil, []byte(out), testtools.Tool(t, "confighash"), "verify")
+	verify := testtools.Run(t, dir, nil, []byte(out), testtools.Tool(t, "confighash"), "verify", "-namespace="+g.fnNamespace)
 	assert.Zero(t, verify.ExitCode, "seed %d: confighash verify on the render\n%s", seed, verify.Stderr)
 
-	hashes := testtools.PodHashes(t, out)
+	hashes := testtools.PodHashes(t, placed(out))
 	for _, i := range g.r.Perm(len(g.tokens))[:min(2, len(g.tokens))] {
 		tok := g.tokens[i]
 		edit(t, filepath.Join(dir, tok.file), tok.value, tok.value+"q")
 		changed := build(dir)
 		require.Zero(t, changed.ExitCode, "seed %d: %s: %s edited\n%s", seed, tok.file, tok.value, changed.Stderr)
 		name := fmt.Sprintf("seed %d: %s: %s edited", seed, tok.file, tok.value)
-		readers := readersOf(t, out, changed.Stdout, tok.value)
-		assertMoved(t, name, hashes, testtools.PodHashes(t, changed.Stdout), readers)
+		readers := readersOf(t, placed(out), placed(changed.Stdout), tok.value)
+		assertMoved(t, name, hashes, testtools.PodHashes(t, placed(changed.Stdout)), readers)
 		edit(t, filepath.Join(dir, tok.file), tok.value+"q", tok.value)
 		stats.edits.Add(1)
 		if len(readers) > 0 {
@@ -230,6 +250,8 @@ type treeGen struct {
 	// tokens are the editable config values: each unique in the tree.
 	tokens []valueToken
 	n      int
+	// fnNamespace is the functionConfig's namespace: default or none.
+	fnNamespace string
 }
 
 type valueToken struct{ file, value string }
@@ -270,6 +292,32 @@ func newTreeGen(seed uint64) *treeGen {
 }
 
 func (g *treeGen) chance(p float64) bool { return g.r.Float64() < p }
+
+// namespace returns the namespace an object writes: mostly none, else
+// default (which kustomize takes for none when it fixes a reference, and
+// the cluster does not) or one of its own.
+func (g *treeGen) namespace() string {
+	switch x := g.r.Float64(); {
+	case x < 0.15:
+		return "team"
+	case x < 0.35:
+		return "default"
+	}
+	return ""
+}
+
+// spelling returns ns, or at random the other way to write it when it is
+// default or none: a generator merging into a config or a patch of an
+// object names it either way, and kustomize finds it.
+func (g *treeGen) spelling(ns string) string {
+	if (ns == "" || ns == "default") && g.chance(0.3) {
+		if ns == "" {
+			return "default"
+		}
+		return ""
+	}
+	return ns
+}
 
 func pick[T any](g *treeGen, list []T) T { return list[g.r.IntN(len(list))] }
 
@@ -313,6 +361,11 @@ func (g *treeGen) generate() {
 		children = []genLevel{g.overlay("left", children, true), g.overlay("right", children, true)}
 	}
 	g.overlay(".", children, false)
+	if g.chance(0.3) {
+		// Objects that name no namespace are then in default, as the
+		// apply puts them without one.
+		g.fnNamespace = "default"
+	}
 	g.putText("kustomization.yaml", g.files["kustomization.yaml"]+"transformers:\n- confighash.yaml\n")
 }
 
@@ -326,10 +379,7 @@ func (g *treeGen) base(dir string) genLevel {
 	for range 1 + g.r.IntN(3) {
 		c := genConfig{kind: pick(g, []string{"ConfigMap", "Secret"}), name: pick(g, configNames), generated: g.chance(0.6)}
 		c.current = c.name
-		if g.chance(0.15) {
-			// Written in a namespace of its own.
-			c.namespace = "team"
-		}
+		c.namespace = g.namespace()
 		if slices.ContainsFunc(lvl.configs, func(o genConfig) bool { return o.kind == c.kind && o.name == c.name }) {
 			continue
 		}
@@ -348,10 +398,7 @@ func (g *treeGen) base(dir string) genLevel {
 		g.put(dir+"/"+file, g.plainConfig(dir+"/"+file, c))
 	}
 	for _, name := range workloadNames[:1+g.r.IntN(2)] {
-		w := genWorkload{kind: pick(g, workloadKinds), name: name}
-		if g.chance(0.15) {
-			w.namespace = "team"
-		}
+		w := genWorkload{kind: pick(g, workloadKinds), name: name, namespace: g.namespace()}
 		lvl.workloads = append(lvl.workloads, w)
 		file := strings.ToLower(w.kind) + "-" + name + ".yaml"
 		resources = append(resources, file)
@@ -378,8 +425,12 @@ func (g *treeGen) generator(dir, kfile string, c genConfig, behavior string) map
 	if behavior != "" {
 		entry["behavior"] = behavior
 	}
-	if c.namespace != "" {
-		entry["namespace"] = c.namespace
+	ns := c.namespace
+	if behavior != "" {
+		ns = g.spelling(ns)
+	}
+	if ns != "" {
+		entry["namespace"] = ns
 	}
 	keys := slices.Clone(configKeys[:3])
 	g.r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
@@ -591,9 +642,7 @@ func (g *treeGen) overlay(dir string, children []genLevel, variant bool) genLeve
 	if g.chance(0.3) {
 		c := genConfig{kind: pick(g, []string{"ConfigMap", "Secret"}), name: pick(g, configNames), generated: true}
 		c.current = c.name
-		if g.chance(0.15) {
-			c.namespace = "team"
-		}
+		c.namespace = g.namespace()
 		// Not a name a child's config had: kustomize finds that one by any
 		// of its names and refuses a second generator of it.
 		if !slices.ContainsFunc(lvl.configs, func(o genConfig) bool { return o.kind == c.kind && o.name == c.name }) {
@@ -617,7 +666,9 @@ func (g *treeGen) overlay(dir string, children []genLevel, variant bool) genLeve
 		switch {
 		case c.renamed:
 		case !c.generated && g.chance(0.3):
-			b, err := k8syaml.Marshal(g.plainConfig(kfile, c))
+			patched := c
+			patched.namespace = g.spelling(c.namespace)
+			b, err := k8syaml.Marshal(g.plainConfig(kfile, patched))
 			if err != nil {
 				panic(err)
 			}
@@ -659,7 +710,7 @@ func (g *treeGen) overlay(dir string, children []genLevel, variant bool) genLeve
 	if g.chance(0.3) {
 		// A workload of this level: it may read a config by the name a
 		// child's build gave it.
-		w := genWorkload{kind: pick(g, workloadKinds), name: fmt.Sprintf("w%d", g.n)}
+		w := genWorkload{kind: pick(g, workloadKinds), name: fmt.Sprintf("w%d", g.n), namespace: g.namespace()}
 		file := strings.ToLower(w.kind) + "-" + w.name + ".yaml"
 		k["resources"] = append(resources, file)
 		g.put(filepath.Join(dir, file), g.workload(w, lvl.configs))
@@ -670,6 +721,11 @@ func (g *treeGen) overlay(dir string, children []genLevel, variant bool) genLeve
 	}
 	if g.chance(0.3) {
 		ns := fmt.Sprintf("ns%d", g.n)
+		if g.chance(0.3) {
+			// Written on every object, next to the objects of other
+			// levels that name none.
+			ns = "default"
+		}
 		k["namespace"] = ns
 		for i := range lvl.configs {
 			lvl.configs[i].namespace = ns
@@ -691,8 +747,8 @@ func (g *treeGen) envPatch(w genWorkload, configs []genConfig) string {
 	}}}
 	template := map[string]any{"spec": map[string]any{"containers": []any{container}}}
 	md := map[string]any{"name": w.name}
-	if w.namespace != "" {
-		md["namespace"] = w.namespace
+	if ns := g.spelling(w.namespace); ns != "" {
+		md["namespace"] = ns
 	}
 	obj := map[string]any{"kind": w.kind, "metadata": md}
 	if w.kind == "CronJob" {
@@ -715,7 +771,7 @@ func (g *treeGen) component(dir string, workloads []genWorkload, configs []genCo
 	kfile := dir + "/kustomization.yaml"
 	k := map[string]any{"apiVersion": "kustomize.config.k8s.io/v1alpha1", "kind": "Component"}
 	generated := slices.DeleteFunc(slices.Clone(configs), func(c genConfig) bool { return !c.generated || c.renamed })
-	c := genConfig{kind: pick(g, []string{"ConfigMap", "Secret"}), name: "comp", generated: true}
+	c := genConfig{kind: pick(g, []string{"ConfigMap", "Secret"}), name: "comp", generated: true, namespace: g.namespace()}
 	behavior := ""
 	if len(generated) > 0 && g.chance(0.5) {
 		c, behavior = pick(g, generated), "merge"
@@ -735,8 +791,7 @@ func (g *treeGen) component(dir string, workloads []genWorkload, configs []genCo
 func (g *treeGen) write(t *testing.T, dir, fn string) {
 	t.Helper()
 	files := maps.Clone(g.files)
-	files["confighash.yaml"] = "apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata:\n  name: confighash\n  annotations:\n" +
-		"    config.kubernetes.io/function: |\n      exec:\n        path: " + fn + "\n"
+	files["confighash.yaml"] = g.functionConfig(fn)
 	for path, text := range files {
 		p := filepath.Join(dir, path)
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
@@ -744,9 +799,20 @@ func (g *treeGen) write(t *testing.T, dir, fn string) {
 	}
 }
 
+// functionConfig is confighash.yaml, running fn.
+func (g *treeGen) functionConfig(fn string) string {
+	ns := ""
+	if g.fnNamespace != "" {
+		ns = "namespace: " + g.fnNamespace + "\n"
+	}
+	return "apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\n" + ns + "metadata:\n  name: confighash\n  annotations:\n" +
+		"    config.kubernetes.io/function: |\n      exec:\n        path: " + fn + "\n"
+}
+
 // dump is the tree as text, for a failure message.
 func (g *treeGen) dump() string {
 	var b strings.Builder
+	fmt.Fprintf(&b, "== confighash.yaml\n%s\n", g.functionConfig("confighash"))
 	for _, path := range g.order {
 		fmt.Fprintf(&b, "== %s\n%s\n", path, g.files[path])
 	}
