@@ -102,8 +102,10 @@ type Input struct {
 	// RawRenderHash (View.RenderBaseline), empty when none is.
 	RenderBaseline string
 	// RenderStarted reports that this process saw the pod template take
-	// its render-time hash after it last saw a consumed config change: the
-	// pods that template started read the live content, render or not.
+	// its render-time hash (a new one, or the same one with a pod spec
+	// that consumes other configs or keys) after it last saw a consumed
+	// config change: the pods that template started read the live content,
+	// render or not.
 	RenderStarted bool
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -174,7 +175,7 @@ func (r *Reconciler) workloadHandler(kind *workloadKind) handler.TypedEventHandl
 			}
 			old, cur := r.consumes(kind, o), r.consumes(kind, n)
 			r.consumers.update(consumer{kind: kind, name: n.GetName()}, old, cur)
-			if h := r.renderHashOf(kind, n); h != "" && h != r.renderHashOf(kind, o) {
+			if h := r.renderTaken(kind, o, n); h != "" {
 				r.memory.noteRender(req(n), h, n.GetResourceVersion())
 			}
 			if cur != nil || old != nil {
@@ -186,6 +187,29 @@ func (r *Reconciler) workloadHandler(kind *workloadKind) handler.TypedEventHandl
 			r.forget(req(e.Object))
 		},
 	}
+}
+
+// renderTaken returns the render-time hash of the workload's pod template
+// when an update made the template take it, "" otherwise: a new hash, or
+// the same one with a pod spec that consumes other configs or keys (a new
+// render that adds a pull Secret outside it). Either changed the template,
+// whose pods read the configs as they are from then on; the controller's
+// record, made for other uses, no longer says what they read.
+func (r *Reconciler) renderTaken(kind *workloadKind, o, n client.Object) string {
+	h := r.renderHashOf(kind, n)
+	if h == "" || h != r.renderHashOf(kind, o) {
+		return h
+	}
+	ot, oerr := kind.template(o)
+	nt, nerr := kind.template(n)
+	if oerr != nil || nerr != nil || ot == nil || nt == nil || equality.Semantic.DeepEqual(ot.Spec, nt.Spec) {
+		return ""
+	}
+	if inspect(o.GetNamespace(), o.GetAnnotations(), ot, r.keys, r.keyID).UsesPrint ==
+		inspect(n.GetNamespace(), n.GetAnnotations(), nt, r.keys, r.keyID).UsesPrint {
+		return ""
+	}
+	return h
 }
 
 // renderHashOf is the render-time hash on a workload's pod template, empty

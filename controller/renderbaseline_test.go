@@ -351,3 +351,34 @@ func TestRenderBaselineUsesChange(t *testing.T) {
 	assert.Equal(t, 3, s.rollouts())
 	s.current()
 }
+
+// A render that leaves the render-time hash as it was but changes what the
+// pods consume outside it (a pull Secret added, as a helm upgrade setting
+// gatekeeper's image.pullSecrets after its rotator filled the webhook cert
+// Secret the chart renders empty): its rollout only, recorded, as the pods
+// it started read the live content; an edit of the Secret added then rolls
+// once.
+func TestRenderBaselineExternalUseAdded(t *testing.T) {
+	t.Parallel()
+	s := withUnrenderedKey(t)
+	hash := s.deployment(workloadName).Spec.Template.Annotations["confighash.dev/hash"]
+	mark := s.ctrl.obs.mark()
+	stream := s.stream(defaultApp("Deployment"))
+	added := strings.Replace(stream, "      containers:\n", "      imagePullSecrets: [{name: db-creds}]\n      containers:\n", 1)
+	require.NotEqual(t, stream, added)
+	require.NoError(t, s.apply(render(t, added), "kubectl"))
+	require.Equal(t, hash, s.deployment(workloadName).Spec.Template.Annotations["confighash.dev/hash"], "the render-time hash")
+	o, _ := s.ctrl.obs.waitFor(t, mark, "a decision on the render", func(o controller.Outcome) bool {
+		return is(s.kind, "rolled")(o) || is(s.kind, "baseline_recorded")(o)
+	})
+	require.Equal(t, controller.ReasonRenderStarted, o.Decision.Reason, "%s", o.Result)
+	s.renderStarted(mark, hash)
+	assert.Equal(t, 2, s.rollouts(), "the added key, the render")
+	assert.Zero(t, s.ctrl.obs.count(mark, is(s.kind, "rolled")), "the controller rolled")
+
+	mark = s.ctrl.obs.mark()
+	s.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte("edited") })
+	s.expectRoll(mark)
+	assert.Equal(t, 3, s.rollouts(), "the added key, the render, the edit")
+	s.current()
+}
