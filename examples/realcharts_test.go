@@ -265,10 +265,11 @@ prometheus-node-exporter:
 		// mounting a ConfigMap of its own that the chart builds by
 		// set-ting apiVersion and kind into the values and writing them
 		// with toYaml, a block that ends its template without a line
-		// feed (so Helm 3's and Helm 4's hashes differ), and every pod,
-		// the hook included, pulls with a Secret that extraObjects
-		// renders through tpl. A common label lands on every object,
-		// configs included, and moves no hash.
+		// feed (so Helm 3's and Helm 4's hashes differ), and a pull
+		// Secret that extraObjects renders through tpl, which the chart
+		// puts on its ServiceAccounts (the pod specs name it only when
+		// the chart creates no ServiceAccount). A common label lands on
+		// every object, configs included, and moves no hash.
 		name:        "cert-manager",
 		chart:       chartIn{certManager, "deploy/charts/cert-manager"},
 		values:      certManagerValues,
@@ -449,8 +450,9 @@ csi:
   enabled: true
 `
 
-// certManagerValues give each component a config file and every pod a pull
-// Secret of the release, written by a template string of extraObjects.
+// certManagerValues give each component a config file and the
+// ServiceAccounts a pull Secret of the release, written by a template string
+// of extraObjects.
 const certManagerValues = `config:
   logging:
     verbosity: 2
