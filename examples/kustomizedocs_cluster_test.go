@@ -3,6 +3,7 @@ package examples_test
 import (
 	"context"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -200,6 +201,112 @@ var docsClusters = []docsCluster{
 	},
 }
 
+// docsClustersSlow are more docs trees, each passing as the rows above do;
+// together they take about a minute more on two cores, so they run with
+// CONFIGHASH_SLOW_TESTS=1, as .ci/run sets it.
+var docsClustersSlow = []docsCluster{
+	{
+		// dev's and stag's app have one hash suffix and two names.
+		tree: "multibases", build: ".",
+		edits: []docsEdit{
+			{"ConfigMap//cluster-a-dev-app", "LOG_LEVEL", "edited", []string{"Deployment//cluster-a-dev-myapp"}},
+			{"ConfigMap//cluster-a-prod-settings", "default.conf", "server { listen 82; }\n", []string{"Deployment//cluster-a-prod-myapp"}},
+		},
+	},
+	{
+		tree: "configgeneration", build: "staging",
+		edits: []docsEdit{
+			{"ConfigMap//staging-the-map-v1", "altGreeting", "edited", []string{"Deployment//staging-hello-v1"}},
+			{"ConfigMap//staging-the-map-v1", "motd", "edited", nil},
+		},
+	},
+	{
+		tree: "springboot", build: "staging",
+		edits: []docsEdit{
+			{"ConfigMap//staging-demo-configmap", "JAVA_OPTS", "edited", []string{"Deployment//staging-sbdemo"}},
+			{"ConfigMap//staging-demo-configmap", "foo", "edited", nil},
+			{"ConfigMap//staging-env-config", "config.env", "edited", nil},
+		},
+	},
+	{
+		tree: "generatorplugin", build: ".",
+		edits: []docsEdit{
+			{"ConfigMap//gen-app", "GREETING", "edited", []string{"Deployment//gen-web"}},
+			{"Secret//gen-db", "password", "edited", []string{"Deployment//gen-web"}},
+		},
+	},
+	{
+		tree: "namechange", build: ".",
+		edits: []docsEdit{
+			{"ConfigMap//p-settings-v2", "app.properties", "timeout=1\n", []string{"Deployment//p-web"}},
+			{"Secret//p-db", "password", "edited", []string{"Deployment//p-web"}},
+		},
+	},
+	{
+		tree: "patchmultipleobjects", build: ".", namespaces: []string{"hello"},
+		edits: []docsEdit{
+			{"Secret/hello/telemetry", "token", "edited", []string{"Deployment/hello/deploy1", "Deployment/hello/deploy2", "StatefulSet/hello/store"}},
+			{"Secret/hello/telemetry", "unread", "edited", nil},
+			{"ConfigMap/hello/mesh", "PROXY_PORT", "15002", []string{"Deployment/hello/deploy1", "Deployment/hello/deploy2"}},
+		},
+	},
+	{
+		tree: "replacements", build: ".",
+		edits: []docsEdit{
+			{"ConfigMap//eu-client", "API_HOST", "edited", []string{"Deployment//eu-frontend"}},
+			{"ConfigMap//eu-client", "RETRIES", "5", nil},
+			{"ConfigMap//eu-routes", "routes.yaml", "/v3", []string{"Deployment//eu-api"}},
+		},
+	},
+	{
+		tree: "reusedbase", build: ".",
+		edits: []docsEdit{
+			{"ConfigMap//overlay-team-b-app", "LEVEL", "edited", []string{"StatefulSet//overlay-team-b-store"}},
+			{"Secret//overlay-team-a-creds", "password", "edited", []string{"Deployment//overlay-team-a-db"}},
+		},
+	},
+	{
+		tree: "intermediatenames", build: ".",
+		edits: []docsEdit{
+			{"Secret//project-zero-db-secret", "password", "edited", []string{"Deployment//project-app"}},
+			{"Secret//project-one-db-secret", "password", "edited", []string{"Deployment//project-worker"}},
+			{"Secret//project-one-db-secret", "arg", "edited", []string{"Deployment//project-app", "Deployment//project-worker"}},
+			{"ConfigMap//project-right-bottom", "KEY", "edited", []string{"Deployment//project-right"}},
+		},
+	},
+	{
+		tree: "affixreferrer", build: ".",
+		edits: []docsEdit{
+			{"ConfigMap//db", "USER", "edited", []string{"Deployment//sync-handler"}},
+			{"ConfigMap//b-example-config", "COLOR", "edited", []string{"Deployment//b-api"}},
+			{"ConfigMap//a-example-config", "GREETING", "edited", []string{"Deployment//a-api"}},
+		},
+	},
+	{
+		// routing and blue hold names the replacements copied at build
+		// time: nothing reads them at run time.
+		tree: "replacementbase", build: "overlay",
+		moved: map[string][]string{"cert=BBC": {"Deployment//eu-web-v1"}},
+		edits: []docsEdit{
+			{"Secret//eu-tls-a-v1", "cert", "edited", nil},
+			{"Secret//eu-tls-b-v1", "cert", "edited", []string{"Deployment//eu-web-v1"}},
+			{"ConfigMap//eu-red-v1", "shade", "edited", []string{"Deployment//eu-web-v1"}},
+			{"ConfigMap//eu-blue-v1", "shade", "edited", nil},
+			{"ConfigMap//eu-routing-v1", "secret", "tls-c", nil},
+		},
+	},
+	{
+		// edge, of no namespace, names cfg-a: the user's config.
+		tree: "componentnamespace", build: ".", namespaces: []string{"prod"},
+		create: map[string]map[string]string{"ConfigMap//cfg-a": {"UPSTREAM": "from the user"}},
+		edits: []docsEdit{
+			{"ConfigMap/prod/p-cfg-a", "UPSTREAM", "edited", []string{"Deployment/prod/p-proxy-a"}},
+			{"ConfigMap//cfg-a", "UPSTREAM", "edited", []string{"Deployment//p-proxy-edge"}},
+			{"ConfigMap//p-edge", "LISTEN", "edited", []string{"Deployment//p-proxy-edge"}},
+		},
+	},
+}
+
 // defaultNamespaceEdits are the edits of the defaultnamespace rows: each
 // workload reads every config.
 var defaultNamespaceEdits = []docsEdit{
@@ -250,7 +357,13 @@ func TestKustomizeDocsOnCluster(t *testing.T) {
 		}
 		return dc.tree + "/" + dc.build
 	}
-	for _, dc := range docsClusters {
+	rows := docsClusters
+	if os.Getenv("CONFIGHASH_SLOW_TESTS") != "" {
+		rows = append(slices.Clone(rows), docsClustersSlow...)
+	} else {
+		t.Logf("%d more trees run with CONFIGHASH_SLOW_TESTS=1", len(docsClustersSlow))
+	}
+	for _, dc := range rows {
 		if dc.into == "" {
 			t.Run(name(dc), func(t *testing.T) {
 				t.Parallel()
