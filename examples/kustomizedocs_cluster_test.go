@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 
@@ -435,15 +434,7 @@ func checkDocsOnCluster(t *testing.T, dc docsCluster, tc docsTree) {
 	}
 	for id, data := range dc.create {
 		kind, c, name := d.resolve(id)
-		var err error
-		if kind == "Secret" {
-			_, err = c.client.CoreV1().Secrets(c.namespace).Create(t.Context(),
-				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: data}, metav1.CreateOptions{})
-		} else {
-			_, err = c.client.CoreV1().ConfigMaps(c.namespace).Create(t.Context(),
-				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}, metav1.CreateOptions{})
-		}
-		require.NoError(t, err)
+		c.createConfig(t, kind, name, data)
 	}
 	for id := range tc.workloads {
 		if !slices.Contains(tc.optedOut, id) {

@@ -259,9 +259,7 @@ func checkChartOnCluster(t *testing.T, tc clusterChart, chart string, args []str
 	r := newRelease(t, "web", c.namespace)
 	h := r.helmV(tc.helm)
 	for name, data := range tc.secrets {
-		_, err := r.client.CoreV1().Secrets(c.namespace).Create(t.Context(),
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: data}, metav1.CreateOptions{})
-		require.NoError(t, err)
+		c.createConfig(t, "Secret", name, data)
 	}
 	// A sync that applies a chart's ConfigMap and the workloads reading
 	// it less than a coalescing window apart rolls them once.

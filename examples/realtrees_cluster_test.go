@@ -153,9 +153,7 @@ func checkTreeOnCluster(t *testing.T, ct clusterTree, tc realTree) {
 		return treeInputs(out)
 	}
 	for name, data := range ct.secrets {
-		_, err := c.client.CoreV1().Secrets(c.namespace).Create(t.Context(),
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: data}, metav1.CreateOptions{})
-		require.NoError(t, err)
+		c.createConfig(t, "Secret", name, data)
 	}
 	window := []string{"--coalesce-window", "2s"}
 	ctrl := startController(t, "controller", c.namespace, window...)
@@ -390,6 +388,20 @@ func (c *cluster) configExists(t *testing.T, kind, name string) bool {
 		_, err = c.client.CoreV1().ConfigMaps(c.namespace).Get(t.Context(), name, metav1.GetOptions{})
 	}
 	return err == nil
+}
+
+// createConfig creates a ConfigMap or Secret with data, as a user does
+// before applying a render that reads it.
+func (c *cluster) createConfig(t *testing.T, kind, name string, data map[string]string) {
+	t.Helper()
+	meta := metav1.ObjectMeta{Name: name}
+	var err error
+	if kind == "Secret" {
+		_, err = c.client.CoreV1().Secrets(c.namespace).Create(t.Context(), &corev1.Secret{ObjectMeta: meta, StringData: data}, metav1.CreateOptions{})
+	} else {
+		_, err = c.client.CoreV1().ConfigMaps(c.namespace).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: meta, Data: data}, metav1.CreateOptions{})
+	}
+	require.NoError(t, err)
 }
 
 // deleteConfig deletes a ConfigMap or Secret, as a prune does.
