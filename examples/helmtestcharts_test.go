@@ -64,34 +64,41 @@ var helmTestChartArgs = map[string][]string{
 // chart Helm refuses must be refused the same way with confighash.
 func TestHelmTestCharts(t *testing.T) {
 	t.Parallel()
-	for _, version := range []int{3, 4} {
-		t.Run(helmName(version), func(t *testing.T) {
-			t.Parallel()
-			h := helmWithIdentity(t, version)
-			dir := filepath.Join(testtools.ModuleDir(t, helmTestCharts[version].module), helmTestCharts[version].path)
-			entries, err := os.ReadDir(dir)
-			require.NoError(t, err)
-			require.Greater(t, len(entries), 30, "Helm's test charts")
-			for _, e := range entries {
-				t.Run(e.Name(), func(t *testing.T) {
-					t.Parallel()
-					chart := filepath.Join(dir, e.Name())
-					for _, extra := range [][]string{nil, {"--include-crds", "--skip-tests"}} {
-						r := checkPostRender(t, h, chart, false, append(slices.Clone(helmTestChartArgs[e.Name()]), extra...)...)
-						why, refused := helmRefuses[e.Name()]
-						assert.Equal(t, refused, r.exitCode != 0, "%s %v: refused (exit %d): %s", h, extra, r.exitCode, r.stderr)
-						if refused {
-							assert.Contains(t, r.stderr, why, "%s %v", h, extra)
-						}
+	eachHelmWithIdentity(t, "", func(t *testing.T, h testtools.Helm) {
+		dir := filepath.Join(testtools.ModuleDir(t, helmTestCharts[h.Version].module), helmTestCharts[h.Version].path)
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		require.Greater(t, len(entries), 30, "Helm's test charts")
+		for _, e := range entries {
+			t.Run(e.Name(), func(t *testing.T) {
+				t.Parallel()
+				chart := filepath.Join(dir, e.Name())
+				for _, extra := range [][]string{nil, {"--include-crds", "--skip-tests"}} {
+					r := checkPostRender(t, h, chart, false, append(slices.Clone(helmTestChartArgs[e.Name()]), extra...)...)
+					why, refused := helmRefuses[e.Name()]
+					assert.Equal(t, refused, r.exitCode != 0, "%s %v: refused (exit %d): %s", h, extra, r.exitCode, r.stderr)
+					if refused {
+						assert.Contains(t, r.stderr, why, "%s %v", h, extra)
 					}
-				})
-			}
-		})
-	}
+				}
+			})
+		}
+	})
 }
 
 // helmName names a Helm version as the tests do: helm3, helm4.
 func helmName(version int) string { return fmt.Sprintf("helm%d", version) }
+
+// eachHelmWithIdentity runs f in a parallel subtest for Helm 3 and for Helm
+// 4, named prefix+helmName, with helmWithIdentity of that version.
+func eachHelmWithIdentity(t *testing.T, prefix string, f func(t *testing.T, h testtools.Helm)) {
+	for _, version := range []int{3, 4} {
+		t.Run(prefix+helmName(version), func(t *testing.T) {
+			t.Parallel()
+			f(t, helmWithIdentity(t, version))
+		})
+	}
+}
 
 // helmWithIdentity is realHelm, and for Helm 4 also a post-renderer plugin
 // named identity that writes back what it reads: Helm 4 parses and writes
@@ -280,78 +287,74 @@ func helmPatternsChart(t *testing.T) string {
 func TestHelmDocumentedPatterns(t *testing.T) {
 	t.Parallel()
 	chart := helmPatternsChart(t)
-	for _, version := range []int{3, 4} {
-		t.Run(helmName(version), func(t *testing.T) {
-			t.Parallel()
-			h := helmWithIdentity(t, version)
-			render := func(args ...string) postRender {
-				t.Helper()
-				filtered := slices.Contains(args, "--show-only") || slices.Contains(args, "--no-hooks")
-				r := checkPostRender(t, h, chart, filtered, append(slices.Clone(helmPatternsValues), args...)...)
-				require.Zero(t, r.exitCode, r.stderr)
-				return r
-			}
-			full := render().hashes
-			want := []string{patDeployment, patDaemonSet}
-			if version == 4 {
-				want = append(want, patCronJob, patHookJob, patTestJob)
-			}
-			require.ElementsMatch(t, want, slices.Collect(maps.Keys(full)), "hashed workloads")
+	eachHelmWithIdentity(t, "", func(t *testing.T, h testtools.Helm) {
+		render := func(args ...string) postRender {
+			t.Helper()
+			filtered := slices.Contains(args, "--show-only") || slices.Contains(args, "--no-hooks")
+			r := checkPostRender(t, h, chart, filtered, append(slices.Clone(helmPatternsValues), args...)...)
+			require.Zero(t, r.exitCode, r.stderr)
+			return r
+		}
+		full := render().hashes
+		want := []string{patDeployment, patDaemonSet}
+		if h.Version == 4 {
+			want = append(want, patCronJob, patHookJob, patTestJob)
+		}
+		require.ElementsMatch(t, want, slices.Collect(maps.Keys(full)), "hashed workloads")
 
-			only := func(ids ...string) map[string]string {
-				out := map[string]string{}
-				for _, id := range ids {
-					if h, ok := full[id]; ok {
-						out[id] = h
-					}
+		only := func(ids ...string) map[string]string {
+			out := map[string]string{}
+			for _, id := range ids {
+				if h, ok := full[id]; ok {
+					out[id] = h
 				}
-				return out
 			}
-			for _, tc := range []struct {
-				args []string
-				want map[string]string
-			}{
-				{[]string{"--include-crds"}, full},
-				{[]string{"--is-upgrade"}, full},
-				{[]string{"--skip-tests"}, only(patDeployment, patDaemonSet, patCronJob, patHookJob)},
-				{[]string{"--no-hooks"}, only(patDeployment, patDaemonSet, patCronJob)},
-				{[]string{"--show-only", "templates/app.yaml"}, only(patDeployment)},
-				{[]string{"--show-only", "templates/cronjob.yaml", "--show-only", "templates/hooks.yaml"}, only(patCronJob, patHookJob)},
-				{[]string{"--show-only", "charts/subcharta/templates/worker.yaml"}, only(patDaemonSet)},
-				{[]string{"--include-crds", "--show-only", "crds/crdA.yaml"}, map[string]string{}},
-			} {
-				assert.Equal(t, tc.want, render(tc.args...).hashes, "%s %v: hashes", h, tc.args)
-			}
+			return out
+		}
+		for _, tc := range []struct {
+			args []string
+			want map[string]string
+		}{
+			{[]string{"--include-crds"}, full},
+			{[]string{"--is-upgrade"}, full},
+			{[]string{"--skip-tests"}, only(patDeployment, patDaemonSet, patCronJob, patHookJob)},
+			{[]string{"--no-hooks"}, only(patDeployment, patDaemonSet, patCronJob)},
+			{[]string{"--show-only", "templates/app.yaml"}, only(patDeployment)},
+			{[]string{"--show-only", "templates/cronjob.yaml", "--show-only", "templates/hooks.yaml"}, only(patCronJob, patHookJob)},
+			{[]string{"--show-only", "charts/subcharta/templates/worker.yaml"}, only(patDaemonSet)},
+			{[]string{"--include-crds", "--show-only", "crds/crdA.yaml"}, map[string]string{}},
+		} {
+			assert.Equal(t, tc.want, render(tc.args...).hashes, "%s %v: hashes", h, tc.args)
+		}
 
-			// --output-dir writes the same files, subcharts' and crds/
-			// included; Helm 4 writes what its post-renderer returned,
-			// Helm 3 what it rendered before (docs/helm.md).
-			plainDir, postDir := t.TempDir(), t.TempDir()
-			outputDir := append([]string{"template", "web", chart, "--namespace", realNamespace, "--include-crds"}, helmPatternsValues...)
-			h.MustRun(t, append(slices.Clone(outputDir), "--output-dir", plainDir)...)
-			h.MustRun(t, append(slices.Concat(outputDir, realPostRenderer(t, h)), "--output-dir", postDir)...)
-			plainFiles, written := filesUnder(t, plainDir)
-			postFiles, writtenPost := filesUnder(t, postDir)
-			assert.Equal(t, plainFiles, postFiles, "%s --output-dir: the files written", h)
-			assert.Contains(t, postFiles, "subchart/crds/crdA.yaml", "%s --output-dir", h)
-			wantWritten := full
-			if version == 3 {
-				wantWritten = map[string]string{}
-				assert.Equal(t, written, writtenPost, "%s --output-dir: Helm 3 writes the files without its post-renderer's changes", h)
-			}
-			assert.Equal(t, wantWritten, namespaced(testtools.PodHashes(t, configsAndWorkloads(writtenPost))), "%s --output-dir: hashes in the files", h)
+		// --output-dir writes the same files, subcharts' and crds/
+		// included; Helm 4 writes what its post-renderer returned,
+		// Helm 3 what it rendered before (docs/helm.md).
+		plainDir, postDir := t.TempDir(), t.TempDir()
+		outputDir := append([]string{"template", "web", chart, "--namespace", realNamespace, "--include-crds"}, helmPatternsValues...)
+		h.MustRun(t, append(slices.Clone(outputDir), "--output-dir", plainDir)...)
+		h.MustRun(t, append(slices.Concat(outputDir, realPostRenderer(t, h)), "--output-dir", postDir)...)
+		plainFiles, written := filesUnder(t, plainDir)
+		postFiles, writtenPost := filesUnder(t, postDir)
+		assert.Equal(t, plainFiles, postFiles, "%s --output-dir: the files written", h)
+		assert.Contains(t, postFiles, "subchart/crds/crdA.yaml", "%s --output-dir", h)
+		wantWritten := full
+		if h.Version == 3 {
+			wantWritten = map[string]string{}
+			assert.Equal(t, written, writtenPost, "%s --output-dir: Helm 3 writes the files without its post-renderer's changes", h)
+		}
+		assert.Equal(t, wantWritten, namespaced(testtools.PodHashes(t, configsAndWorkloads(writtenPost))), "%s --output-dir: hashes in the files", h)
 
-			// A changed value moves its readers' hashes, and only theirs.
-			for _, c := range []chartChange{
-				{[]string{"--set", "app.level=debug"}, []string{patDeployment}},
-				{[]string{"--set", "app.password=CANARY-rotated"}, []string{patDeployment, patDaemonSet, patHookJob, patTestJob}},
-				{[]string{"--set-string", "app.schedule=@hourly"}, []string{patCronJob, patHookJob}},
-				{[]string{"--set", "configmap.value=bar"}, []string{patDeployment}},
-			} {
-				assertMoved(t, h.String()+" "+strings.Join(c.args, " "), full, render(c.args...).hashes, c.moved)
-			}
-		})
-	}
+		// A changed value moves its readers' hashes, and only theirs.
+		for _, c := range []chartChange{
+			{[]string{"--set", "app.level=debug"}, []string{patDeployment}},
+			{[]string{"--set", "app.password=CANARY-rotated"}, []string{patDeployment, patDaemonSet, patHookJob, patTestJob}},
+			{[]string{"--set-string", "app.schedule=@hourly"}, []string{patCronJob, patHookJob}},
+			{[]string{"--set", "configmap.value=bar"}, []string{patDeployment}},
+		} {
+			assertMoved(t, h.String()+" "+strings.Join(c.args, " "), full, render(c.args...).hashes, c.moved)
+		}
+	})
 }
 
 // filesUnder returns the files below dir (paths relative to it, sorted)
@@ -385,36 +388,32 @@ func TestHelmDryRunNotes(t *testing.T) {
 	t.Parallel()
 	chart := helmPatternsChart(t)
 	kubeconfig := cptest.Shared(t).KubeconfigPath()
-	for _, version := range []int{3, 4} {
-		t.Run(helmName(version), func(t *testing.T) {
-			t.Parallel()
-			h := helmWithIdentity(t, version)
-			h.Env = append(h.Env, "KUBECONFIG="+kubeconfig)
-			full := checkPostRender(t, h, chart, false, helmPatternsValues...).hashes
-			install := append([]string{"install", "web", chart, "--namespace", realNamespace, "--dry-run=client", "--render-subchart-notes"}, helmPatternsValues...)
-			plain := h.MustRun(t, install...)
-			post := h.MustRun(t, append(install, realPostRenderer(t, h)...)...)
-			// Helm joins the NOTES of the charts in no fixed order.
-			notes := func(out string) []string {
-				_, n, ok := strings.Cut(out, "\nNOTES:\n")
-				require.True(t, ok, "no NOTES in\n%s", out)
-				var lines []string
-				for line := range strings.Lines(n) {
-					if line = strings.TrimSpace(line); line != "" {
-						lines = append(lines, line)
-					}
+	eachHelmWithIdentity(t, "", func(t *testing.T, h testtools.Helm) {
+		h.Env = append(h.Env, "KUBECONFIG="+kubeconfig)
+		full := checkPostRender(t, h, chart, false, helmPatternsValues...).hashes
+		install := append([]string{"install", "web", chart, "--namespace", realNamespace, "--dry-run=client", "--render-subchart-notes"}, helmPatternsValues...)
+		plain := h.MustRun(t, install...)
+		post := h.MustRun(t, append(install, realPostRenderer(t, h)...)...)
+		// Helm joins the NOTES of the charts in no fixed order.
+		notes := func(out string) []string {
+			_, n, ok := strings.Cut(out, "\nNOTES:\n")
+			require.True(t, ok, "no NOTES in\n%s", out)
+			var lines []string
+			for line := range strings.Lines(n) {
+				if line = strings.TrimSpace(line); line != "" {
+					lines = append(lines, line)
 				}
-				slices.Sort(lines)
-				return lines
 			}
-			assert.Equal(t, []string{"Sample notes for subchart", "Worker notes for web"}, notes(plain), "NOTES without confighash")
-			assert.Equal(t, notes(plain), notes(post), "NOTES with confighash")
-			_, objects, ok := strings.Cut(post, "\nHOOKS:\n")
-			require.True(t, ok, "no HOOKS in\n%s", post)
-			objects, _, _ = strings.Cut(strings.Replace(objects, "\nMANIFEST:\n", "\n---\n", 1), "\nNOTES:\n")
-			assert.Equal(t, full, namespaced(testtools.PodHashes(t, configsAndWorkloads(objects))), "the hashes install --dry-run prints")
-		})
-	}
+			slices.Sort(lines)
+			return lines
+		}
+		assert.Equal(t, []string{"Sample notes for subchart", "Worker notes for web"}, notes(plain), "NOTES without confighash")
+		assert.Equal(t, notes(plain), notes(post), "NOTES with confighash")
+		_, objects, ok := strings.Cut(post, "\nHOOKS:\n")
+		require.True(t, ok, "no HOOKS in\n%s", post)
+		objects, _, _ = strings.Cut(strings.Replace(objects, "\nMANIFEST:\n", "\n---\n", 1), "\nNOTES:\n")
+		assert.Equal(t, full, namespaced(testtools.PodHashes(t, configsAndWorkloads(objects))), "the hashes install --dry-run prints")
+	})
 }
 
 // TestHelmCreateScaffold renders the chart helm create writes, the starting
@@ -425,30 +424,26 @@ func TestHelmDryRunNotes(t *testing.T) {
 // ConfigMap's content and with nothing else.
 func TestHelmCreateScaffold(t *testing.T) {
 	t.Parallel()
-	for _, version := range []int{3, 4} {
-		t.Run(helmName(version), func(t *testing.T) {
-			t.Parallel()
-			h := helmWithIdentity(t, version)
-			chart := filepath.Join(t.TempDir(), "app")
-			h.MustRun(t, "create", chart)
-			cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"app.fullname\" . }}-config\ndata:\n  app.conf: {{ .Values.conf | quote }}\n"
-			require.NoError(t, os.WriteFile(filepath.Join(chart, "templates", "configmap.yaml"), []byte(cm), 0o644))
-			args := []string{
-				"--set-json", `volumes=[{"name":"config","configMap":{"name":"web-app-config"}}]`,
-				"--set-json", `volumeMounts=[{"name":"config","mountPath":"/etc/app"}]`,
-				"--set", "autoscaling.enabled=true", "--set", "ingress.enabled=true", "--set", "conf=level=info",
-			}
-			base := checkPostRender(t, h, chart, false, args...)
-			require.Zero(t, base.exitCode, base.stderr)
-			require.Equal(t, []string{"Deployment/shop/web-app"}, slices.Collect(maps.Keys(base.hashes)), "hashed workloads")
-			for _, c := range []chartChange{
-				{[]string{"--set", "conf=level=debug"}, []string{"Deployment/shop/web-app"}},
-				{[]string{"--set", "replicaCount=3", "--set", "podLabels.team=web"}, nil},
-			} {
-				assertMoved(t, h.String()+" "+strings.Join(c.args, " "), base.hashes, checkPostRender(t, h, chart, false, append(slices.Clone(args), c.args...)...).hashes, c.moved)
-			}
-		})
-	}
+	eachHelmWithIdentity(t, "", func(t *testing.T, h testtools.Helm) {
+		chart := filepath.Join(t.TempDir(), "app")
+		h.MustRun(t, "create", chart)
+		cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"app.fullname\" . }}-config\ndata:\n  app.conf: {{ .Values.conf | quote }}\n"
+		require.NoError(t, os.WriteFile(filepath.Join(chart, "templates", "configmap.yaml"), []byte(cm), 0o644))
+		args := []string{
+			"--set-json", `volumes=[{"name":"config","configMap":{"name":"web-app-config"}}]`,
+			"--set-json", `volumeMounts=[{"name":"config","mountPath":"/etc/app"}]`,
+			"--set", "autoscaling.enabled=true", "--set", "ingress.enabled=true", "--set", "conf=level=info",
+		}
+		base := checkPostRender(t, h, chart, false, args...)
+		require.Zero(t, base.exitCode, base.stderr)
+		require.Equal(t, []string{"Deployment/shop/web-app"}, slices.Collect(maps.Keys(base.hashes)), "hashed workloads")
+		for _, c := range []chartChange{
+			{[]string{"--set", "conf=level=debug"}, []string{"Deployment/shop/web-app"}},
+			{[]string{"--set", "replicaCount=3", "--set", "podLabels.team=web"}, nil},
+		} {
+			assertMoved(t, h.String()+" "+strings.Join(c.args, " "), base.hashes, checkPostRender(t, h, chart, false, append(slices.Clone(args), c.args...)...).hashes, c.moved)
+		}
+	})
 }
 
 // realPostRenderer returns the flags that run confighash after h renders:
@@ -678,23 +673,19 @@ data:
 func TestHelmDocTemplates(t *testing.T) {
 	t.Parallel()
 	for _, tc := range helmDocCharts {
-		for _, version := range []int{3, 4} {
-			t.Run(tc.name+"/"+helmName(version), func(t *testing.T) {
-				t.Parallel()
-				h := helmWithIdentity(t, version)
-				chart := filepath.Join(t.TempDir(), "doc")
-				files := map[string]string{"Chart.yaml": "apiVersion: v2\nname: doc\nversion: 0.1.0\n"}
-				maps.Copy(files, tc.files)
-				writeTree(t, chart, files)
-				r := checkPostRender(t, h, chart, false, tc.args...)
-				require.Zero(t, r.exitCode, r.stderr)
-				want := tc.hash
-				if version == 3 {
-					want = tc.hashed3
-				}
-				assert.ElementsMatch(t, want, slices.Collect(maps.Keys(r.hashes)), "hashed workloads")
-			})
-		}
+		eachHelmWithIdentity(t, tc.name+"/", func(t *testing.T, h testtools.Helm) {
+			chart := filepath.Join(t.TempDir(), "doc")
+			files := map[string]string{"Chart.yaml": "apiVersion: v2\nname: doc\nversion: 0.1.0\n"}
+			maps.Copy(files, tc.files)
+			writeTree(t, chart, files)
+			r := checkPostRender(t, h, chart, false, tc.args...)
+			require.Zero(t, r.exitCode, r.stderr)
+			want := tc.hash
+			if h.Version == 3 {
+				want = tc.hashed3
+			}
+			assert.ElementsMatch(t, want, slices.Collect(maps.Keys(r.hashes)), "hashed workloads")
+		})
 	}
 }
 
