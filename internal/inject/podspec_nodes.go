@@ -50,14 +50,25 @@ func (r *specReader) fail(what string, n *yaml.Node) {
 	}
 }
 
-// fields calls f for each entry of mapping n (null is an empty mapping).
-func (r *specReader) fields(n *yaml.Node, name string, f func(k string, v *yaml.Node)) {
+// open resolves n for reading as a node of kind (what names the kind in
+// the error): false when there is nothing to read, as for null (an empty
+// one) or after an error, and when n is of another kind, which fails.
+func (r *specReader) open(n *yaml.Node, kind yaml.Kind, name, what string) (*yaml.Node, bool) {
 	n = resolve(n)
 	if isNull(n) || r.err != nil {
-		return
+		return nil, false
 	}
-	if n.Kind != yaml.MappingNode {
-		r.fail(name+": expected an object", n)
+	if n.Kind != kind {
+		r.fail(name+": expected "+what, n)
+		return nil, false
+	}
+	return n, true
+}
+
+// fields calls f for each entry of mapping n (null is an empty mapping).
+func (r *specReader) fields(n *yaml.Node, name string, f func(k string, v *yaml.Node)) {
+	n, ok := r.open(n, yaml.MappingNode, name, "an object")
+	if !ok {
 		return
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -77,12 +88,8 @@ func (r *specReader) presentFields(n *yaml.Node, name string, f func(k string, v
 
 // list calls f for each item of sequence n (null is an empty list).
 func (r *specReader) list(n *yaml.Node, name string, f func(*yaml.Node)) {
-	n = resolve(n)
-	if isNull(n) || r.err != nil {
-		return
-	}
-	if n.Kind != yaml.SequenceNode {
-		r.fail(name+": expected a list", n)
+	n, ok := r.open(n, yaml.SequenceNode, name, "a list")
+	if !ok {
 		return
 	}
 	for _, item := range n.Content {
