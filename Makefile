@@ -63,7 +63,7 @@ $(GOLANGCI_LINT):
 	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 .PHONY: controlplane
-controlplane: ## Build etcd, kube-apiserver and kube-controller-manager into bin/ (once; minutes when cold).
+controlplane: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl into bin/ (once; minutes when cold).
 	BIN_DIR=$(BIN) bash hack/build-controlplane.sh
 
 .PHONY: fmt

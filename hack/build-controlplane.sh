@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds a local Kubernetes control plane (etcd, kube-apiserver,
-# kube-controller-manager) from Go modules for tests and demos.
+# kube-controller-manager) and kubectl from Go modules for tests and demos.
 #
 # The versions are pinned in hack/controlplane/go.mod. The binaries are
 # written to $BIN_DIR (default: <repo>/bin) together with a version stamp
@@ -43,7 +43,7 @@ if [[ -z "${K8S_VERSION}" || -z "${ETCD_VERSION}" ]]; then
 	exit 1
 fi
 STAMP="${BIN_DIR}/.controlplane-${K8S_VERSION}-etcd-${ETCD_VERSION}"
-BINARIES=(etcd kube-apiserver kube-controller-manager)
+BINARIES=(etcd kube-apiserver kube-controller-manager kubectl)
 
 up_to_date() {
 	[[ -f "${STAMP}" ]] || return 1
@@ -108,11 +108,12 @@ trap 'rm -rf "${OUT}"; [[ -n "${TICKER:-}" ]] && kill "${TICKER}" 2>/dev/null ||
 ) &
 TICKER=$!
 
-log "building etcd, kube-apiserver, kube-controller-manager (cold: ~12-20 min on 2 cores)"
+log "building etcd, kube-apiserver, kube-controller-manager, kubectl (cold: ~12-20 min on 2 cores)"
 if ! go build -v -mod=readonly -trimpath -ldflags "${LDFLAGS}" -o "${OUT}/" \
 	go.etcd.io/etcd/server/v3 \
 	k8s.io/kubernetes/cmd/kube-apiserver \
-	k8s.io/kubernetes/cmd/kube-controller-manager 2>"${BUILD_LOG}"; then
+	k8s.io/kubernetes/cmd/kube-controller-manager \
+	k8s.io/kubernetes/cmd/kubectl 2>"${BUILD_LOG}"; then
 	log "go build failed; last lines of output:"
 	tail -n 60 "${BUILD_LOG}" >&2
 	exit 1
