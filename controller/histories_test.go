@@ -1,0 +1,1144 @@
+package controller_test
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/confighash/confighash/controller"
+	"github.com/confighash/confighash/hashing"
+)
+
+// Random histories of ordinary actions against the controller on the local
+// control plane: a render of a few ConfigMaps, Secrets and workloads reading
+// them every way HASHING.md section 2 lists, applied server-side, then
+// random steps (out-of-band edits, deletes, creates, metadata changes,
+// GitOps re-applies and new renders, bursts). After each step, once the
+// controller has handled it, every workload must have rolled as many times
+// as docs/controller.md says, judged by the test's own model of what the
+// pods read: a pod template change (a render) starts the pods on the live
+// content; without one, the controller rolls a workload once when what it
+// consumes differs from what its pods read, unless a required config or key
+// is missing (then not until it is back); content the pods never read (they
+// could not start) is their first, and rolls nothing.
+//
+// CONFIGHASH_RANDOM_HISTORIES=a-b runs seeds a to b (one seed: a); the
+// default runs historiesDefault. A failing seed prints its steps.
+
+const (
+	historiesDefault = "1-4"
+	historySteps     = 12
+)
+
+// historySeeds reads CONFIGHASH_RANDOM_HISTORIES.
+func historySeeds(t *testing.T) (first, last uint64) {
+	spec := os.Getenv("CONFIGHASH_RANDOM_HISTORIES")
+	if spec == "" {
+		spec = historiesDefault
+	}
+	a, b, isRange := strings.Cut(spec, "-")
+	if !isRange {
+		b = a
+	}
+	first, err1 := strconv.ParseUint(a, 10, 64)
+	last, err2 := strconv.ParseUint(b, 10, 64)
+	if err1 != nil || err2 != nil || last < first {
+		t.Fatalf("CONFIGHASH_RANDOM_HISTORIES=%q: want a seed or a range a-b", spec)
+	}
+	return first, last
+}
+
+func TestControllerRandomHistories(t *testing.T) {
+	first, last := historySeeds(t)
+	for seed := first; seed <= last; seed++ {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			t.Parallel()
+			runHistory(t, seed)
+		})
+	}
+}
+
+// ---- the model ----------------------------------------------------------
+
+// hConfig is a ConfigMap or Secret of the pool a history draws from.
+type hConfig struct {
+	kind hashing.Kind
+	name string
+}
+
+func (c hConfig) ref() string { return string(c.kind) + "/" + c.name }
+
+var historyPool = []hConfig{
+	{hashing.KindConfigMap, "cm-a"}, {hashing.KindConfigMap, "cm-b"}, {hashing.KindConfigMap, "cm-c"},
+	{hashing.KindSecret, "sec-a"}, {hashing.KindSecret, "sec-b"},
+}
+
+// The ways a pod spec reads a config (HASHING.md section 2).
+const (
+	wayEnvKey    = "env key"
+	wayEnvFrom   = "envFrom"
+	wayVolume    = "volume"
+	wayItems     = "volume items"
+	wayProjected = "projected"
+	wayPull      = "imagePullSecrets"
+)
+
+// hRef is one reference of a pod spec to a config.
+type hRef struct {
+	way      string
+	config   hConfig
+	keys     []string // the keys named (env key, items); none: the whole config
+	optional bool
+}
+
+func (r hRef) String() string {
+	s := fmt.Sprintf("%s %s", r.way, r.config.ref())
+	if len(r.keys) > 0 {
+		s += fmt.Sprintf(" %v", r.keys)
+	}
+	if r.optional {
+		s += " optional"
+	}
+	return s
+}
+
+// whole says the reference reads every key of the config.
+func (r hRef) whole() bool { return len(r.keys) == 0 }
+
+type hWorkload struct {
+	kind, name string
+	refs       []hRef
+}
+
+// liveConfig is a config as the API server holds it.
+type liveConfig struct {
+	exists bool
+	data   map[string]string
+	rv     string // resourceVersion of its latest write
+	// content is the data as the hash reads it.
+	content hashing.Content
+	// contentRV is the resourceVersion of the latest write that changed
+	// its data or its existence.
+	contentRV string
+}
+
+// reads is what a workload's pods read of the configs: per config whether
+// it exists, and the value of each consumed key ("" when the key is absent;
+// values are never empty).
+func reads(w *hWorkload, live map[string]liveConfig) map[string]string {
+	out := map[string]string{}
+	whole := map[string]bool{}
+	for _, r := range w.refs {
+		if r.whole() {
+			whole[r.config.ref()] = true
+		}
+	}
+	for _, r := range w.refs {
+		ref := r.config.ref()
+		lc := live[ref]
+		out[ref] = strconv.FormatBool(lc.exists)
+		keys := r.keys
+		if whole[ref] {
+			keys = slices.Collect(maps.Keys(lc.data))
+		}
+		for _, k := range keys {
+			out[ref+" "+k] = lc.data[k]
+		}
+	}
+	return out
+}
+
+// missing lists what keeps a workload's pods from starting: a config a
+// non-optional reference names that does not exist, or a key a
+// non-optional reference names that its config lacks (docs/controller.md,
+// rule 1). An image pull Secret is optional.
+func missing(w *hWorkload, live map[string]liveConfig) []string {
+	var out []string
+	for _, r := range w.refs {
+		if r.optional || r.way == wayPull {
+			continue
+		}
+		lc := live[r.config.ref()]
+		if !lc.exists {
+			out = append(out, r.config.ref())
+			continue
+		}
+		for _, k := range r.keys {
+			if _, ok := lc.data[k]; !ok {
+				out = append(out, r.config.ref()+" key "+k)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// history is one seeded history in a namespace of its own.
+type history struct {
+	*env
+	t    *testing.T
+	seed uint64
+	r    *rand.Rand
+	ctrl *running
+
+	workloads  []*hWorkload
+	inRender   map[string]bool              // by Kind/name
+	renderData map[string]map[string]string // content of the configs in the render
+	rendered   string
+	templates  map[string]map[string]any // each workload's rendered pod template
+	live       map[string]liveConfig
+	// previous is the content of each deleted config before its deletion.
+	previous map[string]map[string]string
+	// saw is what each workload's pods read (see first for pods that
+	// could not start).
+	saw map[string]map[string]string
+	// first holds, for workloads whose pods could not start when their
+	// pod template changed, the configs they lacked: what those hold when
+	// they can start is their first content.
+	first map[string]map[string]bool
+	// hash, uses and blocked are each workload's render-time hash, uses
+	// fingerprint and whether it was held back, at the last check.
+	hash, uses map[string]string
+	blocked    map[string]bool
+	// lenient marks workloads whose pod template changed while their
+	// pods could not start: the controller kept the baseline of the pods
+	// before, so the content that lets them start may roll them once
+	// (docs: a second roll at worst, never a missed one).
+	lenient map[string]bool
+
+	steps   []string
+	counter int
+	// rolls and extra count the controller's rolls, and those the docs
+	// allow beyond the model (see lenient, and a render applied over more
+	// than a coalescing window).
+	rolls int
+	extra map[string]int
+}
+
+func (h *history) chance(p float64) bool { return h.r.Float64() < p }
+
+func (h *history) value() string {
+	h.counter++
+	return fmt.Sprintf("v%d-%d", h.counter, h.r.IntN(1000))
+}
+
+func pick[T any](r *rand.Rand, from []T) T { return from[r.IntN(len(from))] }
+
+// step records what a step did, for the report of a failing seed.
+func (h *history) step(format string, args ...any) {
+	h.steps = append(h.steps, fmt.Sprintf(format, args...))
+}
+
+func (h *history) fatalf(format string, args ...any) {
+	h.t.Helper()
+	h.t.Fatalf("seed %d, step %d: %s\nreplay with CONFIGHASH_RANDOM_HISTORIES=%d; the steps:\n  %s",
+		h.seed, len(h.steps), fmt.Sprintf(format, args...), h.seed, strings.Join(h.steps, "\n  "))
+}
+
+// ---- generating ---------------------------------------------------------
+
+func (h *history) randomData() map[string]string {
+	data := map[string]string{}
+	for _, k := range []string{"k1", "k2", "k3", "k4"} {
+		if len(data) == 0 || h.chance(0.6) {
+			data[k] = h.value()
+		}
+	}
+	return data
+}
+
+// knownKeys are the keys of a config as the render holds it, or as it
+// lives, or k1 to k3.
+func (h *history) knownKeys(c hConfig) []string {
+	data := h.renderData[c.ref()]
+	if !h.inRender[c.ref()] {
+		data = h.live[c.ref()].data
+	}
+	if len(data) == 0 {
+		return []string{"k1", "k2", "k3"}
+	}
+	return slices.Sorted(maps.Keys(data))
+}
+
+// newRef draws a reference; a key a non-optional reference names is one
+// the config holds in the render (or lives with), so that the render is
+// complete.
+func (h *history) newRef() hRef {
+	c := pick(h.r, historyPool)
+	way := pick(h.r, []string{wayEnvKey, wayEnvFrom, wayVolume, wayItems, wayProjected, wayPull})
+	if way == wayPull && c.kind != hashing.KindSecret {
+		way = wayEnvFrom
+	}
+	r := hRef{way: way, config: c, optional: way == wayPull || h.chance(0.25)}
+	keys := h.knownKeys(c)
+	if r.optional && h.chance(0.3) {
+		keys = append(keys, "k5")
+	}
+	switch way {
+	case wayEnvKey:
+		r.keys = []string{pick(h.r, keys)}
+	case wayItems:
+		r.keys = []string{pick(h.r, keys)}
+		if k := pick(h.r, keys); h.chance(0.5) && k != r.keys[0] {
+			r.keys = append(r.keys, k)
+		}
+	case wayProjected:
+		if h.chance(0.5) {
+			r.keys = []string{pick(h.r, keys)}
+		}
+	}
+	return r
+}
+
+func (h *history) generate() {
+	h.inRender, h.renderData = map[string]bool{}, map[string]map[string]string{}
+	for _, c := range historyPool {
+		if h.chance(0.7) {
+			h.inRender[c.ref()] = true
+			h.renderData[c.ref()] = h.randomData()
+		}
+	}
+	kinds := []string{"Deployment", "StatefulSet", "DaemonSet", "CronJob"}
+	n := 2 + h.r.IntN(3)
+	for i := range n {
+		w := &hWorkload{kind: pick(h.r, kinds), name: fmt.Sprintf("w%d", i)}
+		for range 1 + h.r.IntN(4) {
+			w.refs = append(w.refs, h.newRef())
+		}
+		h.workloads = append(h.workloads, w)
+	}
+	h.completeRender()
+}
+
+// completeRender adds to the render's configs the keys non-optional
+// references name.
+func (h *history) completeRender() {
+	for _, w := range h.workloads {
+		for _, r := range w.refs {
+			if data := h.renderData[r.config.ref()]; h.inRender[r.config.ref()] && !r.optional && r.way != wayPull {
+				for _, k := range r.keys {
+					if _, ok := data[k]; !ok {
+						data[k] = h.value()
+					}
+				}
+			}
+		}
+	}
+}
+
+// ---- the stream ---------------------------------------------------------
+
+func (w *hWorkload) podSpec() corev1.PodSpec {
+	c := corev1.Container{Name: "app", Image: "registry.invalid/app:1"}
+	var spec corev1.PodSpec
+	for i, r := range w.refs {
+		name := corev1.LocalObjectReference{Name: r.config.name}
+		var opt *bool
+		if r.optional {
+			opt = &r.optional
+		}
+		var items []corev1.KeyToPath
+		for _, k := range r.keys {
+			items = append(items, corev1.KeyToPath{Key: k, Path: k})
+		}
+		cm := r.config.kind == hashing.KindConfigMap
+		volume := corev1.Volume{Name: fmt.Sprintf("v%d", i)}
+		switch r.way {
+		case wayEnvKey:
+			src := &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: name, Key: r.keys[0], Optional: opt}}
+			if cm {
+				src = &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: name, Key: r.keys[0], Optional: opt}}
+			}
+			c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("E%d", i), ValueFrom: src})
+		case wayEnvFrom:
+			src := corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: name, Optional: opt}}
+			if cm {
+				src = corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: name, Optional: opt}}
+			}
+			c.EnvFrom = append(c.EnvFrom, src)
+		case wayVolume, wayItems:
+			volume.Secret = &corev1.SecretVolumeSource{SecretName: r.config.name, Items: items, Optional: opt}
+			if cm {
+				volume.Secret = nil
+				volume.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: name, Items: items, Optional: opt}
+			}
+		case wayProjected:
+			src := corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: name, Items: items, Optional: opt}}
+			if cm {
+				src = corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: name, Items: items, Optional: opt}}
+			}
+			volume.Projected = &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{src}}
+		case wayPull:
+			spec.ImagePullSecrets = append(spec.ImagePullSecrets, name)
+		}
+		if volume.ConfigMap != nil || volume.Secret != nil || volume.Projected != nil {
+			spec.Volumes = append(spec.Volumes, volume)
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volume.Name, MountPath: "/etc/" + volume.Name})
+		}
+	}
+	spec.Containers = []corev1.Container{c}
+	return spec
+}
+
+func (w *hWorkload) object(ns string) runtime.Object {
+	meta := metav1.ObjectMeta{Name: w.name, Namespace: ns}
+	labels := map[string]string{"app": w.name}
+	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: w.podSpec()}
+	selector := &metav1.LabelSelector{MatchLabels: labels}
+	apps := metav1.TypeMeta{APIVersion: "apps/v1", Kind: w.kind}
+	switch w.kind {
+	case "StatefulSet":
+		return &appsv1.StatefulSet{TypeMeta: apps, ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{ServiceName: w.name, Selector: selector, Template: tmpl}}
+	case "DaemonSet":
+		return &appsv1.DaemonSet{TypeMeta: apps, ObjectMeta: meta, Spec: appsv1.DaemonSetSpec{Selector: selector, Template: tmpl}}
+	case "CronJob":
+		tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+		return &batchv1.CronJob{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: w.kind}, ObjectMeta: meta,
+			Spec: batchv1.CronJobSpec{Schedule: "0 3 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl}}}}
+	}
+	return &appsv1.Deployment{TypeMeta: apps, ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Selector: selector, Template: tmpl}}
+}
+
+// stream is the manifest in git: the configs of the render, then the
+// workloads (as Argo CD's sync waves and Helm order them).
+func (h *history) stream() string {
+	var docs [][]byte
+	for _, c := range historyPool {
+		if !h.inRender[c.ref()] {
+			continue
+		}
+		meta := metav1.ObjectMeta{Name: c.name, Namespace: h.ns}
+		var obj any = &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta, StringData: h.renderData[c.ref()]}
+		if c.kind == hashing.KindConfigMap {
+			obj = &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta, Data: h.renderData[c.ref()]}
+		}
+		docs = append(docs, marshalDoc(h.t, obj, false))
+	}
+	for _, w := range h.workloads {
+		docs = append(docs, marshalDoc(h.t, w.object(h.ns), false))
+	}
+	return string(join(docs))
+}
+
+// podTemplateMap is a rendered workload's pod template.
+func podTemplateMap(obj map[string]any) map[string]any {
+	path := []string{"spec", "template"}
+	if obj["kind"] == "CronJob" {
+		path = []string{"spec", "jobTemplate", "spec", "template"}
+	}
+	tmpl, _, _ := unstructured.NestedMap(obj, path...)
+	return tmpl
+}
+
+// renderedTemplates reads each workload's pod template from a render.
+func (h *history) renderedTemplates(rendered string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, doc := range documents([]byte(rendered)) {
+		var obj map[string]any
+		if err := sigsyaml.Unmarshal(doc, &obj); err != nil {
+			h.t.Fatalf("the render: %v", err)
+		}
+		if kind, _ := obj["kind"].(string); kind != "ConfigMap" && kind != "Secret" && kind != "" {
+			name, _, _ := unstructured.NestedString(obj, "metadata", "name")
+			out[name] = podTemplateMap(obj)
+		}
+	}
+	return out
+}
+
+// ---- the cluster --------------------------------------------------------
+
+var workloadResources = map[string]schema.GroupVersionResource{
+	"Deployment":  {Group: "apps", Version: "v1", Resource: "deployments"},
+	"StatefulSet": {Group: "apps", Version: "v1", Resource: "statefulsets"},
+	"DaemonSet":   {Group: "apps", Version: "v1", Resource: "daemonsets"},
+	"CronJob":     {Group: "batch", Version: "v1", Resource: "cronjobs"},
+}
+
+// liveWorkload is a workload as the API server holds it.
+type liveWorkload struct {
+	generation int64
+	template   corev1.PodTemplateSpec
+}
+
+func (h *history) workload(w *hWorkload) liveWorkload {
+	h.t.Helper()
+	u, err := h.dyn.Resource(workloadResources[w.kind]).Namespace(h.ns).Get(context.Background(), w.name, metav1.GetOptions{})
+	if err != nil {
+		h.fatalf("get %s %s: %v", w.kind, w.name, err)
+	}
+	var tmpl corev1.PodTemplateSpec
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(podTemplateMap(u.Object), &tmpl); err != nil {
+		h.fatalf("the pod template of %s: %v", w.name, err)
+	}
+	return liveWorkload{generation: u.GetGeneration(), template: tmpl}
+}
+
+// readLive reads the configs of the pool, keeping the resourceVersion of
+// their last content change, and returns how many were written since the
+// last read.
+func (h *history) readLive() int {
+	h.t.Helper()
+	ctx := context.Background()
+	now := map[string]liveConfig{}
+	cms, err := h.cs.CoreV1().ConfigMaps(h.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		h.fatalf("list ConfigMaps: %v", err)
+	}
+	for _, cm := range cms.Items {
+		content, err := hashing.ConfigMapContent(&cm)
+		if err != nil {
+			h.fatalf("ConfigMap %s: %v", cm.Name, err)
+		}
+		now["ConfigMap/"+cm.Name] = liveConfig{exists: true, data: cm.Data, rv: cm.ResourceVersion, content: content}
+	}
+	secrets, err := h.cs.CoreV1().Secrets(h.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		h.fatalf("list Secrets: %v", err)
+	}
+	for _, s := range secrets.Items {
+		data := map[string]string{}
+		for k, v := range s.Data {
+			data[k] = string(v)
+		}
+		now["Secret/"+s.Name] = liveConfig{exists: true, data: data, rv: s.ResourceVersion, content: hashing.SecretContent(&s)}
+	}
+	writes := 0
+	for _, c := range historyPool {
+		before, after := h.live[c.ref()], now[c.ref()]
+		if before.rv != after.rv {
+			writes++
+		}
+		after.contentRV = before.contentRV
+		if before.exists != after.exists || !maps.Equal(before.data, after.data) {
+			after.contentRV = after.rv
+		}
+		if before.exists && !after.exists {
+			h.previous[c.ref()] = before.data
+		}
+		now[c.ref()] = after
+	}
+	h.live = now
+	return writes
+}
+
+// write changes a config's data out of band (kubectl edit, External
+// Secrets).
+func (h *history) write(c hConfig, edit func(data map[string]string)) {
+	h.t.Helper()
+	if c.kind == hashing.KindConfigMap {
+		h.editConfigMap(c.name, func(cm *corev1.ConfigMap) {
+			if cm.Data == nil {
+				cm.Data = map[string]string{}
+			}
+			edit(cm.Data)
+		})
+		return
+	}
+	h.editSecret(c.name, func(s *corev1.Secret) {
+		data := map[string]string{}
+		for k, v := range s.Data {
+			data[k] = string(v)
+		}
+		edit(data)
+		s.Data = map[string][]byte{}
+		for k, v := range data {
+			s.Data[k] = []byte(v)
+		}
+	})
+}
+
+func (h *history) create(c hConfig, data map[string]string) {
+	h.t.Helper()
+	if c.kind == hashing.KindSecret {
+		h.createSecret(c.name, data)
+		return
+	}
+	h.createConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: h.ns}, Data: data})
+}
+
+func (h *history) delete(c hConfig) {
+	h.t.Helper()
+	ctx := context.Background()
+	var err error
+	if c.kind == hashing.KindSecret {
+		err = h.cs.CoreV1().Secrets(h.ns).Delete(ctx, c.name, metav1.DeleteOptions{})
+	} else {
+		err = h.cs.CoreV1().ConfigMaps(h.ns).Delete(ctx, c.name, metav1.DeleteOptions{})
+	}
+	if err != nil {
+		h.fatalf("delete %s: %v", c.ref(), err)
+	}
+}
+
+// applyRender renders the stream with bin/confighash and applies it
+// server-side as Argo CD would; it returns how long the apply took.
+func (h *history) applyRender() time.Duration {
+	h.t.Helper()
+	h.rendered = render(h.t, h.stream())
+	start := time.Now()
+	if err := h.apply(h.rendered, "argocd-controller"); err != nil {
+		h.fatalf("apply the render: %v", err)
+	}
+	return time.Since(start)
+}
+
+// ---- running ------------------------------------------------------------
+
+func runHistory(t *testing.T, seed uint64) {
+	h := &history{env: newEnv(t), t: t, seed: seed, r: rand.New(rand.NewPCG(seed, seed^0x5eed)),
+		saw: map[string]map[string]string{}, lenient: map[string]bool{}, live: map[string]liveConfig{}, previous: map[string]map[string]string{},
+		first: map[string]map[string]bool{}, hash: map[string]string{}, uses: map[string]string{}, blocked: map[string]bool{}, extra: map[string]int{}}
+	h.generate()
+	for _, c := range historyPool {
+		if !h.inRender[c.ref()] && h.chance(0.7) {
+			h.create(c, h.randomData())
+		}
+	}
+	var desc []string
+	for _, c := range historyPool {
+		lc := "in the render"
+		if !h.inRender[c.ref()] {
+			lc = "external"
+		}
+		desc = append(desc, c.ref()+" "+lc)
+	}
+	for _, w := range h.workloads {
+		desc = append(desc, fmt.Sprintf("%s %s reads %v", w.kind, w.name, w.refs))
+	}
+	h.step("start: %s", strings.Join(desc, "; "))
+	h.readLive()
+	h.ctrl = h.start(h.testOptions())
+	h.templates = map[string]map[string]any{}
+	// The first apply: the configs may come in the controller's initial
+	// list, which counts no event.
+	applied := h.applyRender()
+	h.readLive()
+	h.check(0, -1, map[string]int64{}, applied, 0)
+	for range historySteps {
+		h.randomStep()
+	}
+	t.Logf("seed %d: %d steps, %d rolls by the controller; rolls the docs allow beyond the model: %v", seed, len(h.steps)-1, h.rolls, h.extra)
+}
+
+// randomStep takes one random action, then checks its outcome.
+func (h *history) randomStep() {
+	h.t.Helper()
+	mark, events := h.ctrl.obs.mark(), h.configEvents()
+	generations := map[string]int64{}
+	for _, w := range h.workloads {
+		generations[w.name] = h.workload(w).generation
+	}
+	var applied time.Duration
+	switch n := h.r.IntN(100); {
+	case n < 16:
+		h.editRead()
+	case n < 24:
+		h.editUnread()
+	case n < 32:
+		c := h.existing()
+		k := fmt.Sprintf("n%d", len(h.steps))
+		h.step("add key %s to %s", k, c.ref())
+		h.write(c, func(d map[string]string) { d[k] = h.value() })
+	case n < 40:
+		c := h.existing()
+		k := pick(h.r, slices.Sorted(maps.Keys(h.live[c.ref()].data)))
+		h.step("remove key %s from %s", k, c.ref())
+		h.write(c, func(d map[string]string) { delete(d, k) })
+	case n < 47:
+		c := h.existing()
+		h.step("delete %s", c.ref())
+		h.delete(c)
+	case n < 56:
+		h.recreate()
+	case n < 62:
+		h.metadata(h.existing())
+	case n < 70:
+		h.step("re-apply the render")
+		applied = h.applyRender()
+	case n < 82:
+		h.renderContent()
+		applied = h.applyRender()
+	case n < 92:
+		h.renderUses()
+		applied = h.applyRender()
+	default:
+		h.burst()
+	}
+	h.check(mark, events, generations, applied, h.readLive())
+}
+
+// existing is a config of the pool that exists (one is created when none
+// does).
+func (h *history) existing() hConfig {
+	var have []hConfig
+	for _, c := range historyPool {
+		if h.live[c.ref()].exists && len(h.live[c.ref()].data) > 0 {
+			have = append(have, c)
+		}
+	}
+	if len(have) == 0 {
+		c := pick(h.r, historyPool)
+		h.step("create %s (none existed)", c.ref())
+		h.create(c, h.randomData())
+		h.readLive()
+		return c
+	}
+	return pick(h.r, have)
+}
+
+// readKeys lists the existing config keys some workload reads.
+func (h *history) readKeys() [][2]string {
+	var out [][2]string
+	for _, w := range h.workloads {
+		for _, r := range w.refs {
+			lc := h.live[r.config.ref()]
+			keys := r.keys
+			if r.whole() {
+				keys = slices.Sorted(maps.Keys(lc.data))
+			}
+			for _, k := range keys {
+				if _, ok := lc.data[k]; ok {
+					out = append(out, [2]string{r.config.ref(), k})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func configOf(ref string) hConfig {
+	kind, name, _ := strings.Cut(ref, "/")
+	return hConfig{hashing.Kind(kind), name}
+}
+
+func (h *history) editRead() {
+	read := h.readKeys()
+	if len(read) == 0 {
+		h.editUnread()
+		return
+	}
+	rk := pick(h.r, read)
+	h.step("edit %s key %s (read)", rk[0], rk[1])
+	h.write(configOf(rk[0]), func(d map[string]string) { d[rk[1]] = h.value() })
+}
+
+func (h *history) editUnread() {
+	read := map[[2]string]bool{}
+	for _, rk := range h.readKeys() {
+		read[rk] = true
+	}
+	var unread [][2]string
+	for _, c := range historyPool {
+		for k := range h.live[c.ref()].data {
+			if !read[[2]string{c.ref(), k}] {
+				unread = append(unread, [2]string{c.ref(), k})
+			}
+		}
+	}
+	if len(unread) == 0 {
+		c := h.existing()
+		k := fmt.Sprintf("n%d", len(h.steps))
+		h.step("add key %s to %s (nobody reads one)", k, c.ref())
+		h.write(c, func(d map[string]string) { d[k] = h.value() })
+		return
+	}
+	slices.SortFunc(unread, func(a, b [2]string) int { return strings.Compare(a[0]+" "+a[1], b[0]+" "+b[1]) })
+	rk := pick(h.r, unread)
+	h.step("edit %s key %s (unread)", rk[0], rk[1])
+	h.write(configOf(rk[0]), func(d map[string]string) { d[rk[1]] = h.value() })
+}
+
+// recreate creates a config of the pool that does not exist, with the
+// content it had (or the render's) or another.
+func (h *history) recreate() {
+	var gone []hConfig
+	for _, c := range historyPool {
+		if !h.live[c.ref()].exists {
+			gone = append(gone, c)
+		}
+	}
+	if len(gone) == 0 {
+		c := h.existing()
+		h.step("delete %s (none to create)", c.ref())
+		h.delete(c)
+		return
+	}
+	c := pick(h.r, gone)
+	data, how := h.randomData(), "new content"
+	if prev := h.previous[c.ref()]; prev != nil && h.chance(0.5) {
+		data, how = maps.Clone(prev), "its content before"
+	}
+	h.step("create %s with %s", c.ref(), how)
+	h.create(c, data)
+}
+
+func (h *history) metadata(c hConfig) {
+	h.step("labels and annotations of %s", c.ref())
+	label := map[string]string{"team": h.value()}
+	if c.kind == hashing.KindSecret {
+		h.editSecret(c.name, func(s *corev1.Secret) { s.Labels, s.Annotations = label, label })
+		return
+	}
+	h.editConfigMap(c.name, func(cm *corev1.ConfigMap) { cm.Labels, cm.Annotations = label, label })
+}
+
+// burst is two edits of read keys in quick succession; the second takes
+// the first back, or edits another key.
+func (h *history) burst() {
+	read := h.readKeys()
+	if len(read) == 0 {
+		h.editUnread()
+		return
+	}
+	rk := pick(h.r, read)
+	c := configOf(rk[0])
+	before := h.live[rk[0]].data[rk[1]]
+	h.write(c, func(d map[string]string) { d[rk[1]] = h.value() })
+	if h.chance(0.3) {
+		h.step("burst: edit %s key %s, then take it back", rk[0], rk[1])
+		h.write(c, func(d map[string]string) { d[rk[1]] = before })
+		return
+	}
+	rk2 := pick(h.r, read)
+	h.step("burst: edit %s key %s, then %s key %s", rk[0], rk[1], rk2[0], rk2[1])
+	h.write(configOf(rk2[0]), func(d map[string]string) { d[rk2[1]] = h.value() })
+}
+
+// renderContent changes the content of a config in git: a value, a new
+// key, a key removed (one no reference requires); or moves a config into
+// the render or out of it.
+func (h *history) renderContent() {
+	var in []hConfig
+	for _, c := range historyPool {
+		if h.inRender[c.ref()] {
+			in = append(in, c)
+		}
+	}
+	if len(in) == 0 || h.chance(0.15) {
+		c := pick(h.r, historyPool)
+		if h.inRender[c.ref()] {
+			h.step("new render: %s leaves the render (applied, not pruned)", c.ref())
+			delete(h.inRender, c.ref())
+			delete(h.renderData, c.ref())
+			return
+		}
+		data := maps.Clone(h.live[c.ref()].data)
+		if len(data) == 0 || h.chance(0.3) {
+			data = h.randomData()
+		}
+		h.step("new render: %s enters the render with %v", c.ref(), slices.Sorted(maps.Keys(data)))
+		h.inRender[c.ref()], h.renderData[c.ref()] = true, data
+		h.completeRender()
+		return
+	}
+	c := pick(h.r, in)
+	data := h.renderData[c.ref()]
+	required := map[string]bool{}
+	for _, w := range h.workloads {
+		for _, r := range w.refs {
+			if r.config == c && !r.optional && r.way != wayPull {
+				for _, k := range r.keys {
+					required[k] = true
+				}
+			}
+		}
+	}
+	var removable []string
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		if !required[k] && len(data) > 1 {
+			removable = append(removable, k)
+		}
+	}
+	switch n := h.r.IntN(4); {
+	case n == 0 && len(removable) > 0:
+		k := pick(h.r, removable)
+		h.step("new render: %s without key %s", c.ref(), k)
+		delete(data, k)
+	case n == 1:
+		k := fmt.Sprintf("g%d", len(h.steps))
+		h.step("new render: %s with a new key %s", c.ref(), k)
+		data[k] = h.value()
+	default:
+		k := pick(h.r, slices.Sorted(maps.Keys(data)))
+		h.step("new render: %s key %s changed", c.ref(), k)
+		data[k] = h.value()
+	}
+}
+
+// renderUses changes what a workload reads, in git: a reference added,
+// removed, or replaced by another.
+func (h *history) renderUses() {
+	w := pick(h.r, h.workloads)
+	switch i := h.r.IntN(len(w.refs)); {
+	case h.chance(0.4):
+		r := h.newRef()
+		h.step("new render: %s also reads %s", w.name, r)
+		w.refs = append(w.refs, r)
+	case len(w.refs) > 1 && h.chance(0.5):
+		h.step("new render: %s no longer reads %s", w.name, w.refs[i])
+		w.refs = slices.Delete(w.refs, i, i+1)
+	default:
+		r := h.newRef()
+		h.step("new render: %s reads %s instead of %s", w.name, r, w.refs[i])
+		w.refs[i] = r
+	}
+	h.completeRender()
+}
+
+// configEvents is how many ConfigMap and Secret events the controller
+// has handled.
+func (h *history) configEvents() float64 {
+	return h.ctrl.metric("confighash_config_events_total", nil)
+}
+
+// check waits until the controller has handled a step (its config events,
+// then a decision on each workload from the live configs and pod spec),
+// then checks each workload's rolls and pod template against the model,
+// and moves the model on. events is the count of config events before the
+// step (negative: not counted), writes how many config writes the step
+// made, applied how long the render's apply took (0: no render applied).
+func (h *history) check(mark int, events float64, generations map[string]int64, applied time.Duration, writes int) {
+	h.t.Helper()
+	if events >= 0 && writes > 0 {
+		eventually(h.t, fmt.Sprintf("the controller to see %d config writes", writes), func(context.Context) (bool, error) {
+			return h.configEvents() >= events+float64(writes), nil
+		})
+	}
+	templates := h.templates
+	if applied > 0 {
+		templates = h.renderedTemplates(h.rendered)
+	}
+	type expectation struct {
+		changed bool // the render changed the pod template
+		missing []string
+		rolls   []int // the controller's rolls allowed
+		allowed string
+		hash    string
+		uses    string
+	}
+	expect := map[string]*expectation{}
+	for _, w := range h.workloads {
+		ex := &expectation{missing: missing(w, h.live), rolls: []int{0}}
+		expect[w.name] = ex
+		lw := h.workload(w)
+		ex.hash = lw.template.Annotations["confighash.dev/hash"]
+		ex.uses = controller.UsesPrint(hashing.Discover(&lw.template.Spec))
+		if want, _, _ := unstructured.NestedString(templates[w.name], "metadata", "annotations", "confighash.dev/hash"); want != ex.hash {
+			h.fatalf("%s: the pod template's confighash.dev/hash is %q, the render's %q", w.name, ex.hash, want)
+		}
+		_, existed := h.templates[w.name]
+		ex.changed = applied > 0 && (!existed || !equalJSON(h.templates[w.name], templates[w.name]))
+		now, saw := reads(w, h.live), h.saw[w.name]
+		moved := !maps.Equal(now, saw)
+		switch {
+		case ex.changed:
+			// The pods the render starts read the live content; the
+			// controller adds no roll (S2, the render-baseline rule).
+			// The docs allow one where it cannot tell that the pods did:
+			switch {
+			case applied > testWindow/2:
+				ex.allowed = "the render's configs and workloads applied over more than the coalescing window"
+			case existed && moved && ex.hash == h.hash[w.name] && ex.uses == h.uses[w.name]:
+				ex.allowed = "a consumed config changed with a template change that moves neither the render-time hash nor what the pods consume"
+			case existed && moved && h.blocked[w.name]:
+				ex.allowed = "configs changed while the pods could not start, before the template change"
+			}
+			h.saw[w.name], h.first[w.name] = now, nil
+			if len(ex.missing) > 0 {
+				// The content that lets them start is their first.
+				h.first[w.name] = configsOf(ex.missing)
+				h.lenient[w.name] = existed
+			}
+		case len(ex.missing) > 0: // held back (rule 1)
+		default:
+			if first := h.first[w.name]; first != nil {
+				// The pods could not start until now: what they lacked,
+				// they read now for the first time (a baseline, no roll).
+				for k := range saw {
+					if first[configOfKey(k)] {
+						delete(saw, k)
+					}
+				}
+				for k, v := range now {
+					if first[configOfKey(k)] {
+						saw[k] = v
+					}
+				}
+				if h.lenient[w.name] {
+					ex.allowed = "the pod template changed while they could not start: the baseline of the pods before stands"
+				}
+				h.first[w.name], h.lenient[w.name] = nil, false
+			}
+			if !maps.Equal(now, saw) {
+				ex.rolls = []int{1}
+			}
+			h.saw[w.name] = now
+		}
+		if ex.allowed != "" {
+			ex.rolls = append(ex.rolls, ex.rolls[0]+1)
+		}
+		h.hash[w.name], h.uses[w.name], h.blocked[w.name] = ex.hash, ex.uses, len(ex.missing) > 0
+	}
+	h.templates = templates
+	var pending string
+	settled := func() bool {
+		for _, w := range h.workloads {
+			ex := expect[w.name]
+			o := h.ctrl.obs.last(w.name)
+			want := "in_sync"
+			if len(ex.missing) > 0 {
+				want = "missing_config"
+			}
+			if o.Result != want || o.Input.RawRenderHash != ex.hash || o.Input.Uses != ex.uses || !h.readCurrent(w, o) {
+				pending = fmt.Sprintf("%s: want %s with render hash %q, uses %s, configs at %v; the last outcome: %s %s, render hash %q, uses %s, configs at %v",
+					w.name, want, ex.hash, ex.uses, h.contentVersions(w), o.Result, o.Decision.Reason, o.Input.RawRenderHash, o.Input.Uses, o.ConfigVersions)
+				return false
+			}
+		}
+		return true
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(waitTimeout); !settled(); <-tick.C {
+		if time.Now().After(deadline) {
+			h.fatalf("the controller did not decide from the live state in %s: %s", waitTimeout, pending)
+		}
+	}
+	for _, w := range h.workloads {
+		ex := expect[w.name]
+		rolled := h.ctrl.obs.count(mark, func(o controller.Outcome) bool { return o.Request.Name == w.name && o.Result == "rolled" })
+		if !slices.Contains(ex.rolls, rolled) {
+			var why []string
+			for _, o := range h.ctrl.obs.since(mark, w.name) {
+				if o.Result == "rolled" {
+					why = append(why, fmt.Sprintf("%s (changed %v)", o.Decision.Reason, o.Decision.Changed))
+				}
+			}
+			h.fatalf("%s %s: the controller rolled it %d times %v, the docs say %v (missing %v, render changed its pod template: %t, apply took %s)",
+				w.kind, w.name, rolled, why, ex.rolls, ex.missing, ex.changed, applied)
+		}
+		h.rolls += rolled
+		if rolled > ex.rolls[0] {
+			h.extra[ex.allowed]++
+		}
+		lw := h.workload(w)
+		wantGeneration := generations[w.name] + int64(rolled)
+		if ex.changed {
+			wantGeneration++
+		}
+		if lw.generation != wantGeneration {
+			h.fatalf("%s %s: generation %d, want %d (%d before, the render changed its pod template: %t, %d rolls by the controller)",
+				w.kind, w.name, lw.generation, wantGeneration, generations[w.name], ex.changed, rolled)
+		}
+		if rolled > 0 {
+			h.checkRecord(w, lw)
+		}
+	}
+}
+
+// readCurrent says whether an outcome read each config the workload
+// consumes as it is now: absent when it is absent, else at or after its
+// last content change (one etcd numbers every write).
+func (h *history) readCurrent(w *hWorkload, o controller.Outcome) bool {
+	for _, r := range w.refs {
+		lc := h.live[r.config.ref()]
+		got, ok := o.ConfigVersions[r.config.ref()]
+		if !ok {
+			return false
+		}
+		if !lc.exists {
+			if got != "" {
+				return false
+			}
+			continue
+		}
+		v, err1 := strconv.ParseUint(got, 10, 64)
+		min, err2 := strconv.ParseUint(lc.contentRV, 10, 64)
+		if err1 != nil || err2 != nil || v < min {
+			return false
+		}
+	}
+	return true
+}
+
+// checkRecord checks the controller's record on a pod template it rolled:
+// the hash of everything the pods consume, live, and the render-time hash
+// it rolled under.
+func (h *history) checkRecord(w *hWorkload, lw liveWorkload) {
+	lookup := func(kind hashing.Kind, name string) (hashing.Content, bool) {
+		lc := h.live[string(kind)+"/"+name]
+		return lc.content, lc.exists
+	}
+	ann := lw.template.Annotations
+	want := hashing.Compute(h.ns, hashing.Discover(&lw.template.Spec), lookup, hashing.Options{})
+	if got := ann["confighash.dev/controller-hash"]; got != want {
+		h.fatalf("%s: controller-hash %s, the live content of what it consumes hashes to %s", w.name, got, want)
+	}
+	base := cmp.Or(ann["confighash.dev/hash"], "none")
+	if got := ann["confighash.dev/controller-base"]; got != base {
+		h.fatalf("%s: controller-base %s, want the render-time hash %s", w.name, got, base)
+	}
+}
+
+// equalJSON compares two decoded documents.
+func equalJSON(a, b map[string]any) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+// contentVersions is the resourceVersion of the last content change of
+// each config a workload consumes ("" when absent).
+func (h *history) contentVersions(w *hWorkload) map[string]string {
+	out := map[string]string{}
+	for _, r := range w.refs {
+		out[r.config.ref()] = h.live[r.config.ref()].contentRV
+	}
+	return out
+}
+
+// configOfKey is the config of an entry of reads or missing.
+func configOfKey(k string) string {
+	ref, _, _ := strings.Cut(k, " ")
+	return ref
+}
+
+func configsOf(entries []string) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range entries {
+		out[configOfKey(e)] = true
+	}
+	return out
+}
+
+// since is the outcomes for the workload name after mark.
+func (o *observer) since(mark int, name string) []controller.Outcome {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []controller.Outcome
+	for _, x := range o.list[mark:] {
+		if x.Request.Name == name {
+			out = append(out, x)
+		}
+	}
+	return out
+}
