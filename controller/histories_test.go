@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/controller"
@@ -194,10 +196,11 @@ func missing(w *hWorkload, live map[string]liveConfig) []string {
 // history is one seeded history in a namespace of its own.
 type history struct {
 	*env
-	t    *testing.T
-	seed uint64
-	r    *rand.Rand
-	ctrl *running
+	t     *testing.T
+	seed  uint64
+	r     *rand.Rand
+	ctrl  *running
+	watch *templateWatch
 
 	workloads  []*hWorkload
 	inRender   map[string]bool              // by Kind/name
@@ -475,8 +478,67 @@ var workloadResources = map[string]schema.GroupVersionResource{
 
 // liveWorkload is a workload as the API server holds it.
 type liveWorkload struct {
-	generation int64
-	template   corev1.PodTemplateSpec
+	version  string
+	template corev1.PodTemplateSpec
+}
+
+// templateWatch counts the changes of each workload's pod template, from
+// watches of the workload kinds (a Deployment's generation also moves
+// with its annotations, and a rollout back onto an earlier template makes
+// no new ReplicaSet or ControllerRevision).
+type templateWatch struct {
+	mu      sync.Mutex
+	last    map[string]string // pod template, as JSON, by name
+	changes map[string]int    // by name; the creation counts one
+	version map[string]uint64 // the latest resourceVersion seen, by name
+}
+
+func (h *history) watchTemplates() *templateWatch {
+	tw := &templateWatch{last: map[string]string{}, changes: map[string]int{}, version: map[string]uint64{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.t.Cleanup(cancel)
+	for _, gvr := range workloadResources {
+		wi, err := h.dyn.Resource(gvr).Namespace(h.ns).Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			h.t.Fatalf("watch %s: %v", gvr.Resource, err)
+		}
+		h.t.Cleanup(wi.Stop)
+		go func() {
+			for ev := range wi.ResultChan() {
+				u, ok := ev.Object.(*unstructured.Unstructured)
+				if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) {
+					continue
+				}
+				tmpl, _ := json.Marshal(podTemplateMap(u.Object))
+				rv, _ := strconv.ParseUint(u.GetResourceVersion(), 10, 64)
+				tw.mu.Lock()
+				if prev, seen := tw.last[u.GetName()]; !seen || prev != string(tmpl) {
+					tw.changes[u.GetName()]++
+				}
+				tw.last[u.GetName()], tw.version[u.GetName()] = string(tmpl), rv
+				tw.mu.Unlock()
+			}
+		}()
+	}
+	return tw
+}
+
+// changesAt is how many times the workload's pod template has changed, once
+// the watch has seen the workload at resourceVersion version.
+func (tw *templateWatch) changesAt(t testing.TB, name, version string) int {
+	t.Helper()
+	want, err := strconv.ParseUint(version, 10, 64)
+	if err != nil {
+		t.Fatalf("resourceVersion %q: %v", version, err)
+	}
+	var n int
+	eventually(t, fmt.Sprintf("the watch to see %s at resourceVersion %s", name, version), func(context.Context) (bool, error) {
+		tw.mu.Lock()
+		defer tw.mu.Unlock()
+		n = tw.changes[name]
+		return tw.version[name] >= want, nil
+	})
+	return n
 }
 
 func (h *history) workload(w *hWorkload) liveWorkload {
@@ -489,7 +551,7 @@ func (h *history) workload(w *hWorkload) liveWorkload {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(podTemplateMap(u.Object), &tmpl); err != nil {
 		h.fatalf("the pod template of %s: %v", w.name, err)
 	}
-	return liveWorkload{generation: u.GetGeneration(), template: tmpl}
+	return liveWorkload{version: u.GetResourceVersion(), template: tmpl}
 }
 
 // readLive reads the configs of the pool, keeping the resourceVersion of
@@ -627,12 +689,13 @@ func runHistory(t *testing.T, seed uint64) {
 	h.step("start: %s", strings.Join(desc, "; "))
 	h.readLive()
 	h.ctrl = h.start(h.testOptions())
+	h.watch = h.watchTemplates()
 	h.templates = map[string]map[string]any{}
 	// The first apply: the configs may come in the controller's initial
 	// list, which counts no event.
 	applied := h.applyRender()
 	h.readLive()
-	h.check(0, -1, map[string]int64{}, applied, 0)
+	h.check(0, -1, map[string]int{}, applied, 0)
 	for range historySteps {
 		h.randomStep()
 	}
@@ -643,9 +706,9 @@ func runHistory(t *testing.T, seed uint64) {
 func (h *history) randomStep() {
 	h.t.Helper()
 	mark, events := h.ctrl.obs.mark(), h.configEvents()
-	generations := map[string]int64{}
+	changes := map[string]int{}
 	for _, w := range h.workloads {
-		generations[w.name] = h.workload(w).generation
+		changes[w.name] = h.watch.changesAt(h.t, w.name, h.workload(w).version)
 	}
 	var applied time.Duration
 	switch n := h.r.IntN(100); {
@@ -683,7 +746,7 @@ func (h *history) randomStep() {
 	default:
 		h.burst()
 	}
-	h.check(mark, events, generations, applied, h.readLive())
+	h.check(mark, events, changes, applied, h.readLive())
 }
 
 // existing is a config of the pool that exists (one is created when none
@@ -916,7 +979,7 @@ func (h *history) configEvents() float64 {
 // and moves the model on. events is the count of config events before the
 // step (negative: not counted), writes how many config writes the step
 // made, applied how long the render's apply took (0: no render applied).
-func (h *history) check(mark int, events float64, generations map[string]int64, applied time.Duration, writes int) {
+func (h *history) check(mark int, events float64, changes map[string]int, applied time.Duration, writes int) {
 	h.t.Helper()
 	if events >= 0 && writes > 0 {
 		eventually(h.t, fmt.Sprintf("the controller to see %d config writes", writes), func(context.Context) (bool, error) {
@@ -1041,13 +1104,13 @@ func (h *history) check(mark int, events float64, generations map[string]int64, 
 			h.extra[ex.allowed]++
 		}
 		lw := h.workload(w)
-		wantGeneration := generations[w.name] + int64(rolled)
+		want := changes[w.name] + rolled
 		if ex.changed {
-			wantGeneration++
+			want++
 		}
-		if lw.generation != wantGeneration {
-			h.fatalf("%s %s: generation %d, want %d (%d before, the render changed its pod template: %t, %d rolls by the controller)",
-				w.kind, w.name, lw.generation, wantGeneration, generations[w.name], ex.changed, rolled)
+		if got := h.watch.changesAt(h.t, w.name, lw.version); got != want {
+			h.fatalf("%s %s: its pod template changed %d times, want %d (the render changed it: %t, %d rolls by the controller)",
+				w.kind, w.name, got-changes[w.name], want-changes[w.name], ex.changed, rolled)
 		}
 		if rolled > 0 {
 			h.checkRecord(w, lw)
