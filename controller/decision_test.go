@@ -128,6 +128,13 @@ func TestDecide(t *testing.T) {
 				Record: controller.Record{ControllerHash: h("all"), ControllerBase: h("r")}},
 		},
 		{
+			name: "the render rolled under applied again after a later one (helm rollback), seen after the last change: roll (the record is on the template; a record elsewhere would leave a later roll to the recorded content writing nothing new)",
+			in: controller.Input{RenderHash: h("r"), RawRenderHash: h("r"), ControllerHash: h("all2"), ControllerBase: h("r"),
+				LiveIn: h("r"), LiveAll: h("all"), RenderStarted: true},
+			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonChangedSinceRoll,
+				Record: controller.Record{ControllerHash: h("all"), ControllerBase: h("r")}},
+		},
+		{
 			name: "new render applied after a controller roll: the render wins, the old record is ignored",
 			in: controller.Input{RenderHash: h("rNew"), RawRenderHash: h("rNew"), ControllerHash: h("all2"), ControllerBase: h("r"),
 				LiveIn: h("rNew"), LiveAll: h("all3")},

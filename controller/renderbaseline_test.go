@@ -382,3 +382,38 @@ func TestRenderBaselineExternalUseAdded(t *testing.T) {
 	assert.Equal(t, 3, s.rollouts(), "the added key, the render, the edit")
 	s.current()
 }
+
+// An out-of-band edit the controller rolled, a new render, then the first
+// render applied again (helm rollback to the revision the controller rolled
+// under): the template is the controller's roll again, whose pods read the
+// render's content, and the controller rolls once more, to write the live
+// content in its record. Recording it elsewhere instead would leave the
+// record on the template saying the edit: the edit made again would then be
+// a roll that writes nothing new, missed. It rolls once, back onto the
+// first roll's ReplicaSet.
+func TestRenderBaselineRollbackToRolledRender(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "Deployment")
+	first := s.rendered
+	edit := func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "trace" }
+	mark := s.ctrl.obs.mark()
+	s.editConfigMap("app-config", edit)
+	edited := s.expectRoll(mark).Decision.Record.ControllerHash
+	s.debugRender()
+	s.current()
+	require.Equal(t, 2, s.rollouts(), "the edit, the new render")
+
+	mark = s.ctrl.obs.mark()
+	require.NoError(t, s.apply(first, "kubectl"), "the first render again")
+	o := s.expectRoll(mark)
+	assert.Equal(t, controller.ReasonChangedSinceRoll, o.Decision.Reason)
+	assert.Equal(t, 3, s.rollouts(), "the rollback onto the first roll's ReplicaSet, then the controller's")
+
+	mark = s.ctrl.obs.mark()
+	s.editConfigMap("app-config", edit)
+	o = s.expectRoll(mark)
+	assert.Equal(t, edited, o.Decision.Record.ControllerHash)
+	assert.Equal(t, edited, s.workloadAnnotations().template["confighash.dev/controller-hash"])
+	assert.Equal(t, 3, s.rollouts(), "the edit made again: back onto the first roll's ReplicaSet")
+	s.current()
+}
