@@ -217,10 +217,18 @@ type history struct {
 	// pod template changed, the configs they lacked: what those hold when
 	// they can start is their first content.
 	first map[string]map[string]bool
-	// hash, uses and blocked are each workload's render-time hash, uses
-	// fingerprint and whether it was held back, at the last check.
-	hash, uses map[string]string
-	blocked    map[string]bool
+	// hash and uses are each workload's render-time hash and uses
+	// fingerprint at the last check; rolledUnder both (space-separated)
+	// when the controller last rolled it.
+	hash, uses, rolledUnder map[string]string
+	// baseline is, per workload, what it read of its external configs when
+	// it was last found in sync (what the controller's baseline holds).
+	baseline map[string]map[string]string
+	// reads is what each workload consumed at the last check, and
+	// firstEdited marks workloads held back since their pod template
+	// changed, one of whose configs in first was edited meanwhile.
+	reads       map[string]map[string]string
+	firstEdited map[string]bool
 	// lenient marks workloads whose pod template changed while their
 	// pods could not start: the controller kept the baseline of the pods
 	// before, so the content that lets them start may roll them once
@@ -390,7 +398,9 @@ func (w *hWorkload) podSpec() corev1.PodSpec {
 			}
 			volume.Projected = &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{src}}
 		case wayPull:
-			spec.ImagePullSecrets = append(spec.ImagePullSecrets, name)
+			if !slices.Contains(spec.ImagePullSecrets, name) { // the API server refuses a repeated name
+				spec.ImagePullSecrets = append(spec.ImagePullSecrets, name)
+			}
 		}
 		if volume.ConfigMap != nil || volume.Secret != nil || volume.Projected != nil {
 			spec.Volumes = append(spec.Volumes, volume)
@@ -668,7 +678,8 @@ func (h *history) applyRender() time.Duration {
 func runHistory(t *testing.T, seed uint64) {
 	h := &history{env: newEnv(t), t: t, seed: seed, r: rand.New(rand.NewPCG(seed, seed^0x5eed)),
 		saw: map[string]map[string]string{}, lenient: map[string]bool{}, live: map[string]liveConfig{}, previous: map[string]map[string]string{},
-		first: map[string]map[string]bool{}, hash: map[string]string{}, uses: map[string]string{}, blocked: map[string]bool{}, extra: map[string]int{}}
+		first: map[string]map[string]bool{}, hash: map[string]string{}, uses: map[string]string{}, rolledUnder: map[string]string{}, extra: map[string]int{},
+		reads: map[string]map[string]string{}, firstEdited: map[string]bool{}, baseline: map[string]map[string]string{}}
 	h.generate()
 	for _, c := range historyPool {
 		if !h.inRender[c.ref()] && h.chance(0.7) {
@@ -1022,16 +1033,27 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 				ex.allowed = "the render's configs and workloads applied over more than the coalescing window"
 			case existed && moved && ex.hash == h.hash[w.name] && ex.uses == h.uses[w.name]:
 				ex.allowed = "a consumed config changed with a template change that moves neither the render-time hash nor what the pods consume"
-			case existed && moved && h.blocked[w.name]:
-				ex.allowed = "configs changed while the pods could not start, before the template change"
+			case existed && moved && h.rolledUnder[w.name] == ex.hash+" "+ex.uses:
+				// TestDecide's "the render rolled under applied again after
+				// a later one (helm rollback) ...: roll".
+				ex.allowed = "the render the controller rolled under, applied again after another: its record on the pod template stands"
+			case existed && h.externalMoved(w, now):
+				// TestDecide's "rollout seen after the last change, but an
+				// external config changed: roll".
+				ex.allowed = "an external config changed since its baseline, before the template change"
 			}
-			h.saw[w.name], h.first[w.name] = now, nil
+			h.saw[w.name], h.first[w.name], h.firstEdited[w.name] = now, nil, false
 			if len(ex.missing) > 0 {
 				// The content that lets them start is their first.
 				h.first[w.name] = configsOf(ex.missing)
 				h.lenient[w.name] = existed
 			}
 		case len(ex.missing) > 0: // held back (rule 1)
+			for k, v := range now {
+				if prev, had := h.reads[w.name][k]; had && h.first[w.name][configOfKey(k)] && h.reads[w.name][configOfKey(k)] == "true" && prev != v {
+					h.firstEdited[w.name] = true
+				}
+			}
 		default:
 			if first := h.first[w.name]; first != nil {
 				// The pods could not start until now: what they lacked,
@@ -1046,10 +1068,13 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 						saw[k] = v
 					}
 				}
-				if h.lenient[w.name] {
+				switch {
+				case h.lenient[w.name]:
 					ex.allowed = "the pod template changed while they could not start: the baseline of the pods before stands"
+				case h.firstEdited[w.name]:
+					ex.allowed = "a config they lacked was created, then edited while another still kept them from starting"
 				}
-				h.first[w.name], h.lenient[w.name] = nil, false
+				h.first[w.name], h.lenient[w.name], h.firstEdited[w.name] = nil, false, false
 			}
 			if !maps.Equal(now, saw) {
 				ex.rolls = []int{1}
@@ -1059,7 +1084,19 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 		if ex.allowed != "" {
 			ex.rolls = append(ex.rolls, ex.rolls[0]+1)
 		}
-		h.hash[w.name], h.uses[w.name], h.blocked[w.name] = ex.hash, ex.uses, len(ex.missing) > 0
+		h.hash[w.name], h.uses[w.name], h.reads[w.name] = ex.hash, ex.uses, now
+		if len(ex.missing) == 0 {
+			// The controller has recorded the external configs as they are
+			// (a baseline of a config the render now holds may stay).
+			if h.baseline[w.name] == nil {
+				h.baseline[w.name] = map[string]string{}
+			}
+			for k, v := range now {
+				if !h.inRender[configOfKey(k)] {
+					h.baseline[w.name][k] = v
+				}
+			}
+		}
 	}
 	h.templates = templates
 	var pending string
@@ -1089,19 +1126,23 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 	for _, w := range h.workloads {
 		ex := expect[w.name]
 		rolled := h.ctrl.obs.count(mark, func(o controller.Outcome) bool { return o.Request.Name == w.name && o.Result == "rolled" })
+		var why []string
+		for _, o := range h.ctrl.obs.since(mark, w.name) {
+			if o.Result == "rolled" {
+				why = append(why, fmt.Sprintf("%s (changed %v, render %s, render started %t)", o.Decision.Reason, o.Decision.Changed, o.Input.RawRenderHash, o.Input.RenderStarted))
+			}
+		}
 		if !slices.Contains(ex.rolls, rolled) {
-			var why []string
 			for _, o := range h.ctrl.obs.since(mark, w.name) {
-				if o.Result == "rolled" {
-					why = append(why, fmt.Sprintf("%s (changed %v)", o.Decision.Reason, o.Decision.Changed))
-				}
+				h.t.Logf("%s: %s %s, render %s, render started %t, live in %s, render baseline %q, configs at %v", w.name, o.Result, o.Decision.Reason,
+					o.Input.RawRenderHash, o.Input.RenderStarted, o.Input.LiveIn, o.Input.RenderBaseline, o.ConfigVersions)
 			}
 			h.fatalf("%s %s: the controller rolled it %d times %v, the docs say %v (missing %v, render changed its pod template: %t, apply took %s)",
 				w.kind, w.name, rolled, why, ex.rolls, ex.missing, ex.changed, applied)
 		}
 		h.rolls += rolled
 		if rolled > ex.rolls[0] {
-			h.extra[ex.allowed]++
+			h.extra[fmt.Sprintf("%s: %v", ex.allowed, why)]++
 		}
 		lw := h.workload(w)
 		want := changes[w.name] + rolled
@@ -1114,6 +1155,7 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 		}
 		if rolled > 0 {
 			h.checkRecord(w, lw)
+			h.rolledUnder[w.name] = ex.hash + " " + ex.uses
 		}
 	}
 }
@@ -1204,4 +1246,17 @@ func (o *observer) since(mark int, name string) []controller.Outcome {
 		}
 	}
 	return out
+}
+
+// externalMoved says whether an external config the workload reads (one
+// the render does not hold) differs from what it read of it when last in
+// sync.
+func (h *history) externalMoved(w *hWorkload, now map[string]string) bool {
+	base := h.baseline[w.name]
+	for k, v := range now {
+		if was, had := base[k]; had && !h.inRender[configOfKey(k)] && was != v {
+			return true
+		}
+	}
+	return false
 }
