@@ -163,9 +163,16 @@ func (r *Reconciler) workloadHandler(kind *workloadKind) handler.TypedEventHandl
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q queue) {
 			cur := r.consumes(kind, e.Object)
 			r.consumers.update(consumer{kind: kind, name: e.Object.GetName()}, nil, cur)
-			if cur != nil {
-				q.Add(req(e.Object))
+			if cur == nil {
+				return
 			}
+			// Created while watched (kubectl replace --force, a workload
+			// deleted and applied again): its pods start on the live
+			// content, as after a template change.
+			if h := r.renderHashOf(kind, e.Object); h != "" && !e.IsInInitialList {
+				r.memory.noteCreated(req(e.Object), h, e.Object.GetResourceVersion())
+			}
+			q.Add(req(e.Object))
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
 			o, n := e.ObjectOld, e.ObjectNew

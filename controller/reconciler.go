@@ -285,6 +285,17 @@ func (r *Reconciler) observe(ctx context.Context, req Request, v View) (Input, m
 		}
 		in.Missing = append(in.Missing, v.Missing(u, st.content, st.found, st.pending)...)
 	}
+	// A workload created while this process watched started its pods on the
+	// configs as they were written then; one written since (its event may
+	// come before the workload's, when the index did not know the workload
+	// yet) may not have been read.
+	if created := r.memory.createdAt(req, v.RawRenderHash); created != 0 {
+		for _, version := range versions {
+			if n := parseRV(version); version != "" && (n == 0 || n > created) {
+				in.RenderStarted = false
+			}
+		}
+	}
 	lookup := func(kind hashing.Kind, name string) (hashing.Content, bool) {
 		c, ok := contents[string(kind)+"/"+name]
 		return c, ok

@@ -81,6 +81,9 @@ type entry struct {
 	changeSeq, changeRV uint64
 	renderSeq, renderRV uint64
 	render              string
+	// created says the render was noted when the workload was created
+	// (noteCreated), not when its template changed.
+	created bool
 }
 
 // unknownRV stands for a resourceVersion that is not a number.
@@ -168,18 +171,37 @@ func (m *memory) noteChange(req Request, c Change, rv string) {
 // (made on a cache read before it) did not see, is kept.
 func (e *entry) forgetRender(decided string) {
 	if e.render == decided {
-		e.render, e.renderSeq = "", 0
+		e.render, e.renderSeq, e.created = "", 0, false
 	}
 }
 
 // noteRender remembers that the workload's pod template took the
 // render-time hash render, written at resourceVersion rv: the template
 // changed, and the pods it starts read the configs as they are from then on.
-func (m *memory) noteRender(req Request, render, rv string) {
+func (m *memory) noteRender(req Request, render, rv string) { m.noteTemplate(req, render, rv, false) }
+
+// noteCreated is noteRender for a workload this process saw created (not
+// listed at start-up), at resourceVersion rv: the pods it starts read the
+// configs as they are from its creation on, like the pods of a template
+// change (kubectl replace --force, a workload deleted and applied again).
+func (m *memory) noteCreated(req Request, render, rv string) { m.noteTemplate(req, render, rv, true) }
+
+func (m *memory) noteTemplate(req Request, render, rv string, created bool) {
 	m.with(req, func(e *entry) {
 		m.seq++
-		e.render, e.renderSeq, e.renderRV = render, m.seq, parseRV(rv)
+		e.render, e.renderSeq, e.renderRV, e.created = render, m.seq, parseRV(rv), created
 	})
+}
+
+// createdAt returns the resourceVersion a workload was created at when the
+// render noted for it is render and was noted at its creation, else 0.
+func (m *memory) createdAt(req Request, render string) uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.entries[req]; ok && e.created && e.render == render {
+		return e.renderRV
+	}
+	return 0
 }
 
 // renderStarted reports whether the pod template took the render-time hash
