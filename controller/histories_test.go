@@ -488,8 +488,9 @@ var workloadResources = map[string]schema.GroupVersionResource{
 
 // liveWorkload is a workload as the API server holds it.
 type liveWorkload struct {
-	version  string
-	template corev1.PodTemplateSpec
+	version     string
+	annotations map[string]string
+	template    corev1.PodTemplateSpec
 }
 
 // templateWatch counts the changes of each workload's pod template, from
@@ -561,7 +562,7 @@ func (h *history) workload(w *hWorkload) liveWorkload {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(podTemplateMap(u.Object), &tmpl); err != nil {
 		h.fatalf("the pod template of %s: %v", w.name, err)
 	}
-	return liveWorkload{version: u.GetResourceVersion(), template: tmpl}
+	return liveWorkload{version: u.GetResourceVersion(), annotations: u.GetAnnotations(), template: tmpl}
 }
 
 // readLive reads the configs of the pool, keeping the resourceVersion of
@@ -1085,14 +1086,17 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 			ex.rolls = append(ex.rolls, ex.rolls[0]+1)
 		}
 		h.hash[w.name], h.uses[w.name], h.reads[w.name] = ex.hash, ex.uses, now
-		if len(ex.missing) == 0 {
+		if _, created := h.baseline[w.name]; len(ex.missing) == 0 || !created {
 			// The controller has recorded the external configs as they are
-			// (a baseline of a config the render now holds may stay).
+			// (a baseline of a config the render now holds may stay); at
+			// the workload's creation, it takes them as the pods' even
+			// while they cannot start, all but those they lack (the
+			// configs first seen, docs/controller.md's start-up).
 			if h.baseline[w.name] == nil {
 				h.baseline[w.name] = map[string]string{}
 			}
 			for k, v := range now {
-				if !h.inRender[configOfKey(k)] {
+				if ref := configOfKey(k); !h.inRender[ref] && (len(ex.missing) == 0 || !h.first[w.name][ref]) {
 					h.baseline[w.name][k] = v
 				}
 			}
@@ -1126,6 +1130,7 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 	for _, w := range h.workloads {
 		ex := expect[w.name]
 		rolled := h.ctrl.obs.count(mark, func(o controller.Outcome) bool { return o.Request.Name == w.name && o.Result == "rolled" })
+		lw := h.workload(w)
 		var why []string
 		for _, o := range h.ctrl.obs.since(mark, w.name) {
 			if o.Result == "rolled" {
@@ -1133,9 +1138,11 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 			}
 		}
 		if !slices.Contains(ex.rolls, rolled) {
-			for _, o := range h.ctrl.obs.since(mark, w.name) {
-				h.t.Logf("%s: %s %s, render %s, render started %t, live in %s, render baseline %q, configs at %v", w.name, o.Result, o.Decision.Reason,
-					o.Input.RawRenderHash, o.Input.RenderStarted, o.Input.LiveIn, o.Input.RenderBaseline, o.ConfigVersions)
+			h.t.Logf("%s: annotations %v, pod template annotations %v", w.name, lw.annotations, lw.template.Annotations)
+			for _, o := range h.ctrl.obs.since(0, w.name) { // the whole history: a record may date back
+				h.t.Logf("%s: %s %s, render %s, render started %t, live in %s, render baseline %q, uses %s, baseline %v (uses %s), first seen %v, live external %v, configs at %v",
+					w.name, o.Result, o.Decision.Reason, o.Input.RawRenderHash, o.Input.RenderStarted, o.Input.LiveIn, o.Input.RenderBaseline,
+					o.Input.Uses, o.Input.Baseline, o.Input.BaselineUses, o.Input.FirstSeen, o.Input.LiveExternal, o.ConfigVersions)
 			}
 			h.fatalf("%s %s: the controller rolled it %d times %v, the docs say %v (missing %v, render changed its pod template: %t, apply took %s)",
 				w.kind, w.name, rolled, why, ex.rolls, ex.missing, ex.changed, applied)
@@ -1144,7 +1151,6 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 		if rolled > ex.rolls[0] {
 			h.extra[fmt.Sprintf("%s: %v", ex.allowed, why)]++
 		}
-		lw := h.workload(w)
 		want := changes[w.name] + rolled
 		if ex.changed {
 			want++
