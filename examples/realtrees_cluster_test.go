@@ -155,7 +155,10 @@ func checkTreeOnCluster(t *testing.T, ct clusterTree, tc realTree) {
 	for name, data := range ct.secrets {
 		c.createConfig(t, "Secret", name, data)
 	}
-	window := []string{"--coalesce-window", "2s"}
+	// A window shorter than an apply rolls twice (docs/controller.md): the
+	// controller acts on the new configs before the new templates land.
+	// argo-cd's HA install applied on a loaded machine took over 2 s.
+	window := []string{"--coalesce-window", "5s"}
 	ctrl := startController(t, "controller", c.namespace, window...)
 
 	out := render()
