@@ -87,3 +87,38 @@ func TestRenderStarted(t *testing.T) {
 		})
 	}
 }
+
+// TestCreatedAt: a workload seen created (not listed at start-up) notes its
+// render at the resourceVersion of its creation, which the reconciler holds
+// the consumed configs' versions to; a template change since, another
+// render, or the render forgotten ends that.
+func TestCreatedAt(t *testing.T) {
+	req := Request{Kind: "Deployment", Namespace: "shop", Name: "web"}
+	for _, tc := range []struct {
+		name    string
+		f       func(m *memory)
+		want    uint64
+		started bool
+	}{
+		{"created", func(m *memory) { m.noteCreated(req, "r2", "11") }, 11, true},
+		{"a template change, not a creation", func(m *memory) { m.noteRender(req, "r2", "11") }, 0, true},
+		{"created, then another render", func(m *memory) { m.noteCreated(req, "r2", "11"); m.noteRender(req, "r3", "12") }, 0, false},
+		{"created, then a template change to the same render", func(m *memory) { m.noteCreated(req, "r2", "11"); m.noteRender(req, "r2", "12") }, 0, true},
+		{"created, the render forgotten", func(m *memory) {
+			m.noteCreated(req, "r2", "11")
+			m.with(req, func(e *entry) { e.forgetRender("r2") })
+		}, 0, false},
+		{"created, a config change delivered after", func(m *memory) {
+			m.noteCreated(req, "r2", "11")
+			m.noteChange(req, Change{Name: "app"}, "12")
+		}, 11, false},
+		{"created at a version that is no number", func(m *memory) { m.noteCreated(req, "r2", "x") }, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMemory()
+			tc.f(m)
+			assert.Equal(t, tc.want, m.createdAt(req, "r2"))
+			assert.Equal(t, tc.started, m.renderStarted(req, "r2"))
+		})
+	}
+}
