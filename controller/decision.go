@@ -39,8 +39,9 @@ const (
 	ReasonExternalChanged  Reason = "external-config-changed"
 	ReasonChangedSinceRoll Reason = "changed-since-last-roll"
 	// ReasonRenderStarted: a new render rolled the pods after the live
-	// in-stream content last changed; they read it, though the render does
-	// not hold all of it. Recorded (RenderBaseline), not rolled again.
+	// content last changed; they read it, though the render does not hold
+	// all of it, or an external config changed since its baseline.
+	// Recorded (RenderBaseline, the external baseline), not rolled again.
 	ReasonRenderStarted Reason = "render-started-on-live-content"
 )
 
@@ -154,9 +155,10 @@ type Decision struct {
 //     or in none for a render that named none) and from the render baseline,
 //     or an external config differs from its baseline. External configs
 //     without a comparable baseline (none, another key, another pod spec's
-//     uses) get one, without a roll; so does in-stream content that differs
-//     from the render when the render's template rolled the pods after that
-//     content last changed (RenderStarted): the pods read it.
+//     uses) get one, without a roll; so do in-stream content that differs
+//     from the render and external configs that differ from their baseline
+//     when the render's template rolled the pods after that content last
+//     changed (RenderStarted): the pods read it.
 func Decide(in Input) Decision {
 	if len(in.Missing) > 0 {
 		missing := append([]string(nil), in.Missing...)
@@ -211,13 +213,22 @@ func Decide(in Input) Decision {
 		}
 		renderStarted = true
 	}
-	if len(changed) > 0 {
+	// The pod template took the render-time hash after every consumed
+	// config change this process saw: its pods read the external configs
+	// as they are too (a Secret rotated a moment before a render lands).
+	if len(changed) > 0 && !in.RenderStarted {
 		return Decision{Action: ActionRoll, Reason: ReasonExternalChanged, Record: roll, Changed: changed}
 	}
 	switch {
 	case renderStarted:
-		return Decision{Action: ActionRecordBaseline, Reason: ReasonRenderStarted,
+		return Decision{Action: ActionRecordBaseline, Reason: ReasonRenderStarted, Changed: changed,
 			Record: Record{Baseline: roll.Baseline, RenderBaseline: FormatRenderBaseline(in.RawRenderHash, in.LiveIn)}}
+	case len(changed) > 0:
+		rec := Record{Baseline: roll.Baseline}
+		if in.RenderBaseline != "" {
+			rec.RenderBaseline = FormatRenderBaseline(in.RawRenderHash, in.RenderBaseline)
+		}
+		return Decision{Action: ActionRecordBaseline, Reason: ReasonRenderStarted, Changed: changed, Record: rec}
 	case unrecorded:
 		rec := Record{Baseline: roll.Baseline}
 		if in.RenderBaseline != "" {

@@ -263,8 +263,15 @@ func TestDecide(t *testing.T) {
 				Record: controller.Record{Baseline: "Secret/db=" + h("db1"), RenderBaseline: h("r2") + "=" + h("live2")}},
 		},
 		{
-			name: "rollout seen after the last change, but an external config changed: roll",
-			in: controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), LiveIn: h("live2"), LiveAll: h("all2"), RenderStarted: true,
+			name: "rollout seen after the last change, an external config changed before it: its pods read it, recorded, not rolled again",
+			in: controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), LiveIn: h("r2"), LiveAll: h("all2"), RenderStarted: true,
+				Baseline: map[string]string{"Secret/db": h("db1")}, LiveExternal: map[string]string{"Secret/db": h("db2")}},
+			want: controller.Decision{Action: controller.ActionRecordBaseline, Reason: controller.ReasonRenderStarted, Changed: []string{"Secret/db"},
+				Record: controller.Record{Baseline: "Secret/db=" + h("db2")}},
+		},
+		{
+			name: "the same, not seen (a restart, or the Secret changed after the template): roll",
+			in: controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), LiveIn: h("r2"), LiveAll: h("all2"),
 				Baseline: map[string]string{"Secret/db": h("db1")}, LiveExternal: map[string]string{"Secret/db": h("db2")}},
 			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonExternalChanged, Changed: []string{"Secret/db"},
 				Record: controller.Record{ControllerHash: h("all2"), ControllerBase: h("r2"), Baseline: "Secret/db=" + h("db2")}},

@@ -1042,8 +1042,9 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 				// a later one (helm rollback) ...: roll".
 				ex.allowed = "the render the controller rolled under, applied again after another: its record on the pod template stands"
 			case existed && h.externalMoved(w, now):
-				// TestDecide's "rollout seen after the last change, but an
-				// external config changed: roll".
+				// Where the controller did not see the template change come
+				// after the config's (TestDecide's "the same, not seen ...:
+				// roll"), or the workload has no render-time hash.
 				ex.allowed = "an external config changed since its baseline, before the template change"
 			}
 			h.saw[w.name], h.first[w.name], h.firstEdited[w.name] = now, nil, false
@@ -1268,4 +1269,37 @@ func (h *history) externalMoved(w *hWorkload, now map[string]string) bool {
 		}
 	}
 	return false
+}
+
+// A history the random ones met (seeds 5, 160 and 286 of
+// TestControllerRandomHistories, written small): an external Secret edited
+// a moment before a new render lands (External Secrets rotating a password
+// during a GitOps sync). The render's template change, written after the
+// edit, starts the pods on the edited Secret, so the workload rolls once,
+// for the render, and the controller records the Secret's baseline instead
+// of rolling it a second time.
+func TestExternalEditedThenRender(t *testing.T) {
+	t.Parallel()
+	s := setup(t, "Deployment")
+	changed := defaultApp("Deployment")
+	changed.logLevel = "debug"
+	rerendered := render(t, s.stream(changed))
+	mark := s.ctrl.obs.mark()
+	rv := s.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte("pw-2") })
+	if err := s.apply(rerendered, "kubectl"); err != nil {
+		t.Fatal(err)
+	}
+	newHash := s.deployment(workloadName).Spec.Template.Annotations["confighash.dev/hash"]
+	recorded, _ := s.ctrl.obs.waitFor(t, mark, "in sync with the new render, having read the edited Secret", func(o controller.Outcome) bool {
+		return is("Deployment", "in_sync")(o) && o.Input.RawRenderHash == newHash && o.ConfigVersions["Secret/db-creds"] == rv
+	})
+	if got := s.rollouts(); got != 1 {
+		t.Errorf("%d rollouts, want 1 (the render's)", got)
+	}
+	if got := s.controllerRollouts(); got != 0 {
+		t.Errorf("the controller rolled it %d times, want 0", got)
+	}
+	if got, want := s.workloadAnnotations().meta["confighash.dev/external-baseline"], controller.FormatBaseline(recorded.Input.LiveExternal, "", recorded.Input.Uses); got != want {
+		t.Errorf("external-baseline %q, want the edited Secret's %q", got, want)
+	}
 }
