@@ -223,18 +223,18 @@ func Decide(in Input) Decision {
 	case renderStarted:
 		return Decision{Action: ActionRecordBaseline, Reason: ReasonRenderStarted, Changed: changed,
 			Record: Record{Baseline: roll.Baseline, RenderBaseline: FormatRenderBaseline(in.RawRenderHash, in.LiveIn)}}
-	case len(changed) > 0:
+	case len(changed) > 0 || unrecorded:
+		// The external baselines written, the render baseline kept: changed
+		// ones the render's pods read (RenderStarted), or ones not recorded.
 		rec := Record{Baseline: roll.Baseline}
 		if in.RenderBaseline != "" {
 			rec.RenderBaseline = FormatRenderBaseline(in.RawRenderHash, in.RenderBaseline)
 		}
-		return Decision{Action: ActionRecordBaseline, Reason: ReasonRenderStarted, Changed: changed, Record: rec}
-	case unrecorded:
-		rec := Record{Baseline: roll.Baseline}
-		if in.RenderBaseline != "" {
-			rec.RenderBaseline = FormatRenderBaseline(in.RawRenderHash, in.RenderBaseline)
+		reason := ReasonNewExternal
+		if len(changed) > 0 {
+			reason = ReasonRenderStarted
 		}
-		return Decision{Action: ActionRecordBaseline, Reason: ReasonNewExternal, Record: rec}
+		return Decision{Action: ActionRecordBaseline, Reason: reason, Changed: changed, Record: rec}
 	}
 	return Decision{Action: ActionNone, Reason: ReasonInSync}
 }
