@@ -213,6 +213,16 @@ func TestKustomizeRenames(t *testing.T) {
 			external: map[string]string{"Deployment//argo-web": ""}},
 		{name: "base and overlay both hold the transformer: the overlay's run rewrites the base's hash and external list", tree: "hashed-base", build: "prod",
 			external: map[string]string{"Deployment/shop/prod-web": ""}},
+		{name: "replacements naming configs in key references, envFrom, projected sources and a volume over three levels, a config renamed by one", tree: "replacement-refs", build: "prod",
+			external: map[string]string{"Deployment/shop/prod-team-web-eu": "", "Deployment/shop/prod-worker-eu": ""}},
+		{name: "JSON and strategic merge patches by label selector and name pattern adding references by base and intermediate names, two levels up", tree: "patch-targets", build: "prod",
+			external: map[string]string{"Deployment/shop/prod-team-api-eu": "", "Deployment/shop/prod-team-front-eu": "", "StatefulSet/shop/prod-team-store-eu": ""}},
+		{name: "a component merging and replacing generators applied twice in a stack and once in a sibling, typed immutable Secrets", tree: "component-twice", build: "prod",
+			external: map[string]string{"Deployment/shop/left-web-v2": "", "Deployment/shop/right-web": ""}},
+		{name: "a config's current name another's previous one: kustomize follows the previous name", tree: "name-collision", build: ".",
+			external: map[string]string{"Deployment//p-web": "", "Deployment//reader": ""}},
+		{name: "a NamespaceTransformer with unsetOnly: objects of another namespace stay, references across are external", tree: "namespace-unset-only", build: "prod",
+			external: map[string]string{"Deployment/shop/p-web": "ConfigMap/pinned,Secret/creds", "Deployment/other/p-elsewhere": "ConfigMap/app"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -380,6 +390,10 @@ func TestKustomizeChangedAfterFunction(t *testing.T) {
 			workload: "Deployment/shop/eu-web-v2", stale: "Deployment shop/eu-web-v2"},
 		{name: "CRD without a nameReference configuration", tree: "crd-workload", build: ".",
 			file: "kustomization.yaml", old: "configurations:\n- nameref.yaml\n", new: "",
+			workload: "CloneSet//prod-shop", stale: "CloneSet prod-shop",
+			verifyArgs: []string{"--workload", "CloneSet.apps.kruise.io=spec/template"}},
+		{name: "CRD whose nameReference configuration lacks the field its pods read through", tree: "crd-workload", build: ".",
+			file: "nameref.yaml", old: "  - {kind: CloneSet, group: apps.kruise.io, path: spec/template/spec/containers/envFrom/configMapRef/name}\n", new: "",
 			workload: "CloneSet//prod-shop", stale: "CloneSet prod-shop",
 			verifyArgs: []string{"--workload", "CloneSet.apps.kruise.io=spec/template"}},
 	}
