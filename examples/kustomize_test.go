@@ -45,6 +45,10 @@ var podTemplatePaths = map[string][]string{
 	"CronJob":     {"spec", "jobTemplate", "spec", "template"},
 	"CloneSet":    {"spec", "template"},
 	"Worker":      {"spec", "runner", "template"},
+	// Kinds confighash knows whose references kustomize fixes only
+	// through a nameReference configuration.
+	"Rollout":          {"spec", "template"},
+	"DeploymentConfig": {"spec", "template"},
 }
 
 // rendered is what the test reads back from a final render.
@@ -223,6 +227,8 @@ func TestKustomizeRenames(t *testing.T) {
 			external: map[string]string{"Deployment//p-web": "", "Deployment//reader": ""}},
 		{name: "a NamespaceTransformer with unsetOnly: objects of another namespace stay, references across are external", tree: "namespace-unset-only", build: "prod",
 			external: map[string]string{"Deployment/shop/p-web": "ConfigMap/pinned,Secret/creds", "Deployment/other/p-elsewhere": "ConfigMap/app"}},
+		{name: "an Argo Rollout and an OpenShift DeploymentConfig with their nameReference configuration", tree: "rollout-nameref", build: ".",
+			external: map[string]string{"Rollout//prod-shop": "", "DeploymentConfig//prod-legacy": ""}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -396,6 +402,12 @@ func TestKustomizeChangedAfterFunction(t *testing.T) {
 			file: "nameref.yaml", old: "  - {kind: CloneSet, group: apps.kruise.io, path: spec/template/spec/containers/envFrom/configMapRef/name}\n", new: "",
 			workload: "CloneSet//prod-shop", stale: "CloneSet prod-shop",
 			verifyArgs: []string{"--workload", "CloneSet.apps.kruise.io=spec/template"}},
+		{name: "Argo Rollout without a nameReference configuration", tree: "rollout-nameref", build: ".",
+			file: "kustomization.yaml", old: "configurations:\n- nameref.yaml\n", new: "",
+			workload: "Rollout//prod-shop", stale: "Rollout prod-shop"},
+		{name: "OpenShift DeploymentConfig without a nameReference configuration", tree: "rollout-nameref", build: ".",
+			file: "kustomization.yaml", old: "configurations:\n- nameref.yaml\n", new: "",
+			workload: "DeploymentConfig//prod-legacy", stale: "DeploymentConfig prod-legacy"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
