@@ -357,9 +357,10 @@ func TestExtraWorkloadKinds(t *testing.T) {
 // component before other components and the renames of the kustomization
 // that uses it; transformers listed after it that rename and move configs;
 // references in a kind kustomize fixes only with a nameReference
-// configuration (a CRD, an Argo Rollout) when there is none. The hash then
-// is of objects the final render does not hold; `confighash verify` on the
-// final render is the guard that says so.
+// configuration (a CRD, an Argo Rollout, an OpenShift DeploymentConfig)
+// when there is none, or when it lacks a field the pods read through. The
+// hash then is of objects the final render does not hold; `confighash
+// verify` on the final render is the guard that says so.
 func TestKustomizeChangedAfterFunction(t *testing.T) {
 	cases := []struct {
 		name, tree, build string
