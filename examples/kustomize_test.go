@@ -47,8 +47,9 @@ var podTemplatePaths = map[string][]string{
 	"Worker":      {"spec", "runner", "template"},
 	// Kinds confighash knows whose references kustomize fixes only
 	// through a nameReference configuration.
-	"Rollout":          {"spec", "template"},
-	"DeploymentConfig": {"spec", "template"},
+	"Rollout":               {"spec", "template"},
+	"DeploymentConfig":      {"spec", "template"},
+	"ReplicationController": {"spec", "template"},
 }
 
 // rendered is what the test reads back from a final render.
@@ -227,8 +228,8 @@ func TestKustomizeRenames(t *testing.T) {
 			external: map[string]string{"Deployment//p-web": "", "Deployment//reader": ""}},
 		{name: "a NamespaceTransformer with unsetOnly: objects of another namespace stay, references across are external", tree: "namespace-unset-only", build: "prod",
 			external: map[string]string{"Deployment/shop/p-web": "ConfigMap/pinned,Secret/creds", "Deployment/other/p-elsewhere": "ConfigMap/app"}},
-		{name: "an Argo Rollout and an OpenShift DeploymentConfig with their nameReference configuration", tree: "rollout-nameref", build: ".",
-			external: map[string]string{"Rollout//prod-shop": "", "DeploymentConfig//prod-legacy": ""}},
+		{name: "an Argo Rollout, an OpenShift DeploymentConfig and a ReplicationController with their nameReference configuration", tree: "nameref-kinds", build: ".",
+			external: map[string]string{"Rollout//prod-shop": "", "DeploymentConfig//prod-legacy": "", "ReplicationController//prod-old": ""}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -357,8 +358,8 @@ func TestExtraWorkloadKinds(t *testing.T) {
 // component before other components and the renames of the kustomization
 // that uses it; transformers listed after it that rename and move configs;
 // references in a kind kustomize fixes only with a nameReference
-// configuration (a CRD, an Argo Rollout, an OpenShift DeploymentConfig)
-// when there is none, or when it lacks a field the pods read through. The
+// configuration (a CRD, an Argo Rollout, an OpenShift DeploymentConfig, a
+// ReplicationController) when there is none, or when it lacks a field the pods read through. The
 // hash then is of objects the final render does not hold; `confighash
 // verify` on the final render is the guard that says so.
 func TestKustomizeChangedAfterFunction(t *testing.T) {
@@ -403,12 +404,15 @@ func TestKustomizeChangedAfterFunction(t *testing.T) {
 			file: "nameref.yaml", old: "  - {kind: CloneSet, group: apps.kruise.io, path: spec/template/spec/containers/envFrom/configMapRef/name}\n", new: "",
 			workload: "CloneSet//prod-shop", stale: "CloneSet prod-shop",
 			verifyArgs: []string{"--workload", "CloneSet.apps.kruise.io=spec/template"}},
-		{name: "Argo Rollout without a nameReference configuration", tree: "rollout-nameref", build: ".",
+		{name: "Argo Rollout without a nameReference configuration", tree: "nameref-kinds", build: ".",
 			file: "kustomization.yaml", old: "configurations:\n- nameref.yaml\n", new: "",
 			workload: "Rollout//prod-shop", stale: "Rollout prod-shop"},
-		{name: "OpenShift DeploymentConfig without a nameReference configuration", tree: "rollout-nameref", build: ".",
+		{name: "OpenShift DeploymentConfig without a nameReference configuration", tree: "nameref-kinds", build: ".",
 			file: "kustomization.yaml", old: "configurations:\n- nameref.yaml\n", new: "",
 			workload: "DeploymentConfig//prod-legacy", stale: "DeploymentConfig prod-legacy"},
+		{name: "ReplicationController without a nameReference configuration", tree: "nameref-kinds", build: ".",
+			file: "kustomization.yaml", old: "configurations:\n- nameref.yaml\n", new: "",
+			workload: "ReplicationController//prod-old", stale: "ReplicationController prod-old"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
