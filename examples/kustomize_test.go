@@ -367,64 +367,65 @@ func TestKustomizeChangedAfterFunction(t *testing.T) {
 		name, tree, build string
 		// file, old and new edit the copied fixture.
 		file, old, new string
-		workload       string   // Kind/namespace/name in the render
-		verifyArgs     []string // how verify finds the workload
-		stale          string   // what verify names
+		verifyArgs     []string // how verify finds the workloads
+		// stale maps each workload (Kind/namespace/name in the render) to
+		// what verify names.
+		stale map[string]string
 	}{
 		{name: "namePrefix above the base's function", tree: "base-transformer", build: "overlay",
 			file: "overlay/kustomization.yaml", old: "resources:\n", new: "namePrefix: late-\nresources:\n",
-			workload: "Deployment//late-team-api", stale: "Deployment late-team-api"},
+			stale: map[string]string{"Deployment//late-team-api": "Deployment late-team-api"}},
 		{name: "namespace above the base's function", tree: "base-transformer", build: "overlay",
 			file: "overlay/kustomization.yaml", old: "resources:\n", new: "namespace: shop\nresources:\n",
-			workload: "Deployment/shop/team-api", stale: "Deployment shop/team-api"},
+			stale: map[string]string{"Deployment/shop/team-api": "Deployment shop/team-api"}},
 		{name: "generator merged above the base's function", tree: "base-transformer", build: "overlay",
 			file: "overlay/kustomization.yaml", old: "resources:\n",
-			new:      "configMapGenerator:\n- name: gen\n  behavior: merge\n  literals: [MODE=slow]\nresources:\n",
-			workload: "Deployment//team-api", stale: "Deployment team-api"},
+			new:   "configMapGenerator:\n- name: gen\n  behavior: merge\n  literals: [MODE=slow]\nresources:\n",
+			stale: map[string]string{"Deployment//team-api": "Deployment team-api"}},
 		{name: "ConfigMap data patched above the base's function", tree: "base-transformer", build: "overlay",
 			file: "overlay/kustomization.yaml", old: "resources:\n",
-			new:      "patches:\n- patch: |-\n    apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: team-cfg}\n    data: {greeting: hi}\nresources:\n",
-			workload: "Deployment//team-api", stale: "Deployment team-api"},
+			new:   "patches:\n- patch: |-\n    apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: team-cfg}\n    data: {greeting: hi}\nresources:\n",
+			stale: map[string]string{"Deployment//team-api": "Deployment team-api"}},
 		{name: "overlay without the function over a base that holds it", tree: "hashed-base", build: "prod",
 			file: "prod/kustomization.yaml", old: "transformers:\n- confighash.yaml\n", new: "",
-			workload: "Deployment/shop/prod-web", stale: "Deployment shop/prod-web"},
+			stale: map[string]string{"Deployment/shop/prod-web": "Deployment shop/prod-web"}},
 		{name: "component holding the function before other components and renames", tree: "components-patches", build: "prod",
 			file: "prod/kustomization.yaml", old: "- ../flags-debug\n- ../proxy\ntransformers:\n- confighash.yaml\n",
-			new:      "- ../confighash\n- ../flags-debug\n- ../proxy\n",
-			workload: "Deployment/shop/prod-web-eu", stale: "Deployment shop/prod-web-eu"},
+			new:   "- ../confighash\n- ../flags-debug\n- ../proxy\n",
+			stale: map[string]string{"Deployment/shop/prod-web-eu": "Deployment shop/prod-web-eu"}},
 		{name: "namespace and prefix transformers listed after the function", tree: "transformer-order", build: ".",
 			file: "kustomization.yaml", old: "- namespace.yaml\n- prefix.yaml\n- confighash.yaml\n",
-			new:      "- confighash.yaml\n- namespace.yaml\n- prefix.yaml\n",
-			workload: "Deployment/shop/eu-web-v2", stale: "Deployment shop/eu-web-v2"},
+			new:   "- confighash.yaml\n- namespace.yaml\n- prefix.yaml\n",
+			stale: map[string]string{"Deployment/shop/eu-web-v2": "Deployment shop/eu-web-v2"}},
 		{name: "CRD without a nameReference configuration", tree: "crd-workload", build: ".",
 			file: "kustomization.yaml", old: "configurations:\n- nameref.yaml\n", new: "",
-			workload: "CloneSet//prod-shop", stale: "CloneSet prod-shop",
+			stale:      map[string]string{"CloneSet//prod-shop": "CloneSet prod-shop"},
 			verifyArgs: []string{"--workload", "CloneSet.apps.kruise.io=spec/template"}},
 		{name: "CRD whose nameReference configuration lacks the field its pods read through", tree: "crd-workload", build: ".",
 			file: "nameref.yaml", old: "  - {kind: CloneSet, group: apps.kruise.io, path: spec/template/spec/containers/envFrom/configMapRef/name}\n", new: "",
-			workload: "CloneSet//prod-shop", stale: "CloneSet prod-shop",
+			stale:      map[string]string{"CloneSet//prod-shop": "CloneSet prod-shop"},
 			verifyArgs: []string{"--workload", "CloneSet.apps.kruise.io=spec/template"}},
-		{name: "Argo Rollout without a nameReference configuration", tree: "nameref-kinds", build: ".",
+		{name: "Argo Rollout, OpenShift DeploymentConfig and ReplicationController without a nameReference configuration", tree: "nameref-kinds", build: ".",
 			file: "kustomization.yaml", old: "configurations:\n- nameref.yaml\n", new: "",
-			workload: "Rollout//prod-shop", stale: "Rollout prod-shop"},
-		{name: "OpenShift DeploymentConfig without a nameReference configuration", tree: "nameref-kinds", build: ".",
-			file: "kustomization.yaml", old: "configurations:\n- nameref.yaml\n", new: "",
-			workload: "DeploymentConfig//prod-legacy", stale: "DeploymentConfig prod-legacy"},
-		{name: "ReplicationController without a nameReference configuration", tree: "nameref-kinds", build: ".",
-			file: "kustomization.yaml", old: "configurations:\n- nameref.yaml\n", new: "",
-			workload: "ReplicationController//prod-old", stale: "ReplicationController prod-old"},
+			stale: map[string]string{
+				"Rollout//prod-shop": "Rollout prod-shop", "DeploymentConfig//prod-legacy": "DeploymentConfig prod-legacy",
+				"ReplicationController//prod-old": "ReplicationController prod-old",
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyTree(t, filepath.Join("..", "testdata", "kustomize", tc.tree))
 			edit(t, filepath.Join(dir, tc.file), tc.old, tc.new)
 			out := kustomizeBuild(t, filepath.Join(dir, tc.build))
-			r := independentHashes(t, out)[tc.workload]
-			require.NotEmpty(t, r.hash, "%s got a hash\n%s", tc.workload, out)
-			assert.NotEqual(t, r.want, r.hash, "the function hashed objects kustomize changed, or names it kept, after it")
+			got := independentHashes(t, out)
 			verify := testtools.Run(t, dir, nil, []byte(out), testtools.Tool(t, "confighash"), append([]string{"verify"}, tc.verifyArgs...)...)
 			assert.Equal(t, 1, verify.ExitCode)
-			assert.Contains(t, verify.Stderr, tc.stale)
+			for workload, stale := range tc.stale {
+				r := got[workload]
+				require.NotEmpty(t, r.hash, "%s got a hash\n%s", workload, out)
+				assert.NotEqual(t, r.want, r.hash, "%s: the function hashed objects kustomize changed, or names it kept, after it", workload)
+				assert.Contains(t, verify.Stderr, stale)
+			}
 		})
 	}
 }
