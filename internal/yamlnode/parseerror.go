@@ -43,9 +43,16 @@ func ParseError(text []byte, err error) error {
 		return err
 	}
 	name := msg[start+len("unknown anchor '") : len(msg)-len("' referenced")]
-	const hint = `an alias ("*" and a name) that no anchor of this document defines (anchors do not reach into other documents): a value that starts with "*" must be quoted`
 	if i := bytes.Index(text, []byte("*"+name)); i >= 0 {
-		return fmt.Errorf("line %d: %s", bytes.Count(text[:i], []byte{'\n'})+1, hint)
+		return fmt.Errorf("line %d: %s", bytes.Count(text[:i], []byte{'\n'})+1, UnknownAlias)
 	}
-	return errors.New(hint)
+	return errors.New(UnknownAlias)
 }
+
+// UnknownAlias and SelfAlias say what is wrong with an alias without its
+// name: an unquoted value that starts with "*" or "&", a Secret's password
+// say, is an alias or an anchor, and its name is the value.
+const (
+	UnknownAlias = `an alias ("*" and a name) that no anchor of this document defines (anchors do not reach into other documents): a value that starts with "*" must be quoted`
+	SelfAlias    = `an alias ("*" and a name) inside the value of its own anchor ("&" and the name): a value that starts with "&" or "*" must be quoted`
+)

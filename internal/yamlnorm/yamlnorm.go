@@ -192,15 +192,18 @@ func CheckAliases(n *yaml.Node) error {
 const inProgress = -1
 
 func expandedSize(n *yaml.Node, memo map[*yaml.Node]int) (int, error) {
+	// The names of anchors and aliases stay out of errors: an unquoted
+	// value that starts with "&" or "*" is one, and its name the value.
+	line := n.Line
 	if n.Kind == yaml.AliasNode {
 		if n.Alias == nil {
-			return 0, fmt.Errorf("unknown anchor %q", n.Value)
+			return 0, fmt.Errorf("line %d: %s", line, yamlnode.UnknownAlias)
 		}
 		n = n.Alias
 	}
 	switch size, seen := memo[n]; {
 	case seen && size == inProgress:
-		return 0, fmt.Errorf("anchor %q contains an alias to itself", n.Anchor)
+		return 0, fmt.Errorf("line %d: %s", line, yamlnode.SelfAlias)
 	case seen:
 		return size, nil
 	}
