@@ -228,6 +228,8 @@ func TestKustomizeRenames(t *testing.T) {
 			external: map[string]string{"Deployment//p-web": "", "Deployment//reader": ""}},
 		{name: "a NamespaceTransformer with unsetOnly: objects of another namespace stay, references across are external", tree: "namespace-unset-only", build: "prod",
 			external: map[string]string{"Deployment/shop/p-web": "ConfigMap/pinned,Secret/creds", "Deployment/other/p-elsewhere": "ConfigMap/app"}},
+		{name: "a variant whose PrefixSuffixTransformer prefixes only its configs: kustomize's prefix rule points both readers at the base's config", tree: "restricted-prefix", build: ".",
+			external: map[string]string{"Deployment//web": "", "Deployment//v-web": ""}},
 		{name: "an Argo Rollout, an OpenShift DeploymentConfig and a ReplicationController with their nameReference configuration", tree: "nameref-kinds", build: ".",
 			external: map[string]string{"Rollout//prod-shop": "", "DeploymentConfig//prod-legacy": "", "ReplicationController//prod-old": ""}},
 	}
