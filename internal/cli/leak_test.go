@@ -82,6 +82,9 @@ var leakCorruptions = []leakCorruption{
 	{name: "stringData twice", tmpl: "stringData:\n  password: $V\nstringData:\n  other: x\n"},
 	{name: "data twice", tmpl: "data:\n  password: $B\ndata:\n  other: $B\n"},
 	{name: "a key in data and stringData", tmpl: "data:\n  password: $B\nstringData:\n  password: $V\n"},
+	{name: "a service account token, not base64", tmpl: "type: kubernetes.io/service-account-token\ndata:\n  token: $V\n"},
+	{name: "a docker config, not JSON", tmpl: "type: kubernetes.io/dockerconfigjson\nstringData:\n  .dockerconfigjson: '{\"auths\": $V'\n"},
+	{name: "a TLS Secret, not PEM", tmpl: "type: kubernetes.io/tls\nstringData:\n  tls.crt: $V\n  tls.key: $V\n"},
 	{name: "binaryData", tmpl: "binaryData:\n  password: $B\n"},
 	{name: "binaryData not base64", tmpl: "binaryData:\n  password: $V\n"},
 	{name: "malformed YAML after the value", tmpl: "stringData:\n  password: $V\ndata: [unclosed\n"},
@@ -119,8 +122,9 @@ func leakSecret(c leakCorruption, kind, suffix string) string {
 	return doc + "---\n" + leakConsumer
 }
 
-// leakConsumer reads the Secret s by key and whole.
-const leakConsumer = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n" +
+// leakConsumer reads the Secret s by key, whole and as an image pull
+// Secret.
+const leakConsumer = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      imagePullSecrets: [{name: s}]\n" +
 	"      containers:\n      - name: c\n        image: c:1\n        env: [{name: P, valueFrom: {secretKeyRef: {name: s, key: password}}}]\n" +
 	"        envFrom: [{secretRef: {name: s}}]\n"
 
