@@ -261,7 +261,8 @@ func TestSecretValueNeverLeaks(t *testing.T) {
 
 // FuzzSecretValueNeverLeaks: whatever follows a Secret's value in each
 // corruption of leakCorruptions (quotes, colons, new lines, bytes that are
-// not UTF-8), the render, explain and verify never show the value.
+// not UTF-8), in each form and kind, the render, explain and verify never
+// show the value.
 func FuzzSecretValueNeverLeaks(f *testing.F) {
 	var small []leakCorruption
 	for _, c := range leakCorruptions {
@@ -270,20 +271,22 @@ func FuzzSecretValueNeverLeaks(f *testing.F) {
 		}
 	}
 	for i := range small {
-		f.Add(uint8(i), "")
+		f.Add(uint8(i), uint8(i), "")
 	}
 	for _, s := range []string{"\"", "'", ": x", "\n", "\n  x: y", " #", "\t", "\x00", "\xff", "\\", "}", "]", "\n---\n"} {
-		f.Add(uint8(0), s)
-		f.Add(uint8(1), s)
+		f.Add(uint8(0), uint8(0), s)
+		f.Add(uint8(1), uint8(1), s)
 	}
 	frags := leakFragments()
 	good := leakSecret(small[0], "Secret", "")
-	f.Fuzz(func(t *testing.T, i uint8, suffix string) {
-		c := small[int(i)%len(small)]
-		input := leakSecret(c, "Secret", suffix)
-		for _, form := range leakForms[:2] {
-			runLeak(t, frags, good, form.wrap(input), form.key, [][]string{{}, {"explain", "--json"}, {"verify"}})
+	f.Fuzz(func(t *testing.T, i, how uint8, suffix string) {
+		kind := "Secret"
+		if how&0x80 != 0 {
+			kind = "secret"
 		}
+		form := leakForms[int(how&0x7f)%len(leakForms)]
+		input := form.wrap(leakSecret(small[int(i)%len(small)], kind, suffix))
+		runLeak(t, frags, good, input, form.key, [][]string{{}, {"explain", "--json"}, {"verify"}})
 	})
 }
 
