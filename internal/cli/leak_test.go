@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -132,7 +133,9 @@ const leakConsumer = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: 
 	"        envFrom: [{secretRef: {name: s}}]\n"
 
 // leakFragments is every 8 bytes of a leak value, as written, in base64
-// (whatever the value's length) and in hex.
+// (whatever the value's length) and in hex, and the first 8 bytes of the
+// SHA-256 digest of a whole value (hashing.DigestOf), in hex and base64:
+// a key's own digest would let anyone try guesses of a short value.
 func leakFragments() []string {
 	var frags []string
 	windows := func(s string, n int) {
@@ -147,6 +150,10 @@ func leakFragments() []string {
 	}
 	windows(base64.StdEncoding.EncodeToString([]byte(long)), 8)
 	windows(hex.EncodeToString([]byte(long[:len(leakPeriod)+7])), 16)
+	for _, v := range []string{leakPeriod, strings.Repeat(leakPeriod, 1<<20/len(leakPeriod))} {
+		d := sha256.Sum256([]byte(v))
+		frags = append(frags, hex.EncodeToString(d[:8]), base64.StdEncoding.EncodeToString(d[:])[:11])
+	}
 	return frags
 }
 
