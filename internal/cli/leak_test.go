@@ -24,8 +24,9 @@ const leakPeriod = "CANARY-s3cr3t-"
 // leakCorruption is a Secret document with the secret value exactly where
 // a parser or check fails or warns. In its template "$V" stands for the
 // value as written and "$B" for its base64; a template that starts with
-// "{" is the whole document, "$K" its kind, otherwise it follows the
-// Secret's kind and metadata.
+// "{" is the whole document, "$K" its kind, one that starts with "--- " the
+// whole document on its marker line after the Deployment, otherwise it
+// follows the Secret's kind and metadata.
 type leakCorruption struct {
 	name, tmpl string
 	// big makes the value about 1 MB.
@@ -105,6 +106,8 @@ var leakCorruptions = []leakCorruption{
 	{name: "a JSON Secret, then another object", tmpl: `{"apiVersion": "v1", "kind": "$K", "metadata": {"name": "s"}, "data": {"password": "$B"}}` + "\n{}\n"},
 	{name: "a value that starts with &, its own alias", tmpl: "stringData:\n  password: &$V [*$V]\n"},
 	{name: "text after the document end", tmpl: "stringData:\n  other: x\n...\nstringData:\n  password: $V\n"},
+	{name: "the Secret on a marker line", tmpl: "--- {apiVersion: v1, kind: $K, metadata: {name: s}, data: {password: $B}}\n"},
+	{name: "a value line that starts with ---", tmpl: "{apiVersion: v1, kind: $K, metadata: {name: s}, stringData: {password: x\n---$V}}\n"},
 	{name: "a 1 MB value", tmpl: "stringData:\n  password: $V\n", big: true},
 	{name: "a 1 MB value, not base64", tmpl: "data:\n  password: $V\n", big: true},
 	{name: "a 1 MB value, unterminated", tmpl: "stringData:\n  password: \"$V\n", big: true},
@@ -120,7 +123,10 @@ func leakSecret(c leakCorruption, kind, suffix string) string {
 	}
 	v += suffix
 	doc := strings.NewReplacer("$V", v, "$B", base64.StdEncoding.EncodeToString([]byte(v)), "$K", kind).Replace(c.tmpl)
-	if !strings.HasPrefix(c.tmpl, "{") {
+	switch {
+	case strings.HasPrefix(c.tmpl, "--- "):
+		return leakConsumer + doc
+	case !strings.HasPrefix(c.tmpl, "{"):
 		doc = "apiVersion: v1\nkind: " + kind + "\nmetadata:\n  name: s\n" + doc
 	}
 	return doc + "---\n" + leakConsumer

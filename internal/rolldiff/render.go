@@ -115,7 +115,8 @@ func readDocuments(input []byte) ([]*yaml.RNode, error) {
 	prev := 0
 	for _, loc := range separator.FindAllStringIndex(text, -1) {
 		if after := strings.TrimSpace(text[loc[0]+4 : loc[1]]); after != "" && after[0] != '#' {
-			return nil, fmt.Errorf("document %d: line %d: invalid document separator: %s", len(chunks), yamlnode.LineOf([]byte(text), loc[0]+1), strings.TrimSpace(text[loc[0]:loc[1]]))
+			// The rest of the line is not shown: it may be a Secret's value.
+			return nil, fmt.Errorf("document %d: line %d: text after the document marker \"---\": kubectl allows only a comment there; start the document on the next line", len(chunks), yamlnode.LineOf([]byte(text), loc[0]+1))
 		}
 		chunks = append(chunks, chunk{text[prev:loc[0]] + "\n", yamlnode.LineOf([]byte(text), prev) - 1})
 		prev = loc[1]
