@@ -78,3 +78,17 @@ func withCodec(cfg *rest.Config) *rest.Config {
 	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
 	return c
 }
+
+// A kubeconfig YAML cannot read fails with an error naming the file, never
+// the token or password YAML quoted (a value tagged !!int, an unquoted one
+// that starts with "*").
+func TestRESTConfigErrorHidesValues(t *testing.T) {
+	for _, user := range []string{"token: !!int CANARY-t0ken", "token: *CANARY-t0ken", "password: !!float CANARY-t0ken\n    username: u"} {
+		kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+		require.NoError(t, os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    "+user+"\n"), 0o600))
+		_, err := controller.RESTConfig(controller.Options{Kubeconfig: kubeconfig})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), kubeconfig)
+		assert.NotContains(t, err.Error(), "CANARY", user)
+	}
+}

@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/yamlnode"
 )
 
 // recorderName is the reporting controller of the controller's Events.
@@ -131,7 +132,7 @@ func RESTConfig(opts Options) (*rest.Config, error) {
 		var err error
 		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 		if err != nil {
-			return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+			return nil, fmt.Errorf("loading the kubeconfig: %w", yamlnode.HideQuoted(err))
 		}
 	}
 	switch {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/confighash/confighash/internal/annotations"
 	"github.com/confighash/confighash/internal/hmackey"
+	"github.com/confighash/confighash/internal/yamlnode"
 )
 
 const usage = `kubectl confighash status shows whether the workloads confighash manages run
@@ -103,7 +104,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) er
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
 	cfg, err := loader.ClientConfig()
 	if err != nil {
-		return fmt.Errorf("loading the kubeconfig: %w", err)
+		return fmt.Errorf("loading the kubeconfig: %w", yamlnode.HideQuoted(err))
 	}
 	if opts.Namespace == "" && !opts.AllNamespaces {
 		if opts.Namespace, _, err = loader.Namespace(); err != nil {

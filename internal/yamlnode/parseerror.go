@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -56,3 +57,24 @@ const (
 	UnknownAlias = `an alias ("*" and a name) that no anchor of this document defines (anchors do not reach into other documents): a value that starts with "*" must be quoted`
 	SelfAlias    = `an alias ("*" and a name) inside the value of its own anchor ("&" and the name): a value that starts with "&" or "*" must be quoted`
 )
+
+// quoted is what the YAML parsers quote of the text they read in an error:
+// a value ("cannot decode !!str `…` as a !!int", "cannot unmarshal !!str
+// `…` into int64", for a value tagged or typed otherwise) or an alias's
+// name ("unknown anchor '…' referenced", an unquoted value that starts
+// with "*").
+var quoted = regexp.MustCompile("(!!\\w+ )`[^`]*`|(unknown anchor )'[^']*'")
+
+// HideQuoted returns err with what a YAML parser quoted of its input left
+// out, for errors of files read with another library (a kubeconfig read by
+// client-go), whose quoted text may be a token or a password.
+func HideQuoted(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if clean := quoted.ReplaceAllString(msg, "${1}${2}(a value, not shown)"); clean != msg {
+		return errors.New(clean)
+	}
+	return err
+}
