@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -165,64 +164,3 @@ func TestDiffUncheckedKinds(t *testing.T) {
 	assert.Contains(t, stdout, "1 of 1 workload rolls: 1 because ConfigMap cfg key k changed")
 }
 
-// TestSecretCanary: a recognisable Secret value, in data or stringData, in
-// either render, in a plain stream or a ResourceList, never reaches
-// standard error of the render, nor standard output or standard error of
-// explain, verify or diff in any format, whether the command succeeds or
-// fails on the Secret (bad base64, a null, a list, a number, a !!binary,
-// a key written twice, malformed YAML after it, an unquoted value that
-// starts with "*").
-func TestSecretCanary(t *testing.T) {
-	const canary = "CANARY-s3cr3t"
-	encoded := base64.StdEncoding.EncodeToString([]byte(canary))
-	consumer := "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n" +
-		"      containers:\n      - name: c\n        image: c:1\n        env: [{name: P, valueFrom: {secretKeyRef: {name: s, key: password}}}]\n" +
-		"        envFrom: [{secretRef: {name: s}}]\n"
-	secret := func(fields string) string {
-		return "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n" + fields + "\n" + consumer
-	}
-	good := secret("stringData: {password: " + canary + "}")
-	inputs := map[string]string{
-		"stringData":       secret("stringData: {password: " + canary + "-2, other: " + canary + "}"),
-		"data":             secret("data: {password: " + encoded + "}"),
-		"bad base64":       secret("data: {password: '" + canary + "!', other: " + encoded + "}"),
-		"null":             secret("stringData: {password: null, other: " + canary + "}"),
-		"list":             secret("stringData: {password: [" + canary + "]}"),
-		"number":           secret("stringData: {password: 12345, other: " + canary + "}"),
-		"binary tag":       secret("data: {password: !!binary " + encoded + "}"),
-		"key twice":        secret("stringData: {password: " + canary + ", password: " + canary + "-2}"),
-		"malformed after":  secret("stringData: {password: " + canary + "}\ndata: [unclosed"),
-		"stringData twice": secret("stringData: {password: " + canary + "}\nstringData: {password: x}"),
-		// An unquoted value that starts with "*" is a YAML alias, which
-		// yaml.v3's error names.
-		"unquoted alias": secret("stringData:\n  password: *" + canary),
-	}
-	for name, input := range inputs {
-		// Each input as a plain stream and as the ResourceList kustomize
-		// and kpt send (the render runs as a KRM function on it).
-		for form, input := range map[string]string{"stream": input, "ResourceList": testtools.ResourceList(input, "")} {
-			o, n := diffInputs(t, good, input)
-			for _, args := range [][]string{
-				{}, {"explain"}, {"explain", "--json"}, {"verify"},
-				{"diff", o, n}, {"diff", "--json", o, n}, {"diff", "--markdown", o, n},
-				{"diff", n, o}, {"diff", "--json", "--exit-code", n, o}, {"diff", "--markdown", n, o},
-			} {
-				command := "render"
-				if len(args) > 0 {
-					command = args[0]
-				}
-				t.Run(name+" "+form+" "+command, func(t *testing.T) {
-					code, stdout, stderr := run(t, input, args...)
-					if command == "render" && code == 0 {
-						// The render writes its input back, the Secret with it.
-						stdout = ""
-					}
-					for _, v := range []string{canary, encoded, encoded[:8]} {
-						assert.NotContains(t, stdout, v, args)
-						assert.NotContains(t, stderr, v, args)
-					}
-				})
-			}
-		}
-	}
-}
