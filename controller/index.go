@@ -185,6 +185,7 @@ func (r *Reconciler) workloadHandler(kind *workloadKind) handler.TypedEventHandl
 			if h := r.renderTaken(kind, o, n); h != "" {
 				r.memory.noteRender(req(n), h, n.GetResourceVersion())
 			}
+			r.noteBaselineRemoved(req(n), kind, o, n)
 			if cur != nil || old != nil {
 				q.Add(req(n))
 			}
@@ -217,6 +218,35 @@ func (r *Reconciler) renderTaken(kind *workloadKind, o, n client.Object) string 
 		return ""
 	}
 	return h
+}
+
+// noteBaselineRemoved keeps what the external baseline said when an
+// update removed it and left the pod template as it was (another writer of
+// the workload that writes its own annotations over the workload's): the
+// pods still run what it named, so its hashes stand as first seen, and an
+// edit made before the removal is rolled rather than recorded as the new
+// baseline. An update that changed the pod template too restarted the pods
+// on the live content: nothing is kept.
+func (r *Reconciler) noteBaselineRemoved(req Request, kind *workloadKind, o, n client.Object) {
+	old, had := o.GetAnnotations()[r.keys.baseline]
+	if _, has := n.GetAnnotations()[r.keys.baseline]; !had || has {
+		return
+	}
+	ot, oerr := kind.template(o)
+	nt, nerr := kind.template(n)
+	if oerr != nil || nerr != nil || ot == nil || nt == nil || !equality.Semantic.DeepEqual(ot, nt) {
+		return
+	}
+	baseline, keyID, uses := ParseBaseline(old)
+	v := r.view(req, n, nt)
+	if !v.Managed || keyID != r.keyID || !sameUses(uses, v.UsesPrint) {
+		return
+	}
+	for ref, h := range baseline {
+		if v.External[ref] {
+			r.memory.noteFirstSeen(req, ref, h)
+		}
+	}
 }
 
 // renderHashOf is the render-time hash on a workload's pod template, empty
