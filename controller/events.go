@@ -20,6 +20,10 @@ const (
 	// EventReasonHMACKeyMismatch: the render-time hash was made with
 	// another HMAC key than the controller's, or in the other mode.
 	EventReasonHMACKeyMismatch = "HMACKeyMismatch"
+	// EventReasonBaselineRemoved: another writer of the workload removed
+	// the baseline the controller wrote on it, which the controller then
+	// writes again at most once per --min-roll-interval.
+	EventReasonBaselineRemoved = "BaselineRemoved"
 	EventActionRollout         = "Rollout"
 	EventActionWait            = "Wait"
 )

@@ -161,7 +161,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 	case ActionRoll:
 		return r.roll(ctx, req, kind, obj, v, d, out, log)
 	default:
-		r.memory.with(req, func(e *entry) { e.settle(); e.firstSeen = nil; e.forgetRender(in.RawRenderHash) })
+		now := r.now()
+		r.memory.with(req, func(e *entry) {
+			e.settle()
+			e.firstSeen = nil
+			e.forgetRender(in.RawRenderHash)
+			if now.Sub(e.lastBaseline) >= r.opts.MinRollInterval {
+				e.lastBaseline, e.heldBaseline = time.Time{}, false
+			}
+		})
 		out.Result = "in_sync"
 	}
 	return reconcile.Result{}, nil
@@ -447,6 +455,10 @@ func (r *Reconciler) recordBaseline(ctx context.Context, req Request, kind *work
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
+	if wait := r.baselineRemoved(req, kind, obj, log); wait > 0 {
+		out.Result = "waiting"
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
 	r.memory.with(req, func(e *entry) { e.settle(); e.forgetRender(out.Input.RawRenderHash) })
 	if r.opts.DryRun {
 		r.memory.with(req, func(e *entry) {
@@ -470,7 +482,13 @@ func (r *Reconciler) recordBaseline(ctx context.Context, req Request, kind *work
 			written[ref] = rv
 		}
 	}
-	r.memory.with(req, func(e *entry) { e.firstSeen, e.written = nil, written })
+	now := r.now()
+	r.memory.with(req, func(e *entry) {
+		e.firstSeen, e.written = nil, written
+		if r.opts.MinRollInterval > 0 {
+			e.lastBaseline, e.heldBaseline = now, false
+		}
+	})
 	r.metrics.baselines.WithLabelValues(req.Kind).Inc()
 	if d.Reason == ReasonRenderStarted {
 		log.V(1).Info("recorded the render baseline: the render's rollout read in-stream content the render does not hold", "render", d.Record.RenderBaseline)
@@ -478,7 +496,53 @@ func (r *Reconciler) recordBaseline(ctx context.Context, req Request, kind *work
 		log.V(1).Info("recorded the external baseline", "external", d.Record.Baseline)
 	}
 	out.Result = "baseline_recorded"
-	return reconcile.Result{}, nil
+	// Reconciled again once the interval is over, to forget the write.
+	return reconcile.Result{RequeueAfter: r.opts.MinRollInterval}, nil
+}
+
+// baselineRemoved returns how long to hold back a baseline because another
+// writer of the workload removed the one this process wrote less than
+// --min-roll-interval ago: the workload holds neither baseline annotation
+// of the controller. An operator that writes its own annotations over the
+// workload's every time it reconciles does that; without the hold the two
+// would write the workload against each other, each write of the
+// controller's copied onto the Deployment's ReplicaSet, for as long as both
+// run. The first hold after a write logs and writes a Warning Event. An
+// external config edited meanwhile is still rolled: its hash as this
+// process first saw it stands in for the missing baseline.
+func (r *Reconciler) baselineRemoved(req Request, kind *workloadKind, obj client.Object, log logr.Logger) time.Duration {
+	if r.opts.DryRun || r.opts.MinRollInterval <= 0 {
+		return 0
+	}
+	ann := obj.GetAnnotations()
+	if _, ok := ann[r.keys.baseline]; ok {
+		return 0
+	}
+	if _, ok := ann[r.keys.renderBaseline]; ok {
+		return 0
+	}
+	now := r.now()
+	var wait, ago time.Duration
+	first := false
+	r.memory.with(req, func(e *entry) {
+		if e.lastBaseline.IsZero() {
+			return
+		}
+		ago = now.Sub(e.lastBaseline)
+		wait = r.opts.MinRollInterval - ago
+		if wait > 0 && !e.heldBaseline {
+			e.heldBaseline, first = true, true
+		}
+	})
+	if first {
+		msg := fmt.Sprintf("another writer of the workload removed the baseline the controller wrote on it %s ago (%s, %s); "+
+			"writing it again at most every %s (--min-roll-interval): let the workload's owner keep the %s annotations "+
+			"(an update of what it read, or server-side apply), or opt the workload out",
+			ago.Round(time.Millisecond), r.keys.baseline, r.keys.renderBaseline, r.opts.MinRollInterval, r.opts.AnnotationPrefix+"/")
+		log.Info("baseline removed by another writer; holding it back", "wait", wait)
+		r.recorder.Eventf(shell(kind, obj), nil, corev1.EventTypeWarning, EventReasonBaselineRemoved, EventActionWait, "%s", msg)
+	}
+	return wait
 }
 
 // roll waits out the coalescing window, the per-workload interval and the

@@ -52,7 +52,12 @@ type Change struct {
 type entry struct {
 	firstMismatch time.Time
 	lastRoll      time.Time
-	changes       []Change
+	// lastBaseline is when this process last wrote a baseline on the
+	// workload (kept for --min-roll-interval), heldBaseline that it has
+	// since held one back because another writer removed it.
+	lastBaseline time.Time
+	heldBaseline bool
+	changes      []Change
 	// missing is the set of missing configs last warned about; missingSet
 	// the set seen since missingSince.
 	missing       string
@@ -111,7 +116,7 @@ func (e *entry) clearMissing() {
 // empty reports whether the entry remembers nothing, so it can go: most
 // workloads are in sync most of the time, and cost no entry then.
 func (e *entry) empty() bool {
-	return e.firstMismatch.IsZero() && e.lastRoll.IsZero() && len(e.changes) == 0 &&
+	return e.firstMismatch.IsZero() && e.lastRoll.IsZero() && e.lastBaseline.IsZero() && len(e.changes) == 0 &&
 		e.missing == "" && e.missingSet == "" && e.missingSince.IsZero() && !e.warnedUnknown &&
 		len(e.firstSeen) == 0 && len(e.written) == 0 && len(e.overlayMeta) == 0 && len(e.overlayTemplate) == 0 &&
 		e.render == ""
