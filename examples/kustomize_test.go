@@ -373,6 +373,8 @@ func TestKustomizeChangedAfterFunction(t *testing.T) {
 		// stale maps each workload (Kind/namespace/name in the render) to
 		// what verify names.
 		stale map[string]string
+		// hint is a part of what verify says the cause may be.
+		hint string
 	}{
 		{name: "namePrefix above the base's function", tree: "base-transformer", build: "overlay",
 			file: "overlay/kustomization.yaml", old: "resources:\n", new: "namePrefix: late-\nresources:\n",
@@ -402,17 +404,20 @@ func TestKustomizeChangedAfterFunction(t *testing.T) {
 		{name: "CRD without a nameReference configuration", tree: "crd-workload", build: ".",
 			file: "kustomization.yaml", old: "configurations:\n- nameref.yaml\n", new: "",
 			stale:      map[string]string{"CloneSet//prod-shop": "CloneSet prod-shop"},
+			hint:       "nameReference configuration",
 			verifyArgs: []string{"--workload", "CloneSet.apps.kruise.io=spec/template"}},
 		{name: "CRD whose nameReference configuration lacks the field its pods read through", tree: "crd-workload", build: ".",
 			file: "nameref.yaml", old: "  - {kind: CloneSet, group: apps.kruise.io, path: spec/template/spec/containers/envFrom/configMapRef/name}\n", new: "",
 			stale:      map[string]string{"CloneSet//prod-shop": "CloneSet prod-shop"},
+			hint:       "nameReference configuration",
 			verifyArgs: []string{"--workload", "CloneSet.apps.kruise.io=spec/template"}},
 		{name: "Argo Rollout, OpenShift DeploymentConfig and ReplicationController without a nameReference configuration", tree: "nameref-kinds", build: ".",
 			file: "kustomization.yaml", old: "configurations:\n- nameref.yaml\n", new: "",
 			stale: map[string]string{
 				"Rollout//prod-shop": "Rollout prod-shop", "DeploymentConfig//prod-legacy": "DeploymentConfig prod-legacy",
 				"ReplicationController//prod-old": "ReplicationController prod-old",
-			}},
+			},
+			hint: "nameReference configuration"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -427,6 +432,9 @@ func TestKustomizeChangedAfterFunction(t *testing.T) {
 				require.NotEmpty(t, r.hash, "%s got a hash\n%s", workload, out)
 				assert.NotEqual(t, r.want, r.hash, "%s: the function hashed objects kustomize changed, or names it kept, after it", workload)
 				assert.Contains(t, verify.Stderr, stale)
+			}
+			if tc.hint != "" {
+				assert.Contains(t, verify.Stderr, tc.hint)
 			}
 		})
 	}

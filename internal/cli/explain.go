@@ -344,7 +344,7 @@ func runVerify(args []string, stdio IO) error {
 			hints = append(hints, fmt.Sprintf("%d made with another HMAC key (key-id %s; verify's is %s)", otherKeys[id], id, hashing.KeyID(o.Key)))
 		}
 		if stale > 0 {
-			hints = append(hints, fmt.Sprintf("%d with another value: the configs changed after the render (a kustomization above the one that lists confighash renamed or edited them, say: list it in the outermost one), or it used another --namespace or HMAC key", stale))
+			hints = append(hints, fmt.Sprintf("%d with another value: the configs changed after the render (a kustomization above the one that lists confighash renamed or edited them, say: list it in the outermost one), or kustomize left a reference of a Rollout, DeploymentConfig, ReplicationController or CRD under its old name (a nameReference configuration lacking the field), or it used another --namespace or HMAC key", stale))
 		}
 		if orphan > 0 {
 			hints = append(hints, fmt.Sprintf("%d on a workload that reads no config of the stream: names changed after the function ran (run confighash last, in the outermost kustomization that renames; kustomize fixes the references of other kinds only with a nameReference configuration), or the configs left the stream", orphan))
