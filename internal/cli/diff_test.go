@@ -163,4 +163,3 @@ func TestDiffUncheckedKinds(t *testing.T) {
 	assert.Equal(t, 1, code, stderr)
 	assert.Contains(t, stdout, "1 of 1 workload rolls: 1 because ConfigMap cfg key k changed")
 }
-
