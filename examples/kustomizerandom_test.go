@@ -30,9 +30,12 @@ const randomTreesEnv = "CONFIGHASH_RANDOM_TREES"
 // overlays, components, a base listed twice under different prefixes,
 // namespaces at random levels, generators merged and replaced across
 // levels, plain configs, renaming patches, workloads reading configs every
-// way) with confighash listed in the outermost kustomization, and takes
-// kustomize's own render as the oracle: each pod spec's references are the
-// final names. Objects, generators and an overlay's namespace write
+// way, replacements at random levels copying a config's name, whole or a
+// part of it, into references a workload leaves for them or that they
+// create, or renaming a config, patches selected by kind, label or name
+// pattern adding references by a config's earlier names) with confighash
+// listed in the outermost kustomization, and takes kustomize's own render
+// as the oracle: each pod spec's references are the final names. Objects, generators and an overlay's namespace write
 // namespace: default next to objects that write none, which kustomize takes
 // for one when it fixes a reference and the cluster does not; the
 // functionConfig's namespace is default or none. A tree kustomize refuses
@@ -55,9 +58,11 @@ func TestKustomizeRandomTrees(t *testing.T) {
 		}
 	})
 	t.Logf("%d trees: %d built and checked (%d writing namespace: default, %d with the functionConfig's namespace default), %d refused by kustomize; "+
-		"%d workloads, %d hashed, %d with an external list; %d value edits, %d of which moved a hash",
+		"%d workloads, %d hashed, %d with an external list; %d value edits, %d of which moved a hash; "+
+		"in the built trees %d references filled by replacements, %d created by replacements, %d configs renamed by one, %d patches by selector",
 		len(seeds), stats.built.Load(), stats.writeDefault.Load(), stats.fnDefault.Load(), stats.refused.Load(), stats.workloads.Load(),
-		stats.hashed.Load(), stats.external.Load(), stats.edits.Load(), stats.moved.Load())
+		stats.hashed.Load(), stats.external.Load(), stats.edits.Load(), stats.moved.Load(),
+		stats.filled.Load(), stats.created.Load(), stats.renamed.Load(), stats.selected.Load())
 	if !t.Failed() {
 		assert.GreaterOrEqual(t, 2*stats.built.Load(), int64(len(seeds)), "most trees must be ones kustomize builds")
 	}
@@ -90,6 +95,8 @@ func randomSeeds(t *testing.T) []uint64 {
 // randomStats counts what the trees held, for the log.
 type randomStats struct {
 	built, refused, writeDefault, fnDefault, workloads, hashed, external, edits, moved atomic.Int64
+	// filled, created, renamed and selected count what genCounts counts.
+	filled, created, renamed, selected atomic.Int64
 }
 
 // checkRandomTree writes and checks the tree of one seed.
@@ -119,6 +126,10 @@ func checkRandomTree(t *testing.T, seed uint64, stats *randomStats) {
 		return
 	}
 	stats.built.Add(1)
+	stats.filled.Add(int64(g.counts.filled))
+	stats.created.Add(int64(g.counts.created))
+	stats.renamed.Add(int64(g.counts.renamed))
+	stats.selected.Add(int64(g.counts.selected))
 	if slices.ContainsFunc(slices.Collect(maps.Values(g.files)), func(text string) bool { return strings.Contains(text, "namespace: default\n") }) {
 		stats.writeDefault.Add(1)
 	}
@@ -252,6 +263,24 @@ type treeGen struct {
 	n      int
 	// fnNamespace is the functionConfig's namespace: default or none.
 	fnNamespace string
+	// slots are the references workloads leave to a replacement.
+	slots  []replSlot
+	counts genCounts
+}
+
+// genCounts counts, for the log, the replacements that fill a slot, those
+// that create a reference, those that rename a config, and the patches
+// selecting workloads by kind, label or name pattern.
+type genCounts struct{ filled, created, renamed, selected int }
+
+// replSlot is a reference a workload writes as REPLACED for a replacement
+// to fill with a config's name: the field path in the workload, the kind
+// of config it reads.
+type replSlot struct {
+	w          genWorkload
+	kind, path string
+	// filled by a level every copy of the workload passes through.
+	filled bool
 }
 
 type valueToken struct{ file, value string }
@@ -264,13 +293,27 @@ type genConfig struct {
 	current   string
 	generated bool
 	// renamed configs are no longer found by name by later generators
-	// and patches: renamed by a patch, or built twice.
+	// and patches: renamed by a patch or a replacement, or built twice.
 	renamed bool
+	// names are every name it had, oldest first: kustomize finds it by
+	// any of them.
+	names []string
+}
+
+// rename gives c a new current name, kept among its names.
+func (c *genConfig) rename(name string) {
+	c.current = name
+	if c.names[len(c.names)-1] != name {
+		c.names = append(slices.Clip(c.names), name)
+	}
 }
 
 // genWorkload is a workload as a level sees it.
 type genWorkload struct {
 	kind, name, namespace string
+	// tier is its label tier (front, back or none), which patches and
+	// replacements select by.
+	tier string
 }
 
 // genLevel is what a kustomization's build holds.
@@ -378,7 +421,7 @@ func (g *treeGen) base(dir string) genLevel {
 	var cmGen, secretGen []any
 	for range 1 + g.r.IntN(3) {
 		c := genConfig{kind: pick(g, []string{"ConfigMap", "Secret"}), name: pick(g, configNames), generated: g.chance(0.6)}
-		c.current = c.name
+		c.current, c.names = c.name, []string{c.name}
 		c.namespace = g.namespace()
 		if slices.ContainsFunc(lvl.configs, func(o genConfig) bool { return o.kind == c.kind && o.name == c.name }) {
 			continue
@@ -398,11 +441,18 @@ func (g *treeGen) base(dir string) genLevel {
 		g.put(dir+"/"+file, g.plainConfig(dir+"/"+file, c))
 	}
 	for _, name := range workloadNames[:1+g.r.IntN(2)] {
-		w := genWorkload{kind: pick(g, workloadKinds), name: name, namespace: g.namespace()}
+		w := genWorkload{kind: pick(g, workloadKinds), name: name, namespace: g.namespace(), tier: g.tier()}
 		lvl.workloads = append(lvl.workloads, w)
 		file := strings.ToLower(w.kind) + "-" + name + ".yaml"
 		resources = append(resources, file)
 		g.put(dir+"/"+file, g.workload(w, lvl.configs))
+	}
+	if g.chance(0.3) {
+		repl, holders := g.replacements(dir, &lvl, true, false)
+		resources = append(resources, holders...)
+		if len(repl) > 0 {
+			k["replacements"] = repl
+		}
 	}
 	k["resources"] = resources
 	if len(cmGen) > 0 {
@@ -486,31 +536,53 @@ func (g *treeGen) plainConfig(file string, c genConfig) map[string]any {
 func (g *treeGen) configRef(configs []genConfig) (kind, name string) {
 	if len(configs) > 0 && g.chance(0.75) {
 		c := pick(g, configs)
-		if g.chance(0.25) {
+		switch x := g.r.Float64(); {
+		case x < 0.25:
 			return c.kind, c.current
+		case x < 0.4:
+			// A name it had at a level below.
+			return c.kind, pick(g, c.names)
 		}
 		return c.kind, c.name
 	}
 	return pick(g, []string{"ConfigMap", "Secret"}), pick(g, append(slices.Clone(configNames), "ghost"))
 }
 
-// workload returns a workload whose pod spec reads configs in random ways.
+// workload returns a workload whose pod spec reads configs in random ways,
+// some by a name a replacement fills in (a slot).
 func (g *treeGen) workload(w genWorkload, configs []genConfig) map[string]any {
+	podSpec := podSpecPath(w.kind)
+	// slot returns the name a reference writes: cname, or REPLACED at
+	// path (below the pod spec) for a replacement to fill.
+	slot := func(kind, cname, path string) string {
+		if !g.chance(0.15) {
+			return cname
+		}
+		g.slots = append(g.slots, replSlot{w: w, kind: kind, path: podSpec + "." + path})
+		return "REPLACED"
+	}
 	container := func(name string) map[string]any {
 		c := map[string]any{"name": name, "image": "example/" + name + ":1"}
+		list := "containers"
+		if name == "init" {
+			list = "initContainers"
+		}
+		at := list + ".[name=" + name + "]."
 		var env, envFrom []any
 		for range g.r.IntN(4) {
 			kind, cname := g.configRef(configs)
-			ref := map[string]any{"name": cname}
+			ref := map[string]any{}
 			if g.chance(0.2) {
 				ref["optional"] = true
 			}
 			if g.chance(0.4) {
+				ref["name"] = slot(kind, cname, fmt.Sprintf("%senvFrom.%d.%s.name", at, len(envFrom), refField(kind, "Ref")))
 				envFrom = append(envFrom, map[string]any{refField(kind, "Ref"): ref})
 				continue
 			}
 			ref["key"] = pick(g, configKeys[:3])
 			env = append(env, map[string]any{"name": fmt.Sprintf("E%d", len(env)), "valueFrom": map[string]any{refField(kind, "KeyRef"): ref}})
+			ref["name"] = slot(kind, cname, fmt.Sprintf("%senv.[name=E%d].valueFrom.%s.name", at, len(env)-1, refField(kind, "KeyRef")))
 		}
 		if len(env) > 0 {
 			c["env"] = env
@@ -539,12 +611,13 @@ func (g *treeGen) workload(w genWorkload, configs []genConfig) map[string]any {
 		if g.chance(0.2) {
 			src["optional"] = true
 		}
+		field := strings.ToLower(kind[:1]) + kind[1:]
 		if g.chance(0.3) {
-			src["name"] = cname
-			vol["projected"] = map[string]any{"sources": []any{map[string]any{strings.ToLower(kind[:1]) + kind[1:]: src}}}
+			src["name"] = slot(kind, cname, fmt.Sprintf("volumes.[name=v%d].projected.sources.0.%s.name", i, field))
+			vol["projected"] = map[string]any{"sources": []any{map[string]any{field: src}}}
 		} else {
-			src[nameField] = cname
-			vol[strings.ToLower(kind[:1])+kind[1:]] = src
+			src[nameField] = slot(kind, cname, fmt.Sprintf("volumes.[name=v%d].%s.%s", i, field, nameField))
+			vol[field] = src
 		}
 		volumes = append(volumes, vol)
 	}
@@ -561,6 +634,9 @@ func (g *treeGen) workload(w genWorkload, configs []genConfig) map[string]any {
 	if w.namespace != "" {
 		md["namespace"] = w.namespace
 	}
+	if w.tier != "" {
+		md["labels"] = map[string]any{"tier": w.tier}
+	}
 	obj := map[string]any{"kind": w.kind, "metadata": md}
 	switch w.kind {
 	case "CronJob":
@@ -576,6 +652,18 @@ func (g *treeGen) workload(w genWorkload, configs []genConfig) map[string]any {
 	}
 	return obj
 }
+
+// podSpecPath is the path of a workload kind's pod spec, as replacements
+// write it.
+func podSpecPath(kind string) string {
+	if kind == "CronJob" {
+		return "spec.jobTemplate.spec.template.spec"
+	}
+	return "spec.template.spec"
+}
+
+// tier returns a workload's tier label: front, back or none.
+func (g *treeGen) tier() string { return pick(g, []string{"front", "back", ""}) }
 
 // refField is configMapRef, secretKeyRef and the like.
 func refField(kind, suffix string) string {
@@ -603,7 +691,6 @@ func (g *treeGen) overlay(dir string, children []genLevel, variant bool) genLeve
 		lvl.configs = append(lvl.configs, c.configs...)
 		lvl.workloads = append(lvl.workloads, c.workloads...)
 	}
-	k["resources"] = resources
 	single := len(children) == 1
 	if !single {
 		// Two builds of one base: a name is no longer one config.
@@ -641,7 +728,7 @@ func (g *treeGen) overlay(dir string, children []genLevel, variant bool) genLeve
 	}
 	if g.chance(0.3) {
 		c := genConfig{kind: pick(g, []string{"ConfigMap", "Secret"}), name: pick(g, configNames), generated: true}
-		c.current = c.name
+		c.current, c.names = c.name, []string{c.name}
 		c.namespace = g.namespace()
 		// Not a name a child's config had: kustomize finds that one by any
 		// of its names and refuses a second generator of it.
@@ -681,11 +768,15 @@ func (g *treeGen) overlay(dir string, children []genLevel, variant bool) genLeve
 				"options": map[string]any{"allowNameChange": true},
 				"patch":   "- op: replace\n  path: /metadata/name\n  value: " + name + "\n",
 			})
-			lvl.configs[i].renamed, lvl.configs[i].current = true, name
+			lvl.configs[i].renamed = true
+			lvl.configs[i].rename(name)
 		}
 	}
 	if single && len(lvl.workloads) > 0 && g.chance(0.2) {
 		patches = append(patches, map[string]any{"patch": g.envPatch(pick(g, lvl.workloads), lvl.configs)})
+	}
+	for len(lvl.workloads) > 0 && g.chance(0.3) {
+		patches = append(patches, g.selectorPatch(lvl))
 	}
 	if len(patches) > 0 {
 		k["patches"] = patches
@@ -710,15 +801,25 @@ func (g *treeGen) overlay(dir string, children []genLevel, variant bool) genLeve
 	if g.chance(0.3) {
 		// A workload of this level: it may read a config by the name a
 		// child's build gave it.
-		w := genWorkload{kind: pick(g, workloadKinds), name: fmt.Sprintf("w%d", g.n), namespace: g.namespace()}
+		w := genWorkload{kind: pick(g, workloadKinds), name: fmt.Sprintf("w%d", g.n), namespace: g.namespace(), tier: g.tier()}
 		file := strings.ToLower(w.kind) + "-" + w.name + ".yaml"
-		k["resources"] = append(resources, file)
+		resources = append(resources, file)
 		g.put(filepath.Join(dir, file), g.workload(w, lvl.configs))
 		lvl.workloads = append(lvl.workloads, w)
 	}
 	for i := range lvl.configs {
-		lvl.configs[i].current = prefix + lvl.configs[i].current + suffix
+		lvl.configs[i].rename(prefix + lvl.configs[i].current + suffix)
 	}
+	// Replacements run after the prefix, suffix and namespace: they read
+	// the names as this level leaves them. The root fills every slot left.
+	if root := dir == "."; root || g.chance(0.35) {
+		repl, holders := g.replacements(dir, &lvl, single, root)
+		resources = append(resources, holders...)
+		if len(repl) > 0 {
+			k["replacements"] = repl
+		}
+	}
+	k["resources"] = resources
 	if g.chance(0.3) {
 		ns := fmt.Sprintf("ns%d", g.n)
 		if g.chance(0.3) {
@@ -736,6 +837,214 @@ func (g *treeGen) overlay(dir string, children []genLevel, variant bool) genLeve
 	}
 	g.put(kfile, k)
 	return lvl
+}
+
+// replacements returns replacements for a level whose configs have the
+// names its replacements see, and the files of the ConfigMaps they read
+// new names from: some slots of its workloads filled (every one at the
+// root; filled for good when every copy of the workload passes through the
+// level), with a config's name or, through a delimiter, the part of it
+// that is its generator's name; a volume or projected source created in
+// the workloads a kind, label or name pattern selects; a config renamed
+// through its metadata.name.
+func (g *treeGen) replacements(dir string, lvl *genLevel, single, root bool) (repl, holders []any) {
+	for i := range g.slots {
+		s := &g.slots[i]
+		if s.filled || !slices.ContainsFunc(lvl.workloads, func(w genWorkload) bool { return w.kind == s.w.kind && w.name == s.w.name }) ||
+			!root && !g.chance(0.4) {
+			continue
+		}
+		source, ok := g.replacementSource(lvl.configs, s.kind)
+		if !ok {
+			continue
+		}
+		target := map[string]any{"select": map[string]any{"kind": s.w.kind, "name": s.w.name}, "fieldPaths": []any{s.path}}
+		if g.chance(0.2) {
+			// REPLACED is one part: the name takes its place.
+			target["options"] = map[string]any{"delimiter": "-", "index": 0}
+		}
+		repl = append(repl, map[string]any{"source": source, "targets": []any{target}})
+		s.filled = single || root
+		g.counts.filled++
+	}
+	for len(lvl.workloads) > 0 && g.chance(0.3) {
+		w := pick(g, lvl.workloads)
+		kind := pick(g, []string{"ConfigMap", "Secret"})
+		source, ok := g.replacementSource(lvl.configs, kind)
+		if !ok {
+			break
+		}
+		g.n++
+		field := fmt.Sprintf("%s.volumes.[name=r%d].", podSpecPath(w.kind), g.n)
+		switch {
+		case g.chance(0.3):
+			field += "projected.sources.0." + refField(kind, "") + ".name"
+		case kind == "Secret":
+			field += "secret.secretName"
+		default:
+			field += "configMap.name"
+		}
+		options := map[string]any{"create": true}
+		if g.chance(0.2) {
+			options["delimiter"], options["index"] = "-", 0
+		}
+		target := map[string]any{"select": g.workloadSelector(w), "fieldPaths": []any{field}, "options": options}
+		repl = append(repl, map[string]any{"source": source, "targets": []any{target}})
+		g.counts.created++
+	}
+	if single && g.chance(0.15) {
+		// A config renamed by a replacement keeps its earlier names, but
+		// not the one the replacement replaced: kustomize records a
+		// previous name when its own transformers rename.
+		i := g.r.IntN(len(lvl.configs) + 1)
+		if i == len(lvl.configs) || lvl.configs[i].renamed {
+			return repl, holders
+		}
+		c := &lvl.configs[i]
+		name, ok := g.selectorName(lvl.configs, i)
+		if !ok {
+			return repl, holders
+		}
+		g.n++
+		holder, newName := fmt.Sprintf("names-%d", g.n), fmt.Sprintf("%s-n%d", c.name, g.n)
+		g.put(filepath.Join(dir, holder+".yaml"), map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": holder}, "data": map[string]any{"name": newName},
+		})
+		holders = append(holders, holder+".yaml")
+		repl = append(repl, map[string]any{
+			"source":  map[string]any{"kind": "ConfigMap", "name": holder, "fieldPath": "data.name"},
+			"targets": []any{map[string]any{"select": map[string]any{"kind": c.kind, "name": name}, "fieldPaths": []any{"metadata.name"}}},
+		})
+		c.renamed, c.current = true, newName
+		c.names = append(slices.Clone(c.names[:len(c.names)-1]), newName)
+		g.counts.renamed++
+	}
+	return repl, holders
+}
+
+// replacementSource returns a replacement's source: a config of kind,
+// selected by a name no other config of the level had (kustomize refuses
+// a source selector matching two), its metadata.name whole or, through a
+// delimiter, one part of it, mostly its generator's name.
+func (g *treeGen) replacementSource(configs []genConfig, kind string) (map[string]any, bool) {
+	var candidates []int
+	for i, c := range configs {
+		if c.kind == kind {
+			candidates = append(candidates, i)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil, false
+	}
+	i := pick(g, candidates)
+	name, ok := g.selectorName(configs, i)
+	if !ok {
+		return nil, false
+	}
+	source := map[string]any{"kind": kind, "name": name}
+	if g.chance(0.3) {
+		source["fieldPath"] = "metadata.name"
+	}
+	if parts := strings.Split(configs[i].current, "-"); len(parts) > 1 && g.chance(0.25) {
+		index := slices.Index(parts, configs[i].name)
+		if index < 0 || g.chance(0.2) {
+			index = g.r.IntN(len(parts))
+		}
+		source["options"] = map[string]any{"delimiter": "-", "index": index}
+	}
+	return source, true
+}
+
+// selectorName returns a name configs[i] had that no other config of its
+// kind had.
+func (g *treeGen) selectorName(configs []genConfig, i int) (string, bool) {
+	own := slices.DeleteFunc(slices.Clone(configs[i].names), func(name string) bool {
+		for j, o := range configs {
+			if j != i && o.kind == configs[i].kind && slices.Contains(o.names, name) {
+				return true
+			}
+		}
+		return false
+	})
+	if len(own) == 0 {
+		return "", false
+	}
+	return pick(g, own), true
+}
+
+// workloadSelector returns a selector of the workloads of w's pod spec
+// path: by kind, by kind and tier label, or by kind and a name pattern.
+func (g *treeGen) workloadSelector(w genWorkload) map[string]any {
+	kinds := "Deployment|StatefulSet|DaemonSet"
+	if w.kind == "CronJob" {
+		kinds = "CronJob"
+	}
+	sel := map[string]any{"kind": kinds}
+	switch x := g.r.Float64(); {
+	case x < 0.4 && w.tier != "":
+		sel["labelSelector"] = "tier=" + w.tier
+	case x < 0.7:
+		sel["name"] = ".*" + w.name + ".*"
+	}
+	return sel
+}
+
+// selectorPatch returns a patch whose target selects workloads by kind,
+// label or name pattern: a JSON 6902 patch adding a sidecar, or a
+// strategic merge patch adding a sidecar and a volume, that read configs
+// by one of the names they had.
+func (g *treeGen) selectorPatch(lvl genLevel) map[string]any {
+	w := pick(g, lvl.workloads)
+	target := g.workloadSelector(w)
+	g.counts.selected++
+	g.n++
+	side := fmt.Sprintf("side%d", g.n)
+	container := map[string]any{"name": side, "image": "example/side:1"}
+	ref := func() (string, string) {
+		if len(lvl.configs) == 0 || g.chance(0.1) {
+			return pick(g, []string{"ConfigMap", "Secret"}), "ghost"
+		}
+		c := pick(g, lvl.configs)
+		return c.kind, pick(g, c.names)
+	}
+	kind, name := ref()
+	if g.chance(0.5) {
+		container["envFrom"] = []any{map[string]any{refField(kind, "Ref"): map[string]any{"name": name}}}
+	} else {
+		container["env"] = []any{map[string]any{"name": "S", "valueFrom": map[string]any{
+			refField(kind, "KeyRef"): map[string]any{"name": name, "key": pick(g, configKeys[:3])},
+		}}}
+	}
+	podSpec := podSpecPath(w.kind)
+	if g.chance(0.5) {
+		ops := []any{map[string]any{"op": "add", "path": "/" + strings.ReplaceAll(podSpec, ".", "/") + "/containers/-", "value": container}}
+		b, err := k8syaml.Marshal(ops)
+		if err != nil {
+			panic(err)
+		}
+		return map[string]any{"target": target, "patch": string(b)}
+	}
+	// A strategic merge patch takes its schema from its kind: one kind.
+	target["kind"] = w.kind
+	spec := map[string]any{"containers": []any{container}}
+	kind, name = ref()
+	vol := map[string]any{"name": side}
+	if kind == "Secret" {
+		vol["secret"] = map[string]any{"secretName": name}
+	} else {
+		vol["configMap"] = map[string]any{"name": name}
+	}
+	spec["volumes"] = []any{vol}
+	var body any = map[string]any{"template": map[string]any{"spec": spec}}
+	apiVersion := "apps/v1"
+	if w.kind == "CronJob" {
+		body, apiVersion = map[string]any{"jobTemplate": map[string]any{"spec": body}}, "batch/v1"
+	}
+	b, err := k8syaml.Marshal(map[string]any{"apiVersion": apiVersion, "kind": w.kind, "metadata": map[string]any{"name": "any"}, "spec": body})
+	if err != nil {
+		panic(err)
+	}
+	return map[string]any{"target": target, "patch": string(b)}
 }
 
 // envPatch is a strategic merge patch adding an env variable read from a
@@ -771,7 +1080,7 @@ func (g *treeGen) component(dir string, workloads []genWorkload, configs []genCo
 	kfile := dir + "/kustomization.yaml"
 	k := map[string]any{"apiVersion": "kustomize.config.k8s.io/v1alpha1", "kind": "Component"}
 	generated := slices.DeleteFunc(slices.Clone(configs), func(c genConfig) bool { return !c.generated || c.renamed })
-	c := genConfig{kind: pick(g, []string{"ConfigMap", "Secret"}), name: "comp", generated: true, namespace: g.namespace()}
+	c := genConfig{kind: pick(g, []string{"ConfigMap", "Secret"}), name: "comp", current: "comp", names: []string{"comp"}, generated: true, namespace: g.namespace()}
 	behavior := ""
 	if len(generated) > 0 && g.chance(0.5) {
 		c, behavior = pick(g, generated), "merge"
