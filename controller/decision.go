@@ -102,6 +102,12 @@ type Input struct {
 	// RenderBaseline is the live in-stream hash recorded for the pods of
 	// RawRenderHash (View.RenderBaseline), empty when none is.
 	RenderBaseline string
+	// FirstSeenRender is the live in-stream hash of a render baseline of
+	// RawRenderHash that another writer of the workload removed, the pod
+	// template left as it was: the pods still read what it names, so it
+	// stands in for RenderBaseline until it is written again. Empty when
+	// there is none.
+	FirstSeenRender string
 	// RenderStarted reports that this process saw the pod template take
 	// its render-time hash (a new one, or the same one with a pod spec
 	// that consumes other configs or keys) after it last saw a consumed
@@ -202,9 +208,14 @@ func Decide(in Input) Decision {
 	// A render baseline says what the render's pods read: the in-stream
 	// content is then fine only as it was recorded, not as the render holds
 	// it (the content the render does not hold taken back is an edit).
+	// One another writer removed stands until it is written again.
 	inStreamFine := in.LiveIn == in.RenderHash || in.LiveInUnnamespaced == in.RenderHash
-	if in.RenderBaseline != "" {
-		inStreamFine = in.LiveIn == in.RenderBaseline
+	renderBaseline, removed := in.RenderBaseline, false
+	if renderBaseline == "" && in.FirstSeenRender != "" && in.RenderHash != "" {
+		renderBaseline, removed = in.FirstSeenRender, true
+	}
+	if renderBaseline != "" {
+		inStreamFine = in.LiveIn == renderBaseline
 	}
 	renderStarted := false
 	if in.RenderHash != "" && !inStreamFine {
@@ -223,15 +234,16 @@ func Decide(in Input) Decision {
 	case renderStarted:
 		return Decision{Action: ActionRecordBaseline, Reason: ReasonRenderStarted, Changed: changed,
 			Record: Record{Baseline: roll.Baseline, RenderBaseline: FormatRenderBaseline(in.RawRenderHash, in.LiveIn)}}
-	case len(changed) > 0 || unrecorded:
-		// The external baselines written, the render baseline kept: changed
-		// ones the render's pods read (RenderStarted), or ones not recorded.
+	case len(changed) > 0 || unrecorded || removed:
+		// The external baselines written, the render baseline kept (or
+		// written again): changed ones the render's pods read
+		// (RenderStarted), or ones not recorded.
 		rec := Record{Baseline: roll.Baseline}
-		if in.RenderBaseline != "" {
-			rec.RenderBaseline = FormatRenderBaseline(in.RawRenderHash, in.RenderBaseline)
+		if renderBaseline != "" {
+			rec.RenderBaseline = FormatRenderBaseline(in.RawRenderHash, renderBaseline)
 		}
 		reason := ReasonNewExternal
-		if len(changed) > 0 {
+		if len(changed) > 0 || (removed && !unrecorded) {
 			reason = ReasonRenderStarted
 		}
 		return Decision{Action: ActionRecordBaseline, Reason: reason, Changed: changed, Record: rec}

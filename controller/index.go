@@ -220,21 +220,34 @@ func (r *Reconciler) renderTaken(kind *workloadKind, o, n client.Object) string 
 	return h
 }
 
-// noteBaselineRemoved keeps what the external baseline said when an
-// update removed it and left the pod template as it was (another writer of
-// the workload that writes its own annotations over the workload's): the
-// pods still run what it named, so its hashes stand as first seen, and an
-// edit made before the removal is rolled rather than recorded as the new
-// baseline. An update that changed the pod template too restarted the pods
+// noteBaselineRemoved keeps what the external baseline and the render
+// baseline said when an update removed them and left the pod template as
+// it was (another writer of the workload that writes its own annotations
+// over the workload's): the pods still run what they named, so they stand
+// as first seen, and an edit made before the removal is rolled rather than
+// recorded as the new baseline, while content the pods already read rolls
+// nothing. An update that changed the pod template too restarted the pods
 // on the live content: nothing is kept.
 func (r *Reconciler) noteBaselineRemoved(req Request, kind *workloadKind, o, n client.Object) {
-	old, had := o.GetAnnotations()[r.keys.baseline]
-	if _, has := n.GetAnnotations()[r.keys.baseline]; !had || has {
+	removed := func(key string) (string, bool) {
+		old, had := o.GetAnnotations()[key]
+		_, has := n.GetAnnotations()[key]
+		return old, had && !has
+	}
+	old, baselineRemoved := removed(r.keys.baseline)
+	render, renderRemoved := removed(r.keys.renderBaseline)
+	if !baselineRemoved && !renderRemoved {
 		return
 	}
 	ot, oerr := kind.template(o)
 	nt, nerr := kind.template(n)
 	if oerr != nil || nerr != nil || ot == nil || nt == nil || !equality.Semantic.DeepEqual(ot, nt) {
+		return
+	}
+	if renderRemoved {
+		r.memory.noteFirstRender(req, render)
+	}
+	if !baselineRemoved {
 		return
 	}
 	baseline, keyID, uses := ParseBaseline(old)

@@ -164,7 +164,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 		now := r.now()
 		r.memory.with(req, func(e *entry) {
 			e.settle()
-			e.firstSeen = nil
+			e.firstSeen, e.firstRender = nil, ""
 			e.forgetRender(in.RawRenderHash)
 			if now.Sub(e.lastBaseline) >= r.opts.MinRollInterval {
 				e.lastBaseline, e.heldBaseline = time.Time{}, false
@@ -322,6 +322,7 @@ func (r *Reconciler) observe(ctx context.Context, req Request, v View) (Input, m
 	}
 	in.LiveAll = hashing.Compute(ns, v.Uses, lookup, hopts)
 	in.FirstSeen = r.memory.firstSeen(req)
+	in.FirstSeenRender = ParseRenderBaseline(r.memory.firstRender(req), v.RawRenderHash)
 	return in, versions, nil
 }
 
@@ -462,7 +463,7 @@ func (r *Reconciler) recordBaseline(ctx context.Context, req Request, kind *work
 	r.memory.with(req, func(e *entry) { e.settle(); e.forgetRender(out.Input.RawRenderHash) })
 	if r.opts.DryRun {
 		r.memory.with(req, func(e *entry) {
-			e.overlayMeta, e.firstSeen = map[string]string{r.keys.baseline: d.Record.Baseline, r.keys.renderBaseline: d.Record.RenderBaseline}, nil
+			e.overlayMeta, e.firstSeen, e.firstRender = map[string]string{r.keys.baseline: d.Record.Baseline, r.keys.renderBaseline: d.Record.RenderBaseline}, nil, ""
 		})
 		out.Result = "baseline_recorded"
 		return reconcile.Result{RequeueAfter: dryRunRecheck}, nil
@@ -484,7 +485,7 @@ func (r *Reconciler) recordBaseline(ctx context.Context, req Request, kind *work
 	}
 	now := r.now()
 	r.memory.with(req, func(e *entry) {
-		e.firstSeen, e.written = nil, written
+		e.firstSeen, e.firstRender, e.written = nil, "", written
 		if r.opts.MinRollInterval > 0 {
 			e.lastBaseline, e.heldBaseline = now, false
 		}
@@ -579,7 +580,7 @@ func (r *Reconciler) roll(ctx context.Context, req Request, kind *workloadKind, 
 	r.memory.with(req, func(e *entry) {
 		changes = e.changes
 		// The roll restarts the pods on the live content: nothing absorbed.
-		e.lastRoll, e.firstMismatch, e.changes, e.firstSeen, e.written = now, time.Time{}, nil, nil, nil
+		e.lastRoll, e.firstMismatch, e.changes, e.firstSeen, e.firstRender, e.written = now, time.Time{}, nil, nil, "", nil
 		e.forgetRender(v.RawRenderHash)
 		if r.opts.DryRun {
 			e.overlayMeta = map[string]string{r.keys.baseline: d.Record.Baseline, r.keys.renderBaseline: ""}

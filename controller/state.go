@@ -69,6 +69,10 @@ type entry struct {
 	// edit made before the baseline is written must not be absorbed into it.
 	// It goes once a baseline (or a roll) is written.
 	firstSeen map[string]string
+	// firstRender is a render baseline another writer of the workload
+	// removed, the pod template left as it was (the annotation's value):
+	// the pods still read what it names. It goes with firstSeen.
+	firstRender string
 	// written holds the resourceVersion of each external config a baseline
 	// this process wrote was computed from, by Kind/name, until that
 	// config's next event: if the event brings exactly that version, the
@@ -118,7 +122,7 @@ func (e *entry) clearMissing() {
 func (e *entry) empty() bool {
 	return e.firstMismatch.IsZero() && e.lastRoll.IsZero() && e.lastBaseline.IsZero() && len(e.changes) == 0 &&
 		e.missing == "" && e.missingSet == "" && e.missingSince.IsZero() && !e.warnedUnknown &&
-		len(e.firstSeen) == 0 && len(e.written) == 0 && len(e.overlayMeta) == 0 && len(e.overlayTemplate) == 0 &&
+		len(e.firstSeen) == 0 && e.firstRender == "" && len(e.written) == 0 && len(e.overlayMeta) == 0 && len(e.overlayTemplate) == 0 &&
 		e.render == ""
 }
 
@@ -244,6 +248,27 @@ func (m *memory) noteFirstSeen(req Request, ref, hash string) {
 		}
 		e.firstSeen[ref] = hash
 	})
+}
+
+// noteFirstRender remembers a render baseline another writer removed,
+// unless one is remembered already.
+func (m *memory) noteFirstRender(req Request, value string) {
+	m.with(req, func(e *entry) {
+		if e.firstRender == "" {
+			e.firstRender = value
+		}
+	})
+}
+
+// firstRender returns the render baseline another writer removed ("" when
+// none is remembered).
+func (m *memory) firstRender(req Request) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.entries[req]; ok {
+		return e.firstRender
+	}
+	return ""
 }
 
 // takeWritten returns and forgets the version of ref a baseline of the

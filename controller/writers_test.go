@@ -291,3 +291,41 @@ func TestBaselineRemovedDuringTheWindow(t *testing.T) {
 	assert.Equal(t, controller.ReasonExternalChanged, rolled.Decision.Reason)
 	assert.Equal(t, 1, s.rollouts(), "rollouts")
 }
+
+// Another writer removes the render baseline, and nothing else, once the
+// controller recorded it (the pods of a render read in-stream content the
+// render does not hold): they still read what it names, so nothing rolls,
+// and the controller writes it again.
+func TestRenderBaselineRemoved(t *testing.T) {
+	t.Parallel()
+	s, _, hash := recordedRender(t)
+	recorded := s.workloadAnnotations().meta[renderBaselineKey]
+	rollouts, rolls := s.rollouts(), s.controllerRollouts()
+	mark := s.ctrl.obs.mark()
+	editObject(t, s.cs.AppsV1().Deployments(s.ns), workloadName, "operator", func(d *appsv1.Deployment) {
+		require.Contains(t, d.Annotations, renderBaselineKey)
+		delete(d.Annotations, renderBaselineKey)
+	})
+	_, next := s.ctrl.obs.waitFor(t, mark, "a decision without the render baseline", func(o controller.Outcome) bool {
+		return o.Request.Name == workloadName && o.Input.RawRenderHash == hash && o.Input.RenderBaseline == "" && o.Result != "waiting"
+	})
+	s.ctrl.obs.waitFor(t, next, "in sync", is("Deployment", "in_sync"))
+	assert.Equal(t, rolls, s.controllerRollouts(), "rolls by the controller")
+	assert.Equal(t, rollouts, s.rollouts(), "rollouts")
+	assert.Equal(t, recorded, s.workloadAnnotations().meta[renderBaselineKey], "the render baseline, written again")
+}
+
+// The decision on a render baseline another writer removed, the pod
+// template left as it was (TestRenderBaselineRemoved on the cluster).
+func TestDecideRenderBaselineRemoved(t *testing.T) {
+	external := map[string]string{"Secret/db": h("db1")}
+	// The content as it named: written again, not rolled.
+	assert.Equal(t, controller.Decision{Action: controller.ActionRecordBaseline, Reason: controller.ReasonRenderStarted,
+		Record: controller.Record{Baseline: "Secret/db=" + h("db1"), RenderBaseline: h("r2") + "=" + h("live2")}},
+		controller.Decide(controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), LiveIn: h("live2"), LiveAll: h("all2"),
+			FirstSeenRender: h("live2"), Baseline: external, LiveExternal: external}))
+	// The content edited before or after the removal: roll.
+	assert.Equal(t, controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonRenderMismatch,
+		Record: controller.Record{ControllerHash: h("all3"), ControllerBase: h("r2")}},
+		controller.Decide(controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), LiveIn: h("live3"), LiveAll: h("all3"), FirstSeenRender: h("live2")}))
+}
