@@ -448,7 +448,7 @@ func (g *treeGen) base(dir string) genLevel {
 		g.put(dir+"/"+file, g.workload(w, lvl.configs))
 	}
 	if g.chance(0.3) {
-		repl, holders := g.replacements(dir, &lvl, true, false)
+		repl, holders := g.replacements(dir, &lvl, true, true)
 		resources = append(resources, holders...)
 		if len(repl) > 0 {
 			k["replacements"] = repl
@@ -812,8 +812,9 @@ func (g *treeGen) overlay(dir string, children []genLevel, variant bool) genLeve
 	}
 	// Replacements run after the prefix, suffix and namespace: they read
 	// the names as this level leaves them. The root fills every slot left.
-	if root := dir == "."; root || g.chance(0.35) {
-		repl, holders := g.replacements(dir, &lvl, single, root)
+	if dir == "." || g.chance(0.35) {
+		// A variant's base is also listed as is.
+		repl, holders := g.replacements(dir, &lvl, single, single && !variant)
 		resources = append(resources, holders...)
 		if len(repl) > 0 {
 			k["replacements"] = repl
@@ -842,12 +843,14 @@ func (g *treeGen) overlay(dir string, children []genLevel, variant bool) genLeve
 // replacements returns replacements for a level whose configs have the
 // names its replacements see, and the files of the ConfigMaps they read
 // new names from: some slots of its workloads filled (every one at the
-// root; filled for good when every copy of the workload passes through the
-// level), with a config's name or, through a delimiter, the part of it
-// that is its generator's name; a volume or projected source created in
-// the workloads a kind, label or name pattern selects; a config renamed
-// through its metadata.name.
-func (g *treeGen) replacements(dir string, lvl *genLevel, single, root bool) (repl, holders []any) {
+// root; for good when everyCopy, every copy of the workload passing
+// through the level), with a config's name or, through a delimiter, the
+// part of it that is its generator's name; a volume or projected source
+// created in the workloads a kind, label or name pattern selects; when
+// single (one build of each config), a config renamed through its
+// metadata.name.
+func (g *treeGen) replacements(dir string, lvl *genLevel, single, everyCopy bool) (repl, holders []any) {
+	root := dir == "."
 	for i := range g.slots {
 		s := &g.slots[i]
 		if s.filled || !slices.ContainsFunc(lvl.workloads, func(w genWorkload) bool { return w.kind == s.w.kind && w.name == s.w.name }) ||
@@ -864,7 +867,7 @@ func (g *treeGen) replacements(dir string, lvl *genLevel, single, root bool) (re
 			target["options"] = map[string]any{"delimiter": "-", "index": 0}
 		}
 		repl = append(repl, map[string]any{"source": source, "targets": []any{target}})
-		s.filled = single || root
+		s.filled = everyCopy || root
 		g.counts.filled++
 	}
 	for len(lvl.workloads) > 0 && g.chance(0.3) {
