@@ -16,6 +16,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/controller"
@@ -33,17 +35,22 @@ import (
 // control plane: a render of a few ConfigMaps, Secrets and workloads reading
 // them every way HASHING.md section 2 lists, applied server-side, then
 // random steps (out-of-band edits, deletes, creates, metadata changes,
-// GitOps re-applies and new renders, bursts). After each step, once the
+// GitOps re-applies and new renders, bursts, and other writers of the
+// workloads: the controller's baselines removed, at rest or inside a
+// coalescing window, the pod template written back without the
+// controller's record, replicas moved). After each step, once the
 // controller has handled it, every workload must have rolled as many times
 // as docs/controller.md says, judged by the test's own model of what the
-// pods read: a pod template change (a render) starts the pods on the live
-// content; without one, the controller rolls a workload once when what it
-// consumes differs from what its pods read, unless a required config or key
-// is missing (then not until it is back); content the pods never read (they
-// could not start) is their first, and rolls nothing. Where the controller
-// cannot tell that a template change started the pods on the live content,
-// and the docs or TestDecide say it rolls anyway, one more roll is allowed
-// and counted by its reason (logged per seed).
+// pods read: a pod template change (a render, another writer) starts the
+// pods on the live content; without one, the controller rolls a workload
+// once when what it consumes differs from what its pods read, unless a
+// required config or key is missing (then not until it is back); content
+// the pods never read (they could not start) is their first, and rolls
+// nothing. Where the controller cannot tell that a template change started
+// the pods on the live content, and the docs or TestDecide say it rolls
+// anyway, one more roll is allowed and counted by its reason (logged per
+// seed). The controller writes its baselines at most maxBaselineWrites
+// times per workload and step.
 //
 // CONFIGHASH_RANDOM_HISTORIES=a-b runs seeds a to b (one seed: a); the
 // default runs historiesDefault. A failing seed prints its steps.
@@ -51,6 +58,13 @@ import (
 const (
 	historiesDefault = "1-4"
 	historySteps     = 12
+	// historyInterval is the controllers' --min-roll-interval: short, so
+	// that it bounds the baselines the controller writes again after
+	// another writer removed them without slowing the histories much.
+	historyInterval = time.Second
+	// maxBaselineWrites bounds the controller's baseline writes per
+	// workload and step.
+	maxBaselineWrites = 2
 )
 
 // historySeeds reads CONFIGHASH_RANDOM_HISTORIES.
@@ -222,8 +236,10 @@ type history struct {
 	first map[string]map[string]bool
 	// hash and uses are each workload's render-time hash and uses
 	// fingerprint at the last check; rolledUnder both (space-separated)
-	// when the controller last rolled it.
+	// when the controller last rolled it, and rolledReads what it read
+	// then (what the controller's record on the pod template says).
 	hash, uses, rolledUnder map[string]string
+	rolledReads             map[string]map[string]string
 	// baseline is, per workload, what it read of its external configs when
 	// it was last found in sync (what the controller's baseline holds).
 	baseline map[string]map[string]string
@@ -237,6 +253,12 @@ type history struct {
 	// before, so the content that lets them start may roll them once
 	// (docs: a second roll at worst, never a missed one).
 	lenient map[string]bool
+	// replaced marks the workloads whose pod template another writer
+	// wrote back without the controller's record in this step, awaits
+	// what an outcome of the controller must show for it to have seen
+	// another writer's write of this step.
+	replaced map[string]bool
+	awaits   map[string]func(controller.Outcome) bool
 
 	steps   []string
 	counter int
@@ -245,6 +267,11 @@ type history struct {
 	// than a coalescing window).
 	rolls int
 	extra map[string]int
+	// baselineWrites counts the workloads and steps by how many baseline
+	// writes the controller made.
+	baselineWrites map[int]int
+	// others counts the other writers' actions by kind.
+	others map[string]int
 }
 
 func (h *history) chance(p float64) bool { return h.r.Float64() < p }
@@ -456,12 +483,17 @@ func (h *history) stream() string {
 
 // podTemplateMap is a rendered workload's pod template.
 func podTemplateMap(obj map[string]any) map[string]any {
-	path := []string{"spec", "template"}
-	if obj["kind"] == "CronJob" {
-		path = []string{"spec", "jobTemplate", "spec", "template"}
-	}
-	tmpl, _, _ := unstructured.NestedMap(obj, path...)
+	kind, _ := obj["kind"].(string)
+	tmpl, _, _ := unstructured.NestedMap(obj, templatePath(kind)...)
 	return tmpl
+}
+
+// templatePath is where a workload of the kind holds its pod template.
+func templatePath(kind string) []string {
+	if kind == "CronJob" {
+		return []string{"spec", "jobTemplate", "spec", "template"}
+	}
+	return []string{"spec", "template"}
 }
 
 // renderedTemplates reads each workload's pod template from a render.
@@ -683,7 +715,8 @@ func runHistory(t *testing.T, seed uint64) {
 	h := &history{env: newEnv(t), t: t, seed: seed, r: rand.New(rand.NewPCG(seed, seed^0x5eed)),
 		saw: map[string]map[string]string{}, lenient: map[string]bool{}, live: map[string]liveConfig{}, previous: map[string]map[string]string{},
 		first: map[string]map[string]bool{}, hash: map[string]string{}, uses: map[string]string{}, rolledUnder: map[string]string{}, extra: map[string]int{},
-		reads: map[string]map[string]string{}, firstEdited: map[string]bool{}, baseline: map[string]map[string]string{}}
+		reads: map[string]map[string]string{}, firstEdited: map[string]bool{}, baseline: map[string]map[string]string{},
+		replaced: map[string]bool{}, awaits: map[string]func(controller.Outcome) bool{}, baselineWrites: map[int]int{}, others: map[string]int{}, rolledReads: map[string]map[string]string{}}
 	h.generate()
 	for _, c := range historyPool {
 		if !h.inRender[c.ref()] && h.chance(0.7) {
@@ -703,7 +736,9 @@ func runHistory(t *testing.T, seed uint64) {
 	}
 	h.step("start: %s", strings.Join(desc, "; "))
 	h.readLive()
-	h.ctrl = h.start(h.testOptions())
+	opts := h.testOptions()
+	opts.MinRollInterval = historyInterval
+	h.ctrl = h.start(opts)
 	h.watch = h.watchTemplates()
 	h.templates = map[string]map[string]any{}
 	// The first apply: the configs may come in the controller's initial
@@ -714,7 +749,8 @@ func runHistory(t *testing.T, seed uint64) {
 	for range historySteps {
 		h.randomStep()
 	}
-	t.Logf("seed %d: %d steps, %d rolls by the controller; rolls the docs allow beyond the model: %v", seed, len(h.steps)-1, h.rolls, h.extra)
+	t.Logf("seed %d: %d steps, %d rolls by the controller; rolls the docs allow beyond the model: %v; other writers: %v; baseline writes per workload and step: %v",
+		seed, len(h.steps)-1, h.rolls, h.extra, h.others, h.baselineWrites)
 }
 
 // randomStep takes one random action, then checks its outcome.
@@ -726,7 +762,9 @@ func (h *history) randomStep() {
 		changes[w.name] = h.watch.changesAt(h.t, w.name, h.workload(w).version)
 	}
 	var applied time.Duration
-	switch n := h.r.IntN(100); {
+	switch n := h.r.IntN(120); {
+	case n >= 100:
+		h.otherWriter(n - 100)
 	case n < 16:
 		h.editRead()
 	case n < 24:
@@ -784,9 +822,12 @@ func (h *history) existing() hConfig {
 }
 
 // readKeys lists the existing config keys some workload reads.
-func (h *history) readKeys() [][2]string {
+func (h *history) readKeys() [][2]string { return h.readKeysOf(h.workloads) }
+
+// readKeysOf lists the existing config keys the workloads read.
+func (h *history) readKeysOf(workloads []*hWorkload) [][2]string {
 	var out [][2]string
-	for _, w := range h.workloads {
+	for _, w := range workloads {
 		for _, r := range w.refs {
 			lc := h.live[r.config.ref()]
 			keys := r.keys
@@ -1010,8 +1051,11 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 		missing []string
 		rolls   []int // the controller's rolls allowed
 		allowed string
-		hash    string
-		uses    string
+		// neverRan: the pods of the pod template could not start until
+		// now.
+		neverRan bool
+		hash     string
+		uses     string
 	}
 	expect := map[string]*expectation{}
 	for _, w := range h.workloads {
@@ -1024,7 +1068,7 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 			h.fatalf("%s: the pod template's confighash.dev/hash is %q, the render's %q", w.name, ex.hash, want)
 		}
 		_, existed := h.templates[w.name]
-		ex.changed = applied > 0 && (!existed || !equalJSON(h.templates[w.name], templates[w.name]))
+		ex.changed = (applied > 0 && (!existed || !equalJSON(h.templates[w.name], templates[w.name]))) || h.replaced[w.name]
 		now, saw := reads(w, h.live), h.saw[w.name]
 		moved := !maps.Equal(now, saw)
 		switch {
@@ -1037,15 +1081,29 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 				ex.allowed = "the render's configs and workloads applied over more than the coalescing window"
 			case existed && moved && ex.hash == h.hash[w.name] && ex.uses == h.uses[w.name]:
 				ex.allowed = "a consumed config changed with a template change that moves neither the render-time hash nor what the pods consume"
-			case existed && moved && h.rolledUnder[w.name] == ex.hash+" "+ex.uses:
+			case existed && h.rolledUnder[w.name] == ex.hash+" "+ex.uses && !maps.Equal(h.rolledReads[w.name], now):
 				// TestDecide's "the render rolled under applied again after
 				// a later one (helm rollback) ...: roll".
 				ex.allowed = "the render the controller rolled under, applied again after another: its record on the pod template stands"
+			case h.replaced[w.name] && h.inStreamDiffers(w, now):
+				// docs/controller.md: a workload written back with kubectl
+				// replace after the controller rolled it for an
+				// out-of-band edit of an in-stream config.
+				ex.allowed = "written back without the controller's record while the in-stream content differs from the render"
+			case existed && h.first[w.name] != nil && moved:
+				// docs/controller.md, Known limits: a workload whose pods
+				// could not start is rolled once when they can if a config
+				// they read changed meanwhile (here the template change
+				// lets them start).
+				ex.allowed = "they could not start, and a config they read changed meanwhile"
 			case existed && h.externalMoved(w, now):
 				// Where the controller did not see the template change come
 				// after the config's (TestDecide's "the same, not seen ...:
 				// roll"), or the workload has no render-time hash.
 				ex.allowed = "an external config changed since its baseline, before the template change"
+			}
+			if h.replaced[w.name] && ex.allowed != "" {
+				ex.allowed = "another writer's template: " + ex.allowed
 			}
 			h.saw[w.name], h.first[w.name], h.firstEdited[w.name] = now, nil, false
 			if len(ex.missing) > 0 {
@@ -1076,6 +1134,10 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 				switch {
 				case h.lenient[w.name]:
 					ex.allowed = "the pod template changed while they could not start: the baseline of the pods before stands"
+					// The pods of that template never ran: they read
+					// everything for the first time now (no roll), though
+					// the model keeps what the pods before read.
+					ex.neverRan = true
 				case h.firstEdited[w.name]:
 					ex.allowed = "a config they lacked was created, then edited while another still kept them from starting"
 				}
@@ -1088,6 +1150,9 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 		}
 		if ex.allowed != "" {
 			ex.rolls = append(ex.rolls, ex.rolls[0]+1)
+		}
+		if ex.neverRan && ex.rolls[0] != 0 {
+			ex.rolls = append([]int{0}, ex.rolls...)
 		}
 		h.hash[w.name], h.uses[w.name], h.reads[w.name] = ex.hash, ex.uses, now
 		if _, created := h.baseline[w.name]; len(ex.missing) == 0 || !created {
@@ -1107,6 +1172,7 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 		}
 	}
 	h.templates = templates
+	clear(h.replaced)
 	var pending string
 	settled := func() bool {
 		for _, w := range h.workloads {
@@ -1115,6 +1181,13 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 			want := "in_sync"
 			if len(ex.missing) > 0 {
 				want = "missing_config"
+			}
+			if seen := h.awaits[w.name]; seen != nil {
+				if !slices.ContainsFunc(h.ctrl.obs.since(mark, w.name), seen) {
+					pending = w.name + ": no outcome yet that saw the other writer's write"
+					return false
+				}
+				delete(h.awaits, w.name)
 			}
 			if o.Result != want || o.Input.RawRenderHash != ex.hash || o.Input.Uses != ex.uses || !h.readCurrent(w, o) {
 				pending = fmt.Sprintf("%s: want %s with render hash %q, uses %s, configs at %v; the last outcome: %s %s, render hash %q, uses %s, configs at %v",
@@ -1152,6 +1225,16 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 				w.kind, w.name, rolled, why, ex.rolls, ex.missing, ex.changed, applied)
 		}
 		h.rolls += rolled
+		// A bounded number of writes: the controller writes a baseline
+		// (one another writer removed, or of a new external config, or a
+		// render baseline) at most once per workload and step.
+		if n := h.ctrl.obs.count(mark, func(o controller.Outcome) bool {
+			return o.Request.Name == w.name && o.Result == "baseline_recorded"
+		}); n > maxBaselineWrites {
+			h.fatalf("%s %s: the controller wrote its baselines %d times in one step, want at most %d", w.kind, w.name, n, maxBaselineWrites)
+		} else {
+			h.baselineWrites[n]++
+		}
 		if rolled > ex.rolls[0] {
 			h.extra[fmt.Sprintf("%s: %v", ex.allowed, why)]++
 		}
@@ -1165,7 +1248,7 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 		}
 		if rolled > 0 {
 			h.checkRecord(w, lw)
-			h.rolledUnder[w.name] = ex.hash + " " + ex.uses
+			h.rolledUnder[w.name], h.rolledReads[w.name] = ex.hash+" "+ex.uses, h.reads[w.name]
 		}
 	}
 }
@@ -1302,4 +1385,226 @@ func TestExternalEditedThenRender(t *testing.T) {
 	if got, want := s.workloadAnnotations().meta["confighash.dev/external-baseline"], controller.FormatBaseline(recorded.Input.LiveExternal, "", recorded.Input.Uses); got != want {
 		t.Errorf("external-baseline %q, want the edited Secret's %q", got, want)
 	}
+}
+
+// ---- other writers of the workloads -------------------------------------
+
+// externalBaselineKey is the controller's external baseline on a
+// workload's metadata (renderBaselineKey, renderbaseline_test.go, the
+// other).
+const externalBaselineKey = "confighash.dev/external-baseline"
+
+// otherWriter is an action of another writer of a workload
+// (docs/controller.md, "Other controllers writing the workload"), n of 20:
+// its baselines removed, at rest or right after an edit of a config it
+// reads (inside the coalescing window); its pod template written back
+// without the controller's record; its replicas moved.
+func (h *history) otherWriter(n int) {
+	w := pick(h.r, h.workloads)
+	switch {
+	case n < 6:
+		h.others["baselines removed"]++
+		h.removeBaselines(w)
+	case n < 11:
+		h.others["baselines removed after an edit"]++
+		h.editReadBy(w)
+		h.removeBaselines(w)
+	case n < 17:
+		if h.chance(0.4) {
+			h.others["template written back after an edit"]++
+			h.editReadBy(w)
+		} else {
+			h.others["template written back"]++
+		}
+		h.replaceTemplate(w)
+	default:
+		h.others["replicas moved"]++
+		h.scale()
+	}
+}
+
+// editReadBy edits a key the workload reads (another one when it reads
+// none that exists).
+func (h *history) editReadBy(w *hWorkload) {
+	read := h.readKeysOf([]*hWorkload{w})
+	if len(read) == 0 {
+		h.editRead()
+		return
+	}
+	rk := pick(h.r, read)
+	h.step("edit %s key %s (read by %s)", rk[0], rk[1], w.name)
+	h.write(configOf(rk[0]), func(d map[string]string) { d[rk[1]] = h.value() })
+}
+
+// updateWorkload reads a workload and writes it back changed, as
+// fieldManager, retrying on a conflict with the controller's writes; it
+// returns the workload before and after.
+func (h *history) updateWorkload(w *hWorkload, fieldManager string, edit func(u *unstructured.Unstructured) *unstructured.Unstructured) (before, after *unstructured.Unstructured) {
+	h.t.Helper()
+	ctx := context.Background()
+	client := h.dyn.Resource(workloadResources[w.kind]).Namespace(h.ns)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		if before, err = client.Get(ctx, w.name, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		after, err = client.Update(ctx, edit(before.DeepCopy()), metav1.UpdateOptions{FieldManager: fieldManager})
+		return err
+	})
+	if err != nil {
+		h.fatalf("update %s %s as %s: %v", w.kind, w.name, fieldManager, err)
+	}
+	return before, after
+}
+
+// removeBaselines removes the controller's baselines from the workload's
+// metadata, as an operator that writes its own annotations over the
+// workload's does, or kubectl annotate … confighash.dev/external-baseline-.
+// The pods read what they read.
+func (h *history) removeBaselines(w *hWorkload) {
+	keys := []string{externalBaselineKey}
+	if h.chance(0.5) {
+		keys = append(keys, renderBaselineKey)
+	}
+	before, _ := h.updateWorkload(w, "operator", func(u *unstructured.Unstructured) *unstructured.Unstructured {
+		ann := u.GetAnnotations()
+		for _, k := range keys {
+			delete(ann, k)
+		}
+		u.SetAnnotations(ann)
+		return u
+	})
+	var removed []string
+	for _, k := range keys {
+		if _, had := before.GetAnnotations()[k]; had {
+			removed = append(removed, k)
+		}
+	}
+	h.step("another writer removes %v from %s %s (it had %v)", keys, w.kind, w.name, removed)
+	if len(removed) == 0 {
+		h.others["of which nothing to remove"]++
+	} else {
+		h.await(w, func(o controller.Outcome) bool {
+			return len(o.Input.Baseline) == 0 && (!slices.Contains(removed, renderBaselineKey) || o.Input.RenderBaseline == "")
+		})
+	}
+}
+
+// replaceTemplate writes the workload's rendered pod template back over
+// the live one, as an operator's Update of its desired template does, or
+// the whole rendered workload, as kubectl replace does (which removes the
+// baselines too). Where the live template held the controller's record,
+// that restarts the pods on the live content.
+func (h *history) replaceTemplate(w *hWorkload) {
+	whole := h.chance(0.5)
+	var rendered *unstructured.Unstructured
+	for _, doc := range documents([]byte(h.rendered)) {
+		var obj map[string]any
+		if err := sigsyaml.Unmarshal(doc, &obj); err != nil {
+			h.fatalf("the render: %v", err)
+		}
+		if u := (&unstructured.Unstructured{Object: obj}); u.GetKind() == w.kind && u.GetName() == w.name {
+			rendered = u
+		}
+	}
+	if rendered == nil {
+		h.fatalf("%s %s is not in the render", w.kind, w.name)
+	}
+	how, manager := "an operator's Update writes its pod template", "operator"
+	if whole {
+		how, manager = "kubectl replace writes the render", "kubectl-replace"
+	}
+	before, after := h.updateWorkload(w, manager, func(u *unstructured.Unstructured) *unstructured.Unstructured {
+		if whole {
+			r := rendered.DeepCopy()
+			r.SetResourceVersion(u.GetResourceVersion())
+			return r
+		}
+		if err := unstructured.SetNestedMap(u.Object, runtime.DeepCopyJSON(podTemplateMap(rendered.Object)), templatePath(w.kind)...); err != nil {
+			h.fatalf("set the pod template of %s: %v", w.name, err)
+		}
+		return u
+	})
+	changed := !equalJSON(podTemplateMap(before.Object), podTemplateMap(after.Object))
+	h.step("%s over %s %s (its pod template changed: %t)", how, w.kind, w.name, changed)
+	if !changed {
+		h.others["of which the template unchanged"]++
+	} else {
+		h.replaced[w.name] = true
+		h.rolledUnder[w.name] = ""
+	}
+	_, hadRecord, _ := unstructured.NestedString(podTemplateMap(before.Object), "metadata", "annotations", "confighash.dev/controller-hash")
+	_, hadBaseline := before.GetAnnotations()[externalBaselineKey]
+	if hadRecord || (whole && hadBaseline) {
+		h.await(w, func(o controller.Outcome) bool {
+			return (!hadRecord || o.Input.ControllerHash == "") && (!whole || !hadBaseline || len(o.Input.Baseline) == 0)
+		})
+	}
+}
+
+// scale moves a Deployment's or StatefulSet's replicas through the scale
+// subresource, as an autoscaler does: nothing rolls.
+func (h *history) scale() {
+	var scalable []*hWorkload
+	for _, w := range h.workloads {
+		if w.kind == "Deployment" || w.kind == "StatefulSet" {
+			scalable = append(scalable, w)
+		}
+	}
+	if len(scalable) == 0 {
+		h.removeBaselines(pick(h.r, h.workloads))
+		return
+	}
+	w := pick(h.r, scalable)
+	ctx := context.Background()
+	var current *autoscalingv1.Scale
+	var err error
+	if w.kind == "Deployment" {
+		current, err = h.cs.AppsV1().Deployments(h.ns).GetScale(ctx, w.name, metav1.GetOptions{})
+	} else {
+		current, err = h.cs.AppsV1().StatefulSets(h.ns).GetScale(ctx, w.name, metav1.GetOptions{})
+	}
+	if err != nil {
+		h.fatalf("the scale of %s %s: %v", w.kind, w.name, err)
+	}
+	replicas := current.Spec.Replicas%4 + 1 // another number of replicas
+	h.step("an autoscaler scales %s %s from %d to %d replicas", w.kind, w.name, current.Spec.Replicas, replicas)
+	scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: w.name, Namespace: h.ns}, Spec: autoscalingv1.ScaleSpec{Replicas: replicas}}
+	if w.kind == "Deployment" {
+		_, err = h.cs.AppsV1().Deployments(h.ns).UpdateScale(ctx, w.name, scale, metav1.UpdateOptions{FieldManager: "hpa"})
+	} else {
+		_, err = h.cs.AppsV1().StatefulSets(h.ns).UpdateScale(ctx, w.name, scale, metav1.UpdateOptions{FieldManager: "hpa"})
+	}
+	if err != nil {
+		h.fatalf("scale %s %s: %v", w.kind, w.name, err)
+	}
+	h.await(w, func(controller.Outcome) bool { return true })
+}
+
+// await makes the step's check wait for an outcome of the workload that
+// saw another writer's write (seen holds for it), so that it does not take
+// an outcome from before the write for the controller's decision on it.
+func (h *history) await(w *hWorkload, seen func(controller.Outcome) bool) {
+	h.awaits[w.name] = seen
+}
+
+// inStreamDiffers says whether what the workload reads of the configs the
+// render holds differs from the render's content of them.
+func (h *history) inStreamDiffers(w *hWorkload, now map[string]string) bool {
+	rendered := map[string]liveConfig{}
+	for ref, data := range h.renderData {
+		rendered[ref] = liveConfig{exists: true, data: data}
+	}
+	want := reads(w, rendered)
+	for k, v := range now {
+		if h.inRender[configOfKey(k)] && want[k] != v {
+			return true
+		}
+	}
+	for k, v := range want {
+		if h.inRender[configOfKey(k)] && now[k] != v {
+			return true
+		}
+	}
+	return false
 }
