@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 )
 
 // Editable is the part of a typed client-go client (ConfigMaps(ns),
@@ -16,18 +17,27 @@ type Editable[T any] interface {
 
 // Edit changes the object name the way `kubectl edit` does: it reads it,
 // lets edit change it and writes it back with an update as fieldManager
-// (none when empty). It returns the object as the API server stored it, so
-// its resourceVersion names the edit.
+// (none when empty). An update refused as a conflict (another writer came
+// between the read and the write: on a Deployment its own controller often
+// does) is done again from a fresh read, as a user whose edit kubectl
+// refused does. It returns the object as the API server stored it, so its
+// resourceVersion names the edit.
 func Edit[T any](ctx context.Context, client Editable[T], name, fieldManager string, edit func(T)) (T, error) {
-	var zero T
-	obj, err := client.Get(ctx, name, metav1.GetOptions{})
+	var stored T
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		obj, err := client.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("get %s: %w", name, err)
+		}
+		edit(obj)
+		if stored, err = client.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+			return fmt.Errorf("update %s: %w", name, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return zero, fmt.Errorf("get %s: %w", name, err)
+		var zero T
+		return zero, err
 	}
-	edit(obj)
-	obj, err = client.Update(ctx, obj, metav1.UpdateOptions{FieldManager: fieldManager})
-	if err != nil {
-		return zero, fmt.Errorf("update %s: %w", name, err)
-	}
-	return obj, nil
+	return stored, nil
 }
