@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
@@ -208,9 +209,8 @@ func (r *Reconciler) renderTaken(kind *workloadKind, o, n client.Object) string 
 	if h == "" || h != r.renderHashOf(kind, o) {
 		return h
 	}
-	ot, oerr := kind.template(o)
-	nt, nerr := kind.template(n)
-	if oerr != nil || nerr != nil || ot == nil || nt == nil || equality.Semantic.DeepEqual(ot.Spec, nt.Spec) {
+	ot, nt, ok := templates(kind, o, n)
+	if !ok || equality.Semantic.DeepEqual(ot.Spec, nt.Spec) {
 		return ""
 	}
 	if inspect(o.GetNamespace(), o.GetAnnotations(), ot, r.keys, r.keyID).UsesPrint ==
@@ -239,9 +239,8 @@ func (r *Reconciler) noteBaselineRemoved(req Request, kind *workloadKind, o, n c
 	if !baselineRemoved && !renderRemoved {
 		return
 	}
-	ot, oerr := kind.template(o)
-	nt, nerr := kind.template(n)
-	if oerr != nil || nerr != nil || ot == nil || nt == nil || !equality.Semantic.DeepEqual(ot, nt) {
+	ot, nt, ok := templates(kind, o, n)
+	if !ok || !equality.Semantic.DeepEqual(ot, nt) {
 		return
 	}
 	if renderRemoved {
@@ -260,6 +259,14 @@ func (r *Reconciler) noteBaselineRemoved(req Request, kind *workloadKind, o, n c
 			r.memory.noteFirstSeen(req, ref, h)
 		}
 	}
+}
+
+// templates returns the pod templates of an update's old and new object;
+// ok is false when either cannot be read.
+func templates(kind *workloadKind, o, n client.Object) (ot, nt *corev1.PodTemplateSpec, ok bool) {
+	ot, oerr := kind.template(o)
+	nt, nerr := kind.template(n)
+	return ot, nt, oerr == nil && nerr == nil && ot != nil && nt != nil
 }
 
 // renderHashOf is the render-time hash on a workload's pod template, empty
