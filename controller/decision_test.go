@@ -281,6 +281,20 @@ func TestDecide(t *testing.T) {
 			in:   controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), LiveIn: h("r2"), LiveAll: h("all2"), RenderStarted: true},
 			want: controller.Decision{Action: controller.ActionNone, Reason: controller.ReasonInSync},
 		},
+		{
+			// TestRenderBaselineRemoved on the cluster.
+			name: "render baseline removed by another writer, the template as it was, the content as it named: written again, no roll",
+			in: controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), LiveIn: h("live2"), LiveAll: h("all2"),
+				FirstSeenRender: h("live2"), Baseline: map[string]string{"Secret/db": h("db1")}, LiveExternal: map[string]string{"Secret/db": h("db1")}},
+			want: controller.Decision{Action: controller.ActionRecordBaseline, Reason: controller.ReasonRenderStarted,
+				Record: controller.Record{Baseline: "Secret/db=" + h("db1"), RenderBaseline: h("r2") + "=" + h("live2")}},
+		},
+		{
+			name: "render baseline removed by another writer, the content edited before or after: roll",
+			in:   controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), LiveIn: h("live3"), LiveAll: h("all3"), FirstSeenRender: h("live2")},
+			want: controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonRenderMismatch,
+				Record: controller.Record{ControllerHash: h("all3"), ControllerBase: h("r2")}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

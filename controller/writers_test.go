@@ -314,18 +314,3 @@ func TestRenderBaselineRemoved(t *testing.T) {
 	assert.Equal(t, rollouts, s.rollouts(), "rollouts")
 	assert.Equal(t, recorded, s.workloadAnnotations().meta[renderBaselineKey], "the render baseline, written again")
 }
-
-// The decision on a render baseline another writer removed, the pod
-// template left as it was (TestRenderBaselineRemoved on the cluster).
-func TestDecideRenderBaselineRemoved(t *testing.T) {
-	external := map[string]string{"Secret/db": h("db1")}
-	// The content as it named: written again, not rolled.
-	assert.Equal(t, controller.Decision{Action: controller.ActionRecordBaseline, Reason: controller.ReasonRenderStarted,
-		Record: controller.Record{Baseline: "Secret/db=" + h("db1"), RenderBaseline: h("r2") + "=" + h("live2")}},
-		controller.Decide(controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), LiveIn: h("live2"), LiveAll: h("all2"),
-			FirstSeenRender: h("live2"), Baseline: external, LiveExternal: external}))
-	// The content edited before or after the removal: roll.
-	assert.Equal(t, controller.Decision{Action: controller.ActionRoll, Reason: controller.ReasonRenderMismatch,
-		Record: controller.Record{ControllerHash: h("all3"), ControllerBase: h("r2")}},
-		controller.Decide(controller.Input{RenderHash: h("r2"), RawRenderHash: h("r2"), LiveIn: h("live3"), LiveAll: h("all3"), FirstSeenRender: h("live2")}))
-}
