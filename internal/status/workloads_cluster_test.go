@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/inject"
@@ -220,13 +219,11 @@ func TestStatusOfWorkloadsUsersHave(t *testing.T) {
 	t.Run("paused Deployment", func(t *testing.T) {
 		// Paused, then its template changed (kubectl rollout pause, then
 		// an edit): nothing rolls until it is resumed, and status says so.
-		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			_, err := kubetest.Edit(ctx, cs.AppsV1().Deployments("keyed"), "web", "", func(d *appsv1.Deployment) {
-				d.Spec.Paused = true
-				d.Spec.Template.Labels["edited"] = "yes"
-			})
-			return err
-		}))
+		_, err := kubetest.Edit(ctx, cs.AppsV1().Deployments("keyed"), "web", "", func(d *appsv1.Deployment) {
+			d.Spec.Paused = true
+			d.Spec.Template.Labels["edited"] = "yes"
+		})
+		require.NoError(t, err)
 		var res testtools.Result
 		eventually(t, "the Deployment controller observes the paused Deployment", func() bool {
 			res = run([]string{"CONFIGHASH_HMAC_KEY=k3y"}, "--kubeconfig", kc, "-n", "keyed")
@@ -240,13 +237,11 @@ func TestStatusOfWorkloadsUsersHave(t *testing.T) {
 	})
 
 	t.Run("suspended CronJob", func(t *testing.T) {
-		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			_, err := kubetest.Edit(ctx, cs.BatchV1().CronJobs("keyed"), "nightly", "", func(c *batchv1.CronJob) {
-				suspend := true
-				c.Spec.Suspend = &suspend
-			})
-			return err
-		}))
+		_, err := kubetest.Edit(ctx, cs.BatchV1().CronJobs("keyed"), "nightly", "", func(c *batchv1.CronJob) {
+			suspend := true
+			c.Spec.Suspend = &suspend
+		})
+		require.NoError(t, err)
 		res := run([]string{"CONFIGHASH_HMAC_KEY=k3y"}, "--kubeconfig", kc, "-n", "keyed")
 		assert.Contains(t, res.Stdout, "CronJob keyed/nightly consumes Secret/creds (keys password)\n  rollout: suspended: no Job runs until it is resumed\n")
 	})
@@ -267,12 +262,10 @@ func TestStatusOfWorkloadsUsersHave(t *testing.T) {
 			pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
 			return err == nil && len(pods.Items) == 1
 		})
-		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			_, err := kubetest.Edit(ctx, cs.AppsV1().StatefulSets(namespace), "db", "", func(s *appsv1.StatefulSet) {
-				s.Spec.Template.Labels["edited"] = "yes"
-			})
-			return err
-		}))
+		_, err = kubetest.Edit(ctx, cs.AppsV1().StatefulSets(namespace), "db", "", func(s *appsv1.StatefulSet) {
+			s.Spec.Template.Labels["edited"] = "yes"
+		})
+		require.NoError(t, err)
 		var res testtools.Result
 		eventually(t, "the StatefulSet controller sees the new revision", func() bool {
 			res = run(nil, "--kubeconfig", kc, "-n", namespace)
