@@ -112,16 +112,21 @@ func readDocuments(input []byte) ([]*yaml.RNode, error) {
 		shift int
 	}
 	var chunks []chunk
-	prev := 0
+	// prev is where the next chunk starts, linesBefore the lines before
+	// it: counted as the input is walked, once (counting from the start
+	// for each document made a render of thousands take minutes).
+	prev, linesBefore := 0, 0
 	for _, loc := range separator.FindAllStringIndex(text, -1) {
 		if after := strings.TrimSpace(text[loc[0]+4 : loc[1]]); after != "" && after[0] != '#' {
 			// The rest of the line is not shown: it may be a Secret's value.
-			return nil, fmt.Errorf("document %d: line %d: text after the document marker \"---\": kubectl allows only a comment there; start the document on the next line", len(chunks), yamlnode.LineOf([]byte(text), loc[0]+1))
+			line := linesBefore + strings.Count(text[prev:loc[0]+1], "\n") + 1
+			return nil, fmt.Errorf("document %d: line %d: text after the document marker \"---\": kubectl allows only a comment there; start the document on the next line", len(chunks), line)
 		}
-		chunks = append(chunks, chunk{text[prev:loc[0]] + "\n", yamlnode.LineOf([]byte(text), prev) - 1})
+		chunks = append(chunks, chunk{text[prev:loc[0]] + "\n", linesBefore})
+		linesBefore += strings.Count(text[prev:loc[1]], "\n")
 		prev = loc[1]
 	}
-	chunks = append(chunks, chunk{text[prev:], yamlnode.LineOf([]byte(text), prev) - 1})
+	chunks = append(chunks, chunk{text[prev:], linesBefore})
 	var docs []*yaml.RNode
 	for _, c := range chunks {
 		dec := yaml.NewDecoder(strings.NewReader(c.text))
