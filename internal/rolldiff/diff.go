@@ -1,6 +1,7 @@
 package rolldiff
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -418,6 +419,10 @@ func suffixBase(name string) (string, bool) {
 	return name[:i], true
 }
 
+// ReasonKeys is how many keys of a group (changed, added, removed) a reason
+// names; it says how many more there are. The JSON lists every one.
+const ReasonKeys = 10
+
 // reason says what changed in words, names only.
 func (c ConfigChange) reason() string {
 	obj := c.Kind + " " + hashing.ObjectName(c.Namespace, c.Name)
@@ -443,10 +448,12 @@ func (c ConfigChange) reason() string {
 		keys []string
 		verb string
 	}{{c.Changed, "changed"}, {c.Added, "added"}, {c.Removed, "removed"}} {
-		switch len(g.keys) {
-		case 0:
-		case 1:
+		switch n := len(g.keys); {
+		case n == 0:
+		case n == 1:
 			parts = append(parts, "key "+g.keys[0]+" "+g.verb)
+		case n > ReasonKeys:
+			parts = append(parts, fmt.Sprintf("keys %s and %d more %s", strings.Join(g.keys[:ReasonKeys], ", "), n-ReasonKeys, g.verb))
 		default:
 			parts = append(parts, "keys "+strings.Join(g.keys, ", ")+" "+g.verb)
 		}

@@ -44,27 +44,48 @@ func rollsColumn(w Workload) string {
 	return string(w.Status)
 }
 
+// MarkdownLimit is the most characters WriteMarkdown writes: what GitHub
+// takes in a comment (GitLab takes more).
+const MarkdownLimit = 65536
+
 // WriteMarkdown writes the diff as a pull-request comment: a heading with
 // the summary, then a table.
 func WriteMarkdown(w io.Writer, r Result) error {
 	var b strings.Builder
 	b.WriteString("### confighash diff\n\n")
 	b.WriteString("**" + mdEscape(r.Summary) + "**\n")
-	if notable := r.Notable(); len(notable) > 0 {
+	notable := r.Notable()
+	var end strings.Builder
+	if unchanged := r.Total - len(notable); unchanged > 0 {
+		fmt.Fprintf(&end, "\n%d other %s unchanged.\n", unchanged, output.Plural(unchanged, "workload is", "workloads are"))
+	}
+	if len(notable) > 0 {
 		b.WriteString("\n| workload | rolls | why |\n| --- | --- | --- |\n")
-		for _, wl := range notable {
+		for i, wl := range notable {
 			why := wl.Why()
 			for i := range why {
 				why[i] = mdEscape(why[i])
 			}
-			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", wl.ID(), rollsColumn(wl), strings.Join(why, "<br>"))
+			row := fmt.Sprintf("| `%s` | %s | %s |\n", wl.ID(), rollsColumn(wl), strings.Join(why, "<br>"))
+			// Rows while they fit, with room for the note that says how
+			// many did not and for the end; counted in bytes, which are
+			// never fewer than characters.
+			if b.Len()+len(row)+len(markdownOmitted(len(notable)))+end.Len() > MarkdownLimit {
+				b.WriteString(markdownOmitted(len(notable) - i))
+				break
+			}
+			b.WriteString(row)
 		}
 	}
-	if unchanged := r.Total - len(r.Notable()); unchanged > 0 {
-		fmt.Fprintf(&b, "\n%d other %s unchanged.\n", unchanged, output.Plural(unchanged, "workload is", "workloads are"))
-	}
+	b.WriteString(end.String())
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// markdownOmitted is the note that ends a table WriteMarkdown cut short.
+func markdownOmitted(n int) string {
+	return fmt.Sprintf("\n_%d more %s (rolling, new or removed, or with a stale hash) not listed: too many for one comment; `confighash diff` without `--markdown` lists every one._\n",
+		n, output.Plural(n, "workload", "workloads"))
 }
 
 // mdEscape keeps text inside one table cell.

@@ -24,6 +24,10 @@ func (w Workload) cause() string {
 	return strings.Join(parts, " and ")
 }
 
+// SummaryCauses is how many causes the summary names, the most common
+// first; the table names every workload's.
+const SummaryCauses = 5
+
 // summary is the one-line summary: how many roll, grouped by cause, then
 // the new and removed workloads and stale hashes.
 func summary(r Result) string {
@@ -55,13 +59,20 @@ func summary(r Result) string {
 		}
 		return causes[i] < causes[j]
 	})
-	for i, c := range causes {
+	for i, c := range causes[:min(len(causes), SummaryCauses)] {
 		if i == 0 {
 			b.WriteString(": ")
 		} else {
 			b.WriteString(", ")
 		}
 		fmt.Fprintf(&b, "%d because %s", counts[c], c)
+	}
+	if more := causes[min(len(causes), SummaryCauses):]; len(more) > 0 {
+		workloads := 0
+		for _, c := range more {
+			workloads += counts[c]
+		}
+		fmt.Fprintf(&b, ", and %d more for %d other %s (below)", workloads, len(more), output.Plural(len(more), "cause", "causes"))
 	}
 	var extra []string
 	if r.New > 0 {
