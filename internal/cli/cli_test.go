@@ -180,7 +180,7 @@ func TestExplainLeavesOutLocalConfig(t *testing.T) {
 	assert.Contains(t, out, "confighash.dev/external: 'ConfigMap/cfg'", "the render")
 	code, out, errOut = run(t, input, "explain")
 	require.Equal(t, 0, code, errOut)
-	assert.Regexp(t, `ConfigMap +cfg +all keys +EXTERNAL`, out, "explain")
+	assert.Regexp(t, `ConfigMap +cfg +EXTERNAL +all keys`, out, "explain")
 }
 
 func TestVersionAndHelp(t *testing.T) {

@@ -180,9 +180,10 @@ func printExplained(w io.Writer, r *inject.Report, list []explained, key []byte)
 		for _, n := range e.NotString {
 			fmt.Fprintf(w, "  %s: %s is not a string in YAML (unquoted, it reads as a number or bool): kubectl and helm refuse the object\n", n.Annotation, n.Text)
 		}
+		// The keys last: a long list pads no other cell.
 		tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 		for _, c := range e.Consumes {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Kind, c.Name, what(c), where(c))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Kind, c.Name, where(c), what(c))
 		}
 		_ = tw.Flush()
 	}
