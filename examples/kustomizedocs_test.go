@@ -472,45 +472,51 @@ func TestKustomizeDocs(t *testing.T) {
 	for _, tc := range docsTrees {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			src := filepath.Join("..", "testdata", "kustomize", "docs", tc.tree)
-			dir := copyTree(t, src)
-			root := filepath.Join(dir, tc.build)
-			out, _ := realBuild(t, root, nil, true)
-			// The same build with cat, which hands kustomize back what it
-			// got, in confighash's place (other functions of the tree run).
-			identity := t.TempDir()
-			require.NoError(t, testtools.CopyTree(src, identity, func(_, _ string, b []byte) ([]byte, error) {
-				return execPath.ReplaceAll(b, []byte("path: /bin/cat")), nil
-			}))
-			plain, _ := realBuild(t, filepath.Join(identity, tc.build), nil, true)
-			require.NotRegexp(t, `confighash\.dev/(hash|key-id|external):`, plain)
-			assert.Equal(t, withoutConfighash(t, plain), withoutConfighash(t, out), "only confighash's annotations added")
-
-			got := independentHashes(t, out)
-			require.Equal(t, slices.Sorted(maps.Keys(tc.workloads)), slices.Sorted(maps.Keys(got)), "workloads in the render\n%s", out)
-			for id, external := range tc.workloads {
-				r := got[id]
-				if slices.Contains(tc.optedOut, id) {
-					assert.Empty(t, r.hash+r.external, "%s opts out: no hash, no external list\n%s", id, out)
-					continue
-				}
-				assert.Equal(t, r.wantExternal, external, "%s: what it reads from outside the render, computed from the objects", id)
-				require.NotEmpty(t, r.want, "%s reads something of the render", id)
-				assert.Equal(t, r.want, r.hash, "%s: hash of what it reads, by the final names\n%s", id, out)
-				assert.Equal(t, external, r.external, "%s: external annotation", id)
-			}
-			verify := testtools.Run(t, dir, nil, []byte(out), testtools.Tool(t, "confighash"), append([]string{"verify"}, tc.verify...)...)
-			assert.Zero(t, verify.ExitCode, "confighash verify on the render\n%s", verify.Stderr)
-
-			hashes := testtools.PodHashes(t, out)
-			for _, c := range tc.changes {
-				edit(t, filepath.Join(dir, c.file), c.old, c.new)
-				changed, _ := realBuild(t, root, nil, true)
-				assertMoved(t, c.file+": "+c.new, hashes, testtools.PodHashes(t, changed), c.moved)
-				verify := testtools.Run(t, dir, nil, []byte(changed), testtools.Tool(t, "confighash"), append([]string{"verify"}, tc.verify...)...)
-				assert.Zero(t, verify.ExitCode, "%s: confighash verify on the render\n%s", c.file, verify.Stderr)
-				edit(t, filepath.Join(dir, c.file), c.new, c.old)
-			}
+			checkDocsTree(t, filepath.Join("..", "testdata", "kustomize", "docs", tc.tree), tc)
 		})
+	}
+}
+
+// checkDocsTree makes TestKustomizeDocs's checks on the tree src, a copy of
+// which it builds and edits.
+func checkDocsTree(t *testing.T, src string, tc docsTree) {
+	t.Helper()
+	dir := copyTree(t, src)
+	root := filepath.Join(dir, tc.build)
+	out, _ := realBuild(t, root, nil, true)
+	// The same build with cat, which hands kustomize back what it
+	// got, in confighash's place (other functions of the tree run).
+	identity := t.TempDir()
+	require.NoError(t, testtools.CopyTree(src, identity, func(_, _ string, b []byte) ([]byte, error) {
+		return execPath.ReplaceAll(b, []byte("path: /bin/cat")), nil
+	}))
+	plain, _ := realBuild(t, filepath.Join(identity, tc.build), nil, true)
+	require.NotRegexp(t, `confighash\.dev/(hash|key-id|external):`, plain)
+	assert.Equal(t, withoutConfighash(t, plain), withoutConfighash(t, out), "only confighash's annotations added")
+
+	got := independentHashes(t, out)
+	require.Equal(t, slices.Sorted(maps.Keys(tc.workloads)), slices.Sorted(maps.Keys(got)), "workloads in the render\n%s", out)
+	for id, external := range tc.workloads {
+		r := got[id]
+		if slices.Contains(tc.optedOut, id) {
+			assert.Empty(t, r.hash+r.external, "%s opts out: no hash, no external list\n%s", id, out)
+			continue
+		}
+		assert.Equal(t, r.wantExternal, external, "%s: what it reads from outside the render, computed from the objects", id)
+		require.NotEmpty(t, r.want, "%s reads something of the render", id)
+		assert.Equal(t, r.want, r.hash, "%s: hash of what it reads, by the final names\n%s", id, out)
+		assert.Equal(t, external, r.external, "%s: external annotation", id)
+	}
+	verify := testtools.Run(t, dir, nil, []byte(out), testtools.Tool(t, "confighash"), append([]string{"verify"}, tc.verify...)...)
+	assert.Zero(t, verify.ExitCode, "confighash verify on the render\n%s", verify.Stderr)
+
+	hashes := testtools.PodHashes(t, out)
+	for _, c := range tc.changes {
+		edit(t, filepath.Join(dir, c.file), c.old, c.new)
+		changed, _ := realBuild(t, root, nil, true)
+		assertMoved(t, c.file+": "+c.new, hashes, testtools.PodHashes(t, changed), c.moved)
+		verify := testtools.Run(t, dir, nil, []byte(changed), testtools.Tool(t, "confighash"), append([]string{"verify"}, tc.verify...)...)
+		assert.Zero(t, verify.ExitCode, "%s: confighash verify on the render\n%s", c.file, verify.Stderr)
+		edit(t, filepath.Join(dir, c.file), c.new, c.old)
 	}
 }

@@ -38,9 +38,9 @@ type Workload struct {
 	// warnings are findings about the workload's references (ambiguous
 	// kustomize renames).
 	warnings []string
-	// filled are the external uses (u.Ref()) of configs of the stream
-	// that the cluster fills in (clusterFilled).
-	filled map[string]bool
+	// nameOnly are the external uses (u.Ref()) of configs of the stream
+	// whose content is not the cluster's, with why (see nameOnly).
+	nameOnly map[string]nameOnly
 }
 
 // KeyID is the key id to write next to the hash: the key's in keyed mode
@@ -107,7 +107,8 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 		return nil, err
 	}
 	objects := make([]Object, len(docs))
-	configs := configIndex{byName: map[configKey]hashing.Content{}, filled: map[configKey]bool{}}
+	configs := configIndex{byName: map[configKey]hashing.Content{}, nameOnly: map[configKey]nameOnly{}}
+	var local []int
 	for i, d := range docs {
 		o, err := identify(d, opts)
 		if err != nil {
@@ -115,10 +116,23 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 		}
 		objects[i] = o
 		if opts.LeavesOut(d.Node) {
+			local = append(local, i)
 			continue
 		}
 		if err := configs.addDoc(d, o, opts); err != nil {
 			return nil, yamlnode.ShiftErrorLine(err, d.LineOffset)
+		}
+	}
+	// kustomize adds hash suffixes and fixes references to renamed objects
+	// before it drops the local-config ones: a pod reading one reads, in the
+	// cluster, a config of its final name, which the render does not hold.
+	// They are indexed for their names only, after the others, so that one
+	// of the same identity the render holds is the one read.
+	for _, i := range local {
+		if objects[i].isConfig() {
+			if err := configs.add(docs[i].Node, objects[i], localConfigObject); err != nil {
+				return nil, yamlnode.ShiftErrorLine(err, docs[i].LineOffset)
+			}
 		}
 	}
 	r := &Report{Documents: len(docs), Configs: configs.count()}
@@ -226,11 +240,11 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 	uses, required := hashing.DiscoverRequired(spec)
 	w.InStream, w.External = r.resolveUses(uses)
 	for _, u := range w.External {
-		if configs.filled[configKey{o.Namespace, u.Kind, u.Name}] {
-			if w.filled == nil {
-				w.filled = map[string]bool{}
+		if why := configs.nameOnly[configKey{o.Namespace, u.Kind, u.Name}]; why != readContent {
+			if w.nameOnly == nil {
+				w.nameOnly = map[string]nameOnly{}
 			}
-			w.filled[u.Ref()] = true
+			w.nameOnly[u.Ref()] = why
 		}
 	}
 	w.warnings = append(slices.Clip(r.findings), r.missingKeys(required)...)
@@ -245,10 +259,10 @@ func analyzeWorkload(node *yaml.RNode, o Object, configs configIndex, opts Optio
 type configIndex struct {
 	byName  map[configKey]hashing.Content
 	renamed []renamedConfig
-	// filled are the configs of the stream that the cluster fills in
-	// (clusterFilled), under each of their names: byName holds them with
-	// no keys, for their names only.
-	filled map[configKey]bool
+	// nameOnly are the configs of the stream whose content is not the
+	// cluster's, under each of their names, with why: byName holds them
+	// with no keys, for their names only.
+	nameOnly map[configKey]nameOnly
 }
 
 type configKey struct {
@@ -266,7 +280,7 @@ func (c *configIndex) addDoc(d Doc, o Object, opts Options) error {
 		return c.put(o, content)
 	}
 	if o.isConfig() {
-		return c.add(d.Node, o)
+		return c.add(d.Node, o, readContent)
 	}
 	if !o.isList() {
 		return nil
@@ -284,7 +298,7 @@ func (c *configIndex) addDoc(d Doc, o Object, opts Options) error {
 			return fmt.Errorf("%s: items[%d]: %w", o, i, err)
 		}
 		if io.isConfig() {
-			if err := c.add(sub.Node, io); err != nil {
+			if err := c.add(sub.Node, io, readContent); err != nil {
 				return err
 			}
 		}
@@ -292,18 +306,37 @@ func (c *configIndex) addDoc(d Doc, o Object, opts Options) error {
 	return nil
 }
 
-func (c *configIndex) add(node *yaml.RNode, o Object) error {
+// nameOnly says why a config of the stream is indexed by name only, so
+// that a reference resolves to its final name as to any config's, and is
+// then external (lookup and resolve do not hand out its content).
+type nameOnly int
+
+const (
+	// readContent: an ordinary config, its content the cluster's.
+	readContent nameOnly = iota
+	// clusterFills: the cluster writes its content (clusterFilled).
+	clusterFills
+	// localConfigObject: marked local-config, so left out of the render
+	// after kustomize fixed the references to it.
+	localConfigObject
+)
+
+// add indexes a config; why is readContent, or localConfigObject for a
+// local-config object, which gives way to a config of the same identity.
+func (c *configIndex) add(node *yaml.RNode, o Object, why nameOnly) error {
 	key := configKey{o.Namespace, hashing.Kind(o.Kind), o.Name}
 	if _, dup := c.byName[key]; dup {
+		if why == localConfigObject {
+			return nil
+		}
 		return fmt.Errorf("%s: the stream holds this %s twice", o, o.Kind)
 	}
-	// A config the cluster fills in is indexed by name only, so that a
-	// reference resolves to its final name as to any config's, and is
-	// then external (lookup and resolve do not hand out its content).
-	filled := clusterFilled(node, o)
+	if why == readContent && clusterFilled(node, o) {
+		why = clusterFills
+	}
 	content := hashing.Content{Kind: key.kind, Namespace: o.Namespace, Name: o.Name}
 	var err error
-	if !filled {
+	if why == readContent {
 		if content, err = ReadContent(node.YNode(), hashing.Kind(o.Kind), o.Namespace, o.Name); err != nil {
 			return fmt.Errorf("%s: %w", o, err)
 		}
@@ -326,9 +359,9 @@ func (c *configIndex) add(node *yaml.RNode, o Object) error {
 	if context.previous != nil {
 		c.renamed = append(c.renamed, renamedConfig{key: key, written: o.written, context: context})
 	}
-	if filled {
-		c.filled[key] = true
-		c.filled[configKey{o.Namespace, key.kind, content.Name}] = true
+	if why != readContent {
+		c.nameOnly[key] = why
+		c.nameOnly[configKey{o.Namespace, key.kind, content.Name}] = why
 	}
 	return c.put(o, content)
 }
@@ -399,7 +432,7 @@ func (c configIndex) lookup(namespace string) hashing.Lookup {
 	return func(kind hashing.Kind, name string) (hashing.Content, bool) {
 		key := configKey{namespace, kind, name}
 		content, ok := c.byName[key]
-		return content, ok && !c.filled[key]
+		return content, ok && c.nameOnly[key] == readContent
 	}
 }
 
@@ -443,12 +476,15 @@ func workloadFindings(w Workload) []Finding {
 		if u.Optional {
 			f.Severity = SeverityInfo
 		}
-		f.Message = fmt.Sprintf("consumes %s %s, which is not in the stream: left out of the hash, recorded as external for the controller",
-			u.Kind, hashing.ObjectName(w.Namespace, u.Name)) + kustomizeVarHint(u)
-		if w.filled[u.Ref()] {
-			f.Message = fmt.Sprintf("consumes %s %s, which the cluster fills in (a service account token Secret, an OpenShift CA bundle ConfigMap): left out of the hash, recorded as external for the controller",
-				u.Kind, hashing.ObjectName(w.Namespace, u.Name))
+		which := "which is not in the stream"
+		switch w.nameOnly[u.Ref()] {
+		case clusterFills:
+			which = "which the cluster fills in (a service account token Secret, an OpenShift CA bundle ConfigMap)"
+		case localConfigObject:
+			which = "which is marked config.kubernetes.io/local-config (kustomize and kpt leave it out of the render)"
 		}
+		f.Message = fmt.Sprintf("consumes %s %s, %s: left out of the hash, recorded as external for the controller",
+			u.Kind, hashing.ObjectName(w.Namespace, u.Name), which) + kustomizeVarHint(u)
 		out = append(out, f)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Severity < out[j].Severity })

@@ -56,3 +56,63 @@ func TestSkipLocalConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestLocalConfigRenamedByKustomize: kustomize adds hash suffixes and fixes
+// the references to renamed objects before it drops local-config objects,
+// so a pod that reads one reads, in the cluster, a config of its final
+// name: the external list names that one, and says why it is not hashed. A
+// config the render holds under the same name is the one hashed.
+func TestLocalConfigRenamedByKustomize(t *testing.T) {
+	const mark = "    config.kubernetes.io/local-config: \"true\"\n"
+	local := func(doc string) string {
+		return strings.Replace(doc, "  annotations:\n", "  annotations:\n"+mark, 1)
+	}
+	renamed := []string{"previousNames=cfg", "previousKinds=ConfigMap", "previousNamespaces=default", "prefixes=prod-"}
+	cases := []struct {
+		name     string
+		docs     []string
+		external string // the workload's external annotation (prefix of it, for a suffixed name)
+		hashed   bool
+	}{
+		{name: "namePrefix: the prefixed name",
+			docs:     []string{local(kcm("ConfigMap", "prod-cfg", "", renamed...)), kdeploy("", envFromCfg, "prefixes=prod-")},
+			external: "ConfigMap/prod-cfg"},
+		{name: "generator with the hash suffix: the suffixed name",
+			docs:     []string{local(kcm("ConfigMap", "cfg", "", "needsHashSuffix=enabled")), kdeploy("", envFromCfg)},
+			external: "ConfigMap/cfg-"},
+		{name: "generator under a prefix, with the hash suffix",
+			docs:     []string{local(kcm("ConfigMap", "prod-cfg", "", append(renamed, "needsHashSuffix=enabled")...)), kdeploy("", envFromCfg, "prefixes=prod-")},
+			external: "ConfigMap/prod-cfg-"},
+		{name: "moved into the workload's namespace",
+			docs:     []string{local(kcm("Secret", "tok", "shop", "previousNames=tok", "previousKinds=Secret", "previousNamespaces=default")), kdeploy("shop", envFromTok)},
+			external: "Secret/tok"},
+		{name: "a variant's config and the base's local one: each reader its own",
+			docs: []string{local(kcm("ConfigMap", "cfg", "", "needsHashSuffix=enabled")),
+				kcm("ConfigMap", "canary-cfg", "", "previousNames=cfg", "previousKinds=ConfigMap", "previousNamespaces=default", "prefixes=canary-"),
+				kdeploy("", envFromCfg, "prefixes=canary-")},
+			hashed: true},
+		{name: "a variant's config and the base's local one: the base's reader the local one",
+			docs: []string{local(kcm("ConfigMap", "cfg", "", "needsHashSuffix=enabled")),
+				kcm("ConfigMap", "canary-cfg", "", "previousNames=cfg", "previousKinds=ConfigMap", "previousNamespaces=default", "prefixes=canary-"),
+				kdeploy("", envFromCfg)},
+			external: "ConfigMap/cfg-"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := analyze(t, Options{SkipLocalConfig: true}, tc.docs...)
+			require.Len(t, r.Workloads, 1)
+			w := r.Workloads[0]
+			assert.Equal(t, tc.hashed, w.Hash != "")
+			if tc.external == "" {
+				assert.Empty(t, w.ExternalValue())
+				return
+			}
+			assert.True(t, strings.HasPrefix(w.ExternalValue(), tc.external), "external %q, want %q", w.ExternalValue(), tc.external)
+			if strings.HasSuffix(tc.external, "-") {
+				assert.Len(t, w.ExternalValue(), len(tc.external)+10, "kustomize's suffix: %q", w.ExternalValue())
+			}
+			require.Len(t, r.Findings, 1)
+			assert.Contains(t, r.Findings[0].Message, "config.kubernetes.io/local-config")
+		})
+	}
+}
