@@ -1,8 +1,14 @@
 package examples_test
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
 // kprobeTrees are trees under testdata/kustomize/probe-*, inputs kustomize
@@ -61,4 +67,76 @@ func TestKustomizeProbes(t *testing.T) {
 			checkDocsTree(t, filepath.Join("..", "testdata", "kustomize", tc.tree), tc)
 		})
 	}
+}
+
+// kprobeWrite writes files (path relative to dir: content) into dir.
+func kprobeWrite(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+}
+
+// kprobeFunction is a functionConfig (a ConfigMap, as kpt passes one)
+// running the exec function at path.
+func kprobeFunction(path string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fn\n  annotations:\n" +
+		"    config.kubernetes.io/function: |\n      exec:\n        path: " + path + "\n"
+}
+
+// TestKustomizeProbeListings: where else than last under transformers: a
+// user lists confighash, and what kustomize (v5.8.2) does with it.
+func TestKustomizeProbeListings(t *testing.T) {
+	kustomize := testtools.Tool(t, "kustomize")
+	bin := testtools.Tool(t, "confighash")
+	build := func(dir string) testtools.Result {
+		return testtools.Run(t, dir, nil, nil, kustomize, "build", "--enable-alpha-plugins", "--enable-exec", ".")
+	}
+
+	// Under validators:, over a base that holds confighash, so that it has
+	// nothing to change: kustomize refuses the output of any exec function
+	// there, cat's too, so it can be no check of the render.
+	t.Run("validators: refused, even unchanged", func(t *testing.T) {
+		dir := copyTree(t, filepath.Join("..", "testdata", "kustomize", "hashed-base"))
+		for _, path := range []string{bin, "/bin/cat"} {
+			kprobeWrite(t, dir, map[string]string{
+				"check/kustomization.yaml": "resources:\n- ../base\nvalidators:\n- validator.yaml\n",
+				"check/validator.yaml":     kprobeFunction(path),
+			})
+			res := build(filepath.Join(dir, "check"))
+			assert.NotZero(t, res.ExitCode, "%s as a validator", path)
+			assert.Contains(t, res.Stderr, "validator shouldn't modify the resource map", path)
+		}
+		res := build(filepath.Join(dir, "base"))
+		require.Zero(t, res.ExitCode, res.Stderr)
+		assert.Len(t, hashes(t, res.Stdout), 1, "the base alone is hashed")
+	})
+
+	// A folder of transformer configs shared by overlays (transformers:
+	// [../../shared]): kustomize reads the exec path relative to the
+	// kustomization that lists the folder, not to the folder, so a relative
+	// path serves only overlays at one depth.
+	t.Run("a shared transformers folder: the path from the listing kustomization", func(t *testing.T) {
+		dir := copyTree(t, filepath.Join("..", "testdata", "kustomize", "probe-local-config"))
+		rel, err := filepath.Rel(filepath.Join(dir, "overlays", "eu"), bin)
+		require.NoError(t, err)
+		overlay := "resources:\n- ../../base\ntransformers:\n- ../../shared\n"
+		kprobeWrite(t, dir, map[string]string{
+			"shared/kustomization.yaml":           "resources:\n- confighash.yaml\n",
+			"shared/confighash.yaml":              kprobeFunction(rel),
+			"overlays/eu/kustomization.yaml":      overlay,
+			"deep/overlays/us/kustomization.yaml": "resources:\n- ../../../base\ntransformers:\n- ../../../shared\n",
+		})
+		res := build(filepath.Join(dir, "overlays", "eu"))
+		require.Zero(t, res.ExitCode, res.Stderr)
+		assert.Len(t, hashes(t, res.Stdout), 1)
+		verify := testtools.Run(t, dir, nil, []byte(res.Stdout), bin, "verify")
+		assert.Zero(t, verify.ExitCode, verify.Stderr)
+
+		res = build(filepath.Join(dir, "deep", "overlays", "us"))
+		assert.NotZero(t, res.ExitCode, "one level deeper, the same relative path reaches no binary")
+		assert.Contains(t, res.Stderr, "fork/exec "+rel+": no such file or directory")
+	})
 }
