@@ -1,0 +1,113 @@
+package fn_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/fn"
+)
+
+// kptItems are items as kpt fn render sends them: each with its file and
+// index under the internal and the legacy keys, quoted as kpt quotes them,
+// the sequence indent it read, and kpt's own resource id; one in a
+// subpackage's folder, one whose pod template has no metadata.
+const kptItems = `items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: site
+    annotations:
+      config.kubernetes.io/index: '0'
+      config.kubernetes.io/path: 'configmap.yaml'
+      internal.config.kubernetes.io/index: '0'
+      internal.config.kubernetes.io/path: 'configmap.yaml'
+      internal.config.kubernetes.io/seqindent: 'compact'
+      internal.config.k8s.io/kpt-resource-id: "0"
+  data:
+    mode: fast
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata:
+    name: web
+    annotations:
+      config.kubernetes.io/index: '1'
+      config.kubernetes.io/path: 'worker/deploy.yaml'
+      internal.config.kubernetes.io/index: '1'
+      internal.config.kubernetes.io/path: 'worker/deploy.yaml'
+      internal.config.kubernetes.io/seqindent: 'wide'
+      internal.config.k8s.io/kpt-resource-id: "1"
+  spec:
+    template:
+      spec:
+        containers:
+          - name: web
+            envFrom:
+              - configMapRef: {name: site}
+              - secretRef: {name: vault}
+`
+
+// TestKptAnnotationsKept: confighash hands every annotation kpt sent back
+// as it came (kpt reads them to write each object to its file, and fails on
+// internal and legacy keys that disagree), adds only its own, and writes a
+// result naming the file and index kpt gave. The ResourceList is read two
+// ways (as one tree, and through kio when a separator or CR is in the
+// text): both give the same output.
+func TestKptAnnotationsKept(t *testing.T) {
+	const head = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
+	const fc = "functionConfig:\n  apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: function-input\n" +
+		"    annotations: {config.kubernetes.io/local-config: \"true\"}\n  data: {}\n"
+	var outputs []string
+	for _, input := range []string{head + kptItems + fc, "---\n" + head + kptItems + fc, strings.ReplaceAll(head+kptItems+fc, "\n", "\r\n")} {
+		var out bytes.Buffer
+		results, err := fn.Run(fn.Processor{}, strings.NewReader(input), &out)
+		require.NoError(t, err)
+		outputs = append(outputs, out.String())
+
+		rl, err := yaml.Parse(out.String())
+		require.NoError(t, err)
+		items, err := rl.Pipe(yaml.Lookup("items"))
+		require.NoError(t, err)
+		got, err := items.Elements()
+		require.NoError(t, err)
+		want := kptAnnotations(t)
+		require.Len(t, got, len(want))
+		for i, item := range got {
+			a := item.GetAnnotations()
+			if item.GetKind() == "Deployment" {
+				assert.Equal(t, "Secret/vault", a["confighash.dev/external"])
+				delete(a, "confighash.dev/external")
+				hash, err := item.Pipe(yaml.Lookup("spec", "template", "metadata", "annotations", "confighash.dev/hash"))
+				require.NoError(t, err)
+				assert.NotNil(t, hash, "the pod template, without metadata before, holds the hash")
+			}
+			assert.Equal(t, want[i], a, "item %d: kpt's annotations as sent", i)
+		}
+		require.Len(t, results, 1)
+		require.NotNil(t, results[0].File)
+		assert.Equal(t, fn.File{Path: "worker/deploy.yaml", Index: 1}, *results[0].File)
+		assert.Contains(t, out.String(), "  file:\n    path: worker/deploy.yaml\n    index: 1\n")
+	}
+	assert.Equal(t, outputs[0], outputs[1], "read as one tree or through kio: one output")
+	assert.Equal(t, outputs[0], outputs[2], "CRLF line ends read as LF")
+}
+
+// kptAnnotations are the annotations of kptItems, by item.
+func kptAnnotations(t *testing.T) []map[string]string {
+	t.Helper()
+	rl, err := yaml.Parse(kptItems)
+	require.NoError(t, err)
+	items, err := rl.Pipe(yaml.Lookup("items"))
+	require.NoError(t, err)
+	elems, err := items.Elements()
+	require.NoError(t, err)
+	var out []map[string]string
+	for _, e := range elems {
+		out = append(out, e.GetAnnotations())
+	}
+	return out
+}
