@@ -14,34 +14,13 @@ import (
 
 // kptItems are items as kpt fn render sends them: each with its file and
 // index under the internal and the legacy keys, quoted as kpt quotes them,
-// the sequence indent it read, and kpt's own resource id; one in a
-// subpackage's folder, one whose pod template has no metadata.
-const kptItems = `items:
-- apiVersion: v1
-  kind: ConfigMap
-  metadata:
-    name: site
-    annotations:
-      config.kubernetes.io/index: '0'
-      config.kubernetes.io/path: 'configmap.yaml'
-      internal.config.kubernetes.io/index: '0'
-      internal.config.kubernetes.io/path: 'configmap.yaml'
-      internal.config.kubernetes.io/seqindent: 'compact'
-      internal.config.k8s.io/kpt-resource-id: "0"
-  data:
-    mode: fast
-- apiVersion: apps/v1
-  kind: Deployment
-  metadata:
-    name: web
-    annotations:
-      config.kubernetes.io/index: '1'
-      config.kubernetes.io/path: 'worker/deploy.yaml'
-      internal.config.kubernetes.io/index: '1'
-      internal.config.kubernetes.io/path: 'worker/deploy.yaml'
-      internal.config.kubernetes.io/seqindent: 'wide'
-      internal.config.k8s.io/kpt-resource-id: "1"
-  spec:
+// the sequence indent it read, and kpt's own resource id (kptAnnotations);
+// one in a subpackage's folder, one whose pod template has no metadata.
+var kptItems = "items:\n" +
+	"- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: site\n" + kptMeta("0", "configmap.yaml", "compact") +
+	"  data:\n    mode: fast\n" +
+	"- apiVersion: apps/v1\n  kind: Deployment\n  metadata:\n    name: web\n" + kptMeta("1", "worker/deploy.yaml", "wide") +
+	`  spec:
     template:
       spec:
         containers:
@@ -50,6 +29,15 @@ const kptItems = `items:
               - configMapRef: {name: site}
               - secretRef: {name: vault}
 `
+
+// kptMeta is the annotations block kpt gives the item of index in file path.
+func kptMeta(index, path, seqindent string) string {
+	return "    annotations:\n" +
+		"      config.kubernetes.io/index: '" + index + "'\n      config.kubernetes.io/path: '" + path + "'\n" +
+		"      internal.config.kubernetes.io/index: '" + index + "'\n      internal.config.kubernetes.io/path: '" + path + "'\n" +
+		"      internal.config.kubernetes.io/seqindent: '" + seqindent + "'\n" +
+		"      internal.config.k8s.io/kpt-resource-id: \"" + index + "\"\n"
+}
 
 // TestKptAnnotationsKept: confighash hands every annotation kpt sent back
 // as it came (kpt reads them to write each object to its file, and fails on
