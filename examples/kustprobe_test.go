@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/kustomize/kyaml/kio"
 
 	"github.com/confighash/confighash/internal/testing/testtools"
 )
@@ -139,4 +140,67 @@ func TestKustomizeProbeListings(t *testing.T) {
 		assert.NotZero(t, res.ExitCode, "one level deeper, the same relative path reaches no binary")
 		assert.Contains(t, res.Stderr, "fork/exec "+rel+": no such file or directory")
 	})
+}
+
+// TestKptProbePipeline sends confighash the ResourceLists kpt sends for
+// examples/kpt in pipelines users write (kpt itself cannot be installed
+// here): the render checked with `kpt fn source . | confighash verify`
+// passes; a set-namespace mutator after confighash, or selectors that give
+// confighash the workloads without their configs, leave a render verify
+// refuses.
+func TestKptProbePipeline(t *testing.T) {
+	bin := testtools.Tool(t, "confighash")
+	fc := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\ndata:\n  annotationPrefix: confighash.dev\n"
+	pkg := readFiles(t, "kpt", "configmap.yaml", "deployment.yaml")
+	render := func(items string) string {
+		res := testtools.Run(t, "", nil, []byte(resourceList(t, items, fc, "")), bin)
+		require.Zero(t, res.ExitCode, res.Stderr)
+		return res.Stdout
+	}
+	verify := func(rl string) testtools.Result {
+		return testtools.Run(t, "", nil, []byte(rl), bin, "verify")
+	}
+
+	rendered := render(pkg)
+	require.Len(t, hashes(t, rendered), 1)
+	res := verify(rendered)
+	assert.Zero(t, res.ExitCode, "the rendered package, as kpt fn source prints it\n%s", res.Stderr)
+
+	// set-namespace after confighash: the configs it hashed now live
+	// elsewhere.
+	nodes, err := kio.FromBytes([]byte(rendered))
+	require.NoError(t, err)
+	for _, n := range nodes {
+		require.NoError(t, n.SetNamespace("shop"))
+	}
+	moved, err := kio.StringAll(nodes)
+	require.NoError(t, err)
+	res = verify(moved)
+	assert.Equal(t, 1, res.ExitCode, "a namespace set after the hash\n%s", moved)
+	assert.Contains(t, res.Stderr, "Deployment shop/web")
+
+	// selectors: [{kind: Deployment}] on confighash: kpt sends the
+	// Deployment alone, and passes the ConfigMap by.
+	selected := render(readFiles(t, "kpt", "deployment.yaml"))
+	assert.Empty(t, hashes(t, selected), "no config in its input: no hash")
+	assert.Contains(t, selected, "confighash.dev/external: 'ConfigMap/site'")
+	res = verify(resourceList(t, readFiles(t, "kpt", "configmap.yaml")+"---\n"+kprobeItem(t, selected, "Deployment"), "", ""))
+	assert.Equal(t, 1, res.ExitCode, "the package with the Deployment as that run left it")
+	assert.Contains(t, res.Stderr, "Deployment web")
+}
+
+// kprobeItem returns the item of a ResourceList of the given kind, as YAML.
+func kprobeItem(t *testing.T, rl, kind string) string {
+	t.Helper()
+	nodes, err := kio.FromBytes([]byte(rl))
+	require.NoError(t, err)
+	for _, n := range nodes {
+		if n.GetKind() == kind {
+			s, err := n.String()
+			require.NoError(t, err)
+			return s
+		}
+	}
+	t.Fatalf("no %s in\n%s", kind, rl)
+	return ""
 }
