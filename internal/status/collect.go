@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -492,16 +493,29 @@ func (c collector) deploymentRollout(ctx context.Context, d *appsv1.Deployment) 
 			continue
 		}
 		owned[rs.Name] = true
-		// The Deployment controller gives the new ReplicaSet the
-		// Deployment's revision.
-		if rs.Annotations["deployment.kubernetes.io/revision"] == d.Annotations["deployment.kubernetes.io/revision"] {
+		// The ReplicaSet of the Deployment's template, as the Deployment
+		// controller finds it; none while the Deployment is paused or its
+		// controller has yet to make it, and then every pod runs an older
+		// template. (Its revision annotation is the Deployment's last
+		// ReplicaSet's, which is not the template's while paused.)
+		if sameTemplate(&rs.Spec.Template, &d.Spec.Template) {
 			current = rs.Name
 		}
 	}
 	return c.countPods(ctx, r, done, d.Namespace, opts, func(p *corev1.Pod) (bool, bool) {
 		owner := ownerName(p.OwnerReferences, "ReplicaSet")
-		return owned[owner], current != "" && owner != current
+		return owned[owner], owner != current
 	})
+}
+
+// sameTemplate reports whether a ReplicaSet's pod template is a
+// Deployment's: equal but for the pod-template-hash label the Deployment
+// controller adds, as that controller compares them.
+func sameTemplate(rs, d *corev1.PodTemplateSpec) bool {
+	a, b := rs.DeepCopy(), d.DeepCopy()
+	delete(a.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+	delete(b.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+	return apiequality.Semantic.DeepEqual(a, b)
 }
 
 // statefulSetRollout reads a StatefulSet's progress; a pod whose revision

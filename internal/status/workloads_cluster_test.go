@@ -77,7 +77,8 @@ spec:
 //     error naming the refused lists, nothing on standard output;
 //   - a paused Deployment whose template changed, a suspended CronJob and an
 //     OnDelete StatefulSet whose template changed say so in their rollout,
-//     rather than "in progress" for ever;
+//     rather than "in progress" for ever; the paused Deployment's pods run an
+//     older template (before, they were counted as current: 0/1);
 //   - --request-timeout 0 is no timeout, as for kubectl;
 //   - the Secret deleted: BLOCKED naming it.
 func TestStatusOfWorkloadsUsersHave(t *testing.T) {
@@ -229,11 +230,27 @@ func TestStatusOfWorkloadsUsersHave(t *testing.T) {
 			res = run([]string{"CONFIGHASH_HMAC_KEY=k3y"}, "--kubeconfig", kc, "-n", "keyed")
 			return !strings.Contains(res.Stdout, "not yet observed")
 		})
-		assert.Regexp(t, `Deployment keyed/web\s+STALE \(render-hash-mismatch\)\s+\S+\s+-\s+paused`, res.Stdout)
+		assert.Regexp(t, `Deployment keyed/web\s+STALE \(render-hash-mismatch\)\s+\S+\s+-\s+paused 0/1 updated, 0 available, 1 pending\s+1/1\s`, res.Stdout)
 		assert.Contains(t, res.Stdout, "rollout: paused (kubectl rollout resume to roll): ")
+		// Its pod runs the template before the edit: a paused Deployment
+		// makes no ReplicaSet for the new one. Before, status counted the
+		// pods of its last ReplicaSet as current: 0/1.
+		assert.Contains(t, res.Stdout, "1 pod runs an older template")
 		ws := statustest.Workloads(t, run([]string{"CONFIGHASH_HMAC_KEY=k3y"}, "--kubeconfig", kc, "-n", "keyed", "--json").Stdout)
 		assert.True(t, ws["Deployment/web"].Rollout.Paused)
 		assert.False(t, ws["Deployment/web"].Rollout.Done)
+		assert.Equal(t, 1, ws["Deployment/web"].Rollout.StalePods)
+
+		// Resumed: the new ReplicaSet's pod runs the current template, the
+		// old one's an older one, until it is gone.
+		_, err = kubetest.Edit(ctx, cs.AppsV1().Deployments("keyed"), "web", "", func(d *appsv1.Deployment) { d.Spec.Paused = false })
+		require.NoError(t, err)
+		eventually(t, "the resumed Deployment's new ReplicaSet has its pod", func() bool {
+			w := statustest.Workloads(t, run([]string{"CONFIGHASH_HMAC_KEY=k3y"}, "--kubeconfig", kc, "-n", "keyed", "--json").Stdout)["Deployment/web"]
+			return w.Rollout.Updated == 1 && w.Rollout.Pods == 2
+		})
+		w := statustest.Workloads(t, run([]string{"CONFIGHASH_HMAC_KEY=k3y"}, "--kubeconfig", kc, "-n", "keyed", "--json").Stdout)["Deployment/web"]
+		assert.Equal(t, 1, w.Rollout.StalePods, "the old ReplicaSet's pod")
 	})
 
 	t.Run("suspended CronJob", func(t *testing.T) {
