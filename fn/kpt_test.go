@@ -72,6 +72,12 @@ func TestKptAnnotationsKept(t *testing.T) {
 				hash, err := item.Pipe(yaml.Lookup("spec", "template", "metadata", "annotations", "confighash.dev/hash"))
 				require.NoError(t, err)
 				assert.NotNil(t, hash, "the pod template, without metadata before, holds the hash")
+				tpl, err := item.Pipe(yaml.Lookup("spec", "template"))
+				require.NoError(t, err)
+				fields, err := tpl.Fields()
+				require.NoError(t, err)
+				assert.Equal(t, []string{"metadata", "spec"}, fields,
+					"metadata added ahead of the spec, where people write it and kpt writes it back to the file")
 			}
 			assert.Equal(t, want[i], a, "item %d: kpt's annotations as sent", i)
 		}

@@ -119,7 +119,38 @@ func setOrClear(node *yaml.RNode, key, value string) error {
 			return err
 		}
 	case value != "" && (!has || current != value):
-		return node.PipeE(yaml.SetAnnotation(key, value))
+		at := fieldIndex(node.YNode(), "metadata")
+		if err := node.PipeE(yaml.SetAnnotation(key, value)); err != nil {
+			return err
+		}
+		moveField(node.YNode(), "metadata", max(at, 0))
 	}
 	return nil
+}
+
+// fieldIndex is the position of key among the fields of mapping n, -1
+// when it has no such field.
+func fieldIndex(n *yaml.Node, key string) int {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return i / 2
+		}
+	}
+	return -1
+}
+
+// moveField moves the field key of mapping n to position at. kyaml's
+// SetAnnotation drops an empty metadata and appends the one it makes after
+// the other fields: of a pod template without metadata (as Job templates
+// are often written), after its spec. The metadata goes back where it was,
+// or first, where people and kubectl write it and the stream mode adds it;
+// kpt writes the function's output back to the package's files.
+func moveField(n *yaml.Node, key string, at int) {
+	from := fieldIndex(n, key)
+	if from < 0 || from == at || at >= len(n.Content)/2 {
+		return
+	}
+	pair := []*yaml.Node{n.Content[2*from], n.Content[2*from+1]}
+	rest := append(append([]*yaml.Node(nil), n.Content[:2*from]...), n.Content[2*from+2:]...)
+	n.Content = append(append(append([]*yaml.Node(nil), rest[:2*at]...), pair...), rest[2*at:]...)
 }
