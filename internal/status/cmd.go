@@ -23,7 +23,7 @@ const usage = `kubectl confighash status shows whether the workloads confighash 
 the configuration they should.
 
 Usage:
-  kubectl confighash status [-n NAMESPACE | -A] [--json]
+  kubectl confighash status [-n NAMESPACE | -A] [--json | -o json]
   confighash status ...                 (the same; runs this plugin)
 
 For each managed workload: the configs it consumes, the render-time and
@@ -78,6 +78,9 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) er
 	fs.StringVar(&opts.Prefix, "prefix", annotations.DefaultPrefix, "annotation prefix")
 	fs.StringVar(&keyFile, "hmac-key-file", "", "the controller's HMAC key file, when it runs keyed (also $CONFIGHASH_HMAC_KEY_FILE, or the key itself in $CONFIGHASH_HMAC_KEY)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	var format string
+	fs.StringVar(&format, "output", "", "output format, as for kubectl: json (the same as --json), or wide or empty for the table")
+	fs.StringVar(&format, "o", "", "output format (short for --output)")
 	timeout := fs.Duration("request-timeout", 30*time.Second, "give up after this long (0: never)")
 	if err := fs.Parse(args); err != nil {
 		// Help asked for is the output; after a flag error, the usage
@@ -93,6 +96,16 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) er
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+	switch format {
+	case "json":
+		*asJSON = true
+	case "", "wide":
+		if format != "" && *asJSON {
+			return fmt.Errorf("-o %s and --json exclude each other", format)
+		}
+	default:
+		return fmt.Errorf("output format %q: status prints a table, or JSON with -o json", format)
 	}
 	key, err := hmackey.Load(keyFile, getenv)
 	if err != nil {

@@ -27,10 +27,10 @@ func TestMainUsage(t *testing.T) {
 		out  string // on stdout; empty: stdout must be empty
 		err  string // on stderr; empty: stderr must be empty
 	}{
-		{args: []string{"--help"}, out: "kubectl confighash status [-n NAMESPACE | -A] [--json]"},
+		{args: []string{"--help"}, out: "kubectl confighash status [-n NAMESPACE | -A] [--json | -o json]"},
 		{args: []string{"-h"}, out: "-request-timeout"},
 		{args: []string{"status", "--help"}, out: "-all-namespaces"},
-		{args: []string{"help"}, out: "kubectl confighash status [-n NAMESPACE | -A] [--json]"},
+		{args: []string{"help"}, out: "kubectl confighash status [-n NAMESPACE | -A] [--json | -o json]"},
 		{args: []string{"stats"}, code: 1, err: `unknown command "stats"`},
 		{args: []string{"status", "--bogus"}, code: 1, err: "flag provided but not defined: -bogus"},
 		{args: []string{"status", "-n"}, code: 1, err: "flag needs an argument: -n"},
@@ -40,6 +40,12 @@ func TestMainUsage(t *testing.T) {
 		{args: []string{"status", "--kubeconfig", notYAML}, code: 1, err: notYAML},
 		{args: []string{"status", "--kubeconfig", dir}, code: 1, err: dir},
 		{args: []string{"status", "--hmac-key-file", filepath.Join(dir, "no-key")}, code: 1, err: filepath.Join(dir, "no-key")},
+		// kubectl's -o: json is --json, the table is the default; the
+		// kubeconfig's error shows the flag was taken.
+		{args: []string{"status", "-o", "json", "--kubeconfig", filepath.Join(dir, "missing")}, code: 1, err: filepath.Join(dir, "missing")},
+		{args: []string{"status", "--output=wide", "--kubeconfig", filepath.Join(dir, "missing")}, code: 1, err: filepath.Join(dir, "missing")},
+		{args: []string{"status", "-o", "yaml"}, code: 1, err: `output format "yaml": status prints a table, or JSON with -o json`},
+		{args: []string{"status", "-o", "wide", "--json"}, code: 1, err: "-o wide and --json exclude each other"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errb bytes.Buffer

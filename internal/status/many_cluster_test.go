@@ -54,4 +54,19 @@ func TestStatusOfManyWorkloads(t *testing.T) {
 	for _, w := range report.Workloads {
 		assert.Equal(t, status.ConfigCurrent, w.Config, w.Name)
 	}
+
+	// kubectl's -o json is --json.
+	var outO bytes.Buffer
+	errb.Reset()
+	code = status.Main([]string{"status", "--kubeconfig", cp.KubeconfigPath(), "-n", namespace, "-o", "json"},
+		&outO, &errb, func(string) string { return "" })
+	require.Zero(t, code, "kubectl confighash status -o json: %s", errb.String())
+	var reportO status.Report
+	require.NoError(t, json.Unmarshal(outO.Bytes(), &reportO))
+	for _, r := range []*status.Report{&report, &reportO} {
+		for i := range r.Workloads {
+			r.Workloads[i].Rollout = status.Rollout{} // the Deployment controller may have moved on
+		}
+	}
+	assert.Equal(t, report, reportO)
 }
