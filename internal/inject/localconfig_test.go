@@ -65,6 +65,9 @@ func TestSkipLocalConfig(t *testing.T) {
 func TestLocalConfigRenamedByKustomize(t *testing.T) {
 	const mark = "    config.kubernetes.io/local-config: \"true\"\n"
 	local := func(doc string) string {
+		if !strings.Contains(doc, "  annotations:\n") {
+			return strings.Replace(doc, "metadata:\n", "metadata:\n  annotations:\n"+mark, 1)
+		}
 		return strings.Replace(doc, "  annotations:\n", "  annotations:\n"+mark, 1)
 	}
 	renamed := []string{"previousNames=cfg", "previousKinds=ConfigMap", "previousNamespaces=default", "prefixes=prod-"}
@@ -90,6 +93,12 @@ func TestLocalConfigRenamedByKustomize(t *testing.T) {
 			docs: []string{local(kcm("ConfigMap", "cfg", "", "needsHashSuffix=enabled")),
 				kcm("ConfigMap", "canary-cfg", "", "previousNames=cfg", "previousKinds=ConfigMap", "previousNamespaces=default", "prefixes=canary-"),
 				kdeploy("", envFromCfg, "prefixes=canary-")},
+			hashed: true},
+		{name: "data a cluster would refuse (a number): no error, never read",
+			docs:     []string{local(strings.Replace(kcm("ConfigMap", "cfg", "", "needsHashSuffix=enabled"), "k: v", "k: 3", 1)), kdeploy("", envFromCfg)},
+			external: "ConfigMap/cfg-"},
+		{name: "a local-config object before an ordinary one of the same identity: the ordinary one hashed, no error",
+			docs:   []string{local(kcm("ConfigMap", "cfg", "")), kcm("ConfigMap", "cfg", ""), kdeploy("", envFromCfg)},
 			hashed: true},
 		{name: "a variant's config and the base's local one: the base's reader the local one",
 			docs: []string{local(kcm("ConfigMap", "cfg", "", "needsHashSuffix=enabled")),
