@@ -33,6 +33,8 @@ type docsEdit struct {
 // control plane.
 type docsCluster struct {
 	tree, build string
+	// src is the tree's folder when it is not testdata/kustomize/docs/<tree>.
+	src string
 	// into is the namespace the objects that name none are applied into:
 	// "" for one of the test's own (kubectl apply -n), or default.
 	into string
@@ -411,7 +413,11 @@ func checkDocsOnCluster(t *testing.T, dc docsCluster, tc docsTree) {
 	} else {
 		d.ns[""] = newCluster(t, "docs-"+tc.tree)
 	}
-	dir := copyTree(t, filepath.Join("..", "testdata", "kustomize", "docs", tc.tree))
+	src := dc.src
+	if src == "" {
+		src = filepath.Join("..", "testdata", "kustomize", "docs", tc.tree)
+	}
+	dir := copyTree(t, src)
 	if len(renames) > 0 {
 		r := strings.NewReplacer(renames...)
 		renamed := t.TempDir()
