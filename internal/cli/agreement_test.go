@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -142,10 +143,9 @@ func mutate(t *testing.T, r *rand.Rand, input []byte) ([]byte, mutation) {
 	m := mutation{images: map[string]bool{}}
 	var configs, workloads []*yaml.RNode
 	for _, n := range nodes {
-		switch n.GetKind() {
-		case "ConfigMap", "Secret":
+		if kind := n.GetKind(); kind == "ConfigMap" || kind == "Secret" {
 			configs = append(configs, n)
-		case "Deployment", "StatefulSet", "DaemonSet":
+		} else if slices.Contains([]string{"Deployment", "StatefulSet", "DaemonSet"}, kind) {
 			workloads = append(workloads, n)
 		}
 	}

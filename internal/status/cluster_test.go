@@ -13,12 +13,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/output"
 	"github.com/confighash/confighash/internal/status"
+	"github.com/confighash/confighash/internal/testing/controlplane"
 	"github.com/confighash/confighash/internal/testing/cptest"
 	"github.com/confighash/confighash/internal/testing/kubetest"
 	"github.com/confighash/confighash/internal/testing/testtools"
@@ -67,13 +70,7 @@ func TestStatusOnCluster(t *testing.T) {
 
 	collect := func() map[string]status.Workload {
 		t.Helper()
-		r, err := status.Collect(ctx, cs, status.Options{Namespace: ns})
-		require.NoError(t, err)
-		out := map[string]status.Workload{}
-		for _, w := range r.Workloads {
-			out[w.Name] = w
-		}
-		return out
+		return collected(t, cs, status.Options{Namespace: ns}, func(w status.Workload) string { return w.Name })
 	}
 	eventually(t, "the ReplicaSet controller creates web's pods", func() bool {
 		return collect()["web"].Rollout.Pods == 2
@@ -177,6 +174,29 @@ func editConfigMap(t *testing.T, cs kubernetes.Interface, name, key, value strin
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	kubetest.EventuallyTrue(t, 2*time.Minute, 200*time.Millisecond, what, cond)
+}
+
+// collected is status.Collect's report, which must be complete, by key.
+func collected(t *testing.T, cs kubernetes.Interface, opts status.Options, key func(status.Workload) string) map[string]status.Workload {
+	t.Helper()
+	r, err := status.Collect(context.Background(), cs, opts)
+	require.NoError(t, err)
+	out := map[string]status.Workload{}
+	for _, w := range r.Workloads {
+		out[key(w)] = w
+	}
+	return out
+}
+
+// privateCluster builds the binaries and starts a control plane of the
+// test's own, with its clients.
+func privateCluster(t *testing.T) (bin string, cp *controlplane.ControlPlane, cs *kubernetes.Clientset, dyn *dynamic.DynamicClient, mapper *restmapper.DeferredDiscoveryRESTMapper) {
+	t.Helper()
+	cptest.Require(t)
+	bin = binaries(t)
+	cp = cptest.Private(t)
+	cs, dyn, mapper = kubetest.Clients(t, cp.RESTConfig())
+	return bin, cp, cs, dyn, mapper
 }
 
 // binaries builds kubectl-confighash and confighash-controller from this

@@ -15,13 +15,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/status"
-	"github.com/confighash/confighash/internal/testing/cptest"
 	"github.com/confighash/confighash/internal/testing/kubetest"
 	"github.com/confighash/confighash/postrenderer"
 )
@@ -48,37 +51,32 @@ stringData: {password: p, user: u}
 ` + kubetest.Workload{Kind: "CronJob", Name: "nightly", EnvFrom: []string{"{configMapRef: {name: ext, optional: true}}", "{configMapRef: {name: app}}"}}.YAML()
 }
 
-// templates are the workloads' pod templates as JSON, by Kind/name: a roll
-// changes the pod template. (Not the generation: a Deployment's changes with
-// its annotations too, where the controller keeps its baselines.)
-func templates(t *testing.T, cs kubernetes.Interface, namespace string) map[string]string {
+// templates are the pod templates of the workloads of namespace as JSON,
+// by Kind/name: a roll changes the pod template. (Not the generation: a
+// Deployment's changes with its annotations too, where the controller keeps
+// its baselines.)
+func templates(t *testing.T, dyn dynamic.Interface, namespace string) map[string]string {
 	t.Helper()
-	ctx := context.Background()
 	out := map[string]string{}
-	add := func(id string, tmpl corev1.PodTemplateSpec) {
-		b, err := json.Marshal(tmpl)
+	for _, kind := range []struct {
+		name string
+		gvr  schema.GroupVersionResource
+		path []string
+	}{
+		{"Deployment", appsv1.SchemeGroupVersion.WithResource("deployments"), []string{"spec", "template"}},
+		{"StatefulSet", appsv1.SchemeGroupVersion.WithResource("statefulsets"), []string{"spec", "template"}},
+		{"DaemonSet", appsv1.SchemeGroupVersion.WithResource("daemonsets"), []string{"spec", "template"}},
+		{"CronJob", batchv1.SchemeGroupVersion.WithResource("cronjobs"), []string{"spec", "jobTemplate", "spec", "template"}},
+	} {
+		list, err := dyn.Resource(kind.gvr).Namespace(namespace).List(context.Background(), metav1.ListOptions{})
 		require.NoError(t, err)
-		out[id] = string(b)
-	}
-	deps, err := cs.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	for _, d := range deps.Items {
-		add("Deployment/"+d.Name, d.Spec.Template)
-	}
-	sets, err := cs.AppsV1().StatefulSets(namespace).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	for _, s := range sets.Items {
-		add("StatefulSet/"+s.Name, s.Spec.Template)
-	}
-	daemons, err := cs.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	for _, d := range daemons.Items {
-		add("DaemonSet/"+d.Name, d.Spec.Template)
-	}
-	jobs, err := cs.BatchV1().CronJobs(namespace).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	for _, j := range jobs.Items {
-		add("CronJob/"+j.Name, j.Spec.JobTemplate.Spec.Template)
+		for _, item := range list.Items {
+			tmpl, _, err := unstructured.NestedMap(item.Object, kind.path...)
+			require.NoError(t, err)
+			b, err := json.Marshal(tmpl)
+			require.NoError(t, err)
+			out[kind.name+"/"+item.GetName()] = string(b)
+		}
 	}
 	return out
 }
@@ -92,10 +90,7 @@ func templates(t *testing.T, cs kubernetes.Interface, namespace string) map[stri
 // every workload is current or blocked, with the controller's hash the live
 // one where it rolled.
 func TestStatusPredictsTheController(t *testing.T) {
-	cptest.Require(t)
-	bin := binaries(t)
-	cp := cptest.Private(t)
-	cs, dyn, mapper := kubetest.Clients(t, cp.RESTConfig())
+	bin, cp, cs, dyn, mapper := privateCluster(t)
 	ctx := context.Background()
 	namespaces := []string{"north", "south"}
 	for _, ns := range namespaces {
@@ -109,18 +104,12 @@ func TestStatusPredictsTheController(t *testing.T) {
 	}
 	collect := func() map[string]status.Workload {
 		t.Helper()
-		r, err := status.Collect(ctx, cs, status.Options{AllNamespaces: true})
-		require.NoError(t, err)
-		out := map[string]status.Workload{}
-		for _, w := range r.Workloads {
-			out[w.ID()] = w
-		}
-		return out
+		return collected(t, cs, status.Options{AllNamespaces: true}, status.Workload.ID)
 	}
 	allTemplates := func() map[string]string {
 		out := map[string]string{}
 		for _, ns := range namespaces {
-			for k, v := range templates(t, cs, ns) {
+			for k, v := range templates(t, dyn, ns) {
 				kind, name, _ := strings.Cut(k, "/")
 				out[kind+" "+ns+"/"+name] = v
 			}

@@ -21,7 +21,6 @@ import (
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/status"
 	"github.com/confighash/confighash/internal/testing/controlplane"
-	"github.com/confighash/confighash/internal/testing/cptest"
 	"github.com/confighash/confighash/internal/testing/kubetest"
 	"github.com/confighash/confighash/internal/testing/statustest"
 	"github.com/confighash/confighash/internal/testing/testtools"
@@ -82,10 +81,7 @@ spec:
 //   - --request-timeout 0 is no timeout, as for kubectl;
 //   - the Secret deleted: BLOCKED naming it.
 func TestStatusOfWorkloadsUsersHave(t *testing.T) {
-	cptest.Require(t)
-	bin := binaries(t)
-	cp := cptest.Private(t)
-	cs, dyn, mapper := kubetest.Clients(t, cp.RESTConfig())
+	bin, cp, cs, dyn, mapper := privateCluster(t)
 	ctx := context.Background()
 	plugin := filepath.Join(bin, "kubectl-confighash")
 	secrets := []string{canary, base64.StdEncoding.EncodeToString([]byte(canary)), "Q0FOQVJZ"}
