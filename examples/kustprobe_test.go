@@ -57,6 +57,19 @@ var kprobeTrees = []docsTree{
 			{file: "base/configmaps.yaml", old: "LOG_LEVEL: info", new: "LOG_LEVEL: debug", moved: []string{"Deployment//web", "Deployment//canary-web"}},
 		},
 	},
+	{
+		// confighash as a component listed last in a kustomization with
+		// no transformer of its own: it runs after that kustomization's
+		// resources, generators (one merging into the base's) and
+		// components, so its hash is of the final objects.
+		name: "confighash as the last component of a kustomization without transformers", tree: "probe-component", build: "prod",
+		workloads: map[string]string{"Deployment//team-web": ""},
+		changes: []treeChange{
+			{file: "prod/kustomization.yaml", old: "DEBUG=false", new: "DEBUG=true", moved: []string{"Deployment//team-web"}},
+			{file: "prod/kustomization.yaml", old: "LEVEL=info", new: "LEVEL=debug", moved: []string{"Deployment//team-web"}},
+			{file: "base/kustomization.yaml", old: "MODE=fast", new: "MODE=slow", moved: []string{"Deployment//team-web"}},
+		},
+	},
 }
 
 // TestKustomizeProbes builds the kprobeTrees with the real kustomize.
