@@ -153,6 +153,28 @@ func TestKustomizeProbeListings(t *testing.T) {
 		assert.NotZero(t, res.ExitCode, "one level deeper, the same relative path reaches no binary")
 		assert.Contains(t, res.Stderr, "fork/exec "+rel+": no such file or directory")
 	})
+
+	// The HMAC key file named in the exec spec's envs (the key itself
+	// would be committed there): a relative path is read from the folder
+	// of what lists confighash, here a component.
+	t.Run("the HMAC key file in the exec spec's envs", func(t *testing.T) {
+		dir := copyTree(t, filepath.Join("..", "testdata", "kustomize", "probe-component"))
+		key := filepath.Join(dir, "confighash", "hmac.key")
+		require.NoError(t, os.WriteFile(key, []byte("kprobe-hmac-key-0123456789abcdef\n"), 0o600))
+		edit(t, filepath.Join(dir, "confighash", "confighash.yaml"), "        path: "+bin+"\n",
+			"        path: "+bin+"\n        envs: [CONFIGHASH_HMAC_KEY_FILE=hmac.key]\n")
+		res := build(filepath.Join(dir, "prod"))
+		require.Zero(t, res.ExitCode, res.Stderr)
+		assert.Contains(t, res.Stdout, "confighash.dev/hash: v1-hmac-sha256:")
+		assert.NotContains(t, res.Stdout+res.Stderr, "kprobe-hmac-key")
+		verify := testtools.Run(t, dir, nil, []byte(res.Stdout), bin, "verify", "--hmac-key-file", key)
+		assert.Zero(t, verify.ExitCode, verify.Stderr)
+
+		require.NoError(t, os.Rename(key, filepath.Join(dir, "prod", "hmac.key")))
+		res = build(filepath.Join(dir, "prod"))
+		assert.NotZero(t, res.ExitCode, "the key next to the kustomization built, not the component")
+		assert.Contains(t, res.Stderr, "a relative path, looked for in "+filepath.Join(dir, "confighash"))
+	})
 }
 
 // TestKptProbePipeline sends confighash the ResourceLists kpt sends for
