@@ -57,6 +57,10 @@ type explained struct {
 	NotString []notString `json:"notString,omitempty"`
 	// keyID is the key id annotation next to the hash, when it is a string.
 	keyID string
+	// controllerHash is the controller's record on the pod template
+	// (controllerKey): only live state (kubectl get) has one, which no
+	// render writes.
+	controllerHash, controllerKey string
 	// external is the external list found on the workload, when it is a
 	// string; wantExternal the one the render writes, which it writes only
 	// on a workload with a pod template (writesExternal).
@@ -102,6 +106,10 @@ func explainAll(o options, r *inject.Report) []explained {
 		}
 		if w.Template != nil && w.TemplateImmutable() {
 			_, e.onTemplate = inject.Annotation(w.Template.YNode(), o.Annotation(inject.HashName))
+		}
+		e.controllerKey = o.Annotation(annotations.ControllerHash)
+		if w.Template != nil {
+			e.controllerHash, _ = inject.Annotation(w.Template.YNode(), e.controllerKey)
 		}
 		if w.Node != nil {
 			on = append(on, holder{w.Node.YNode(), inject.ExternalName})
@@ -189,6 +197,14 @@ func printExplained(w io.Writer, r *inject.Report, list []explained, key []byte)
 	}
 }
 
+// controllerRolled reports whether the workload's render-time hash is older
+// than the controller's record next to it, which is current: live state
+// after the controller rolled the workload, as it does when a config
+// changes in the cluster.
+func (e explained) controllerRolled() bool {
+	return e.Current != e.Hash && e.Hash != "" && e.controllerHash == e.Hash
+}
+
 // listed writes "a", "a and b", "a, b and c".
 func listed(items []string) string {
 	if len(items) < 2 {
@@ -226,6 +242,9 @@ func staleness(e explained, key []byte) string {
 		return "  (the input has " + e.Current + ", made without an HMAC key)"
 	case hashing.MismatchOtherKey:
 		return "  (the input has " + e.Current + ", made with another HMAC key, key-id " + e.keyID + ")"
+	}
+	if e.controllerRolled() {
+		return "  (the input has " + e.Current + ", older than the controller's current " + e.controllerKey + ": the controller rolled it after its configs changed in the cluster)"
 	}
 	return "  (the input has a stale " + e.Current + ")"
 }
@@ -267,7 +286,7 @@ func runVerify(args []string, stdio IO) error {
 	for _, u := range unchecked {
 		bad = append(bad, "  "+u)
 	}
-	missing, hooks, joined, stale, orphan, unquoted, onTemplate, optedOut := 0, 0, 0, 0, 0, 0, 0, 0
+	missing, hooks, joined, stale, orphan, unquoted, onTemplate, optedOut, rolled := 0, 0, 0, 0, 0, 0, 0, 0, 0
 	noExternal, otherExternal := 0, 0
 	keyed, unkeyed := 0, 0
 	otherKeys := map[string]int{}
@@ -311,7 +330,11 @@ func runVerify(args []string, stdio IO) error {
 				case hashing.MismatchOtherKey:
 					otherKeys[e.keyID]++
 				default:
-					stale++
+					if e.controllerRolled() {
+						rolled++
+					} else {
+						stale++
+					}
 				}
 			}
 		}
@@ -343,6 +366,10 @@ func runVerify(args []string, stdio IO) error {
 		}
 		for _, id := range slices.Sorted(maps.Keys(otherKeys)) {
 			hints = append(hints, fmt.Sprintf("%d made with another HMAC key (key-id %s; verify's is %s)", otherKeys[id], id, hashing.KeyID(o.Key)))
+		}
+		if rolled > 0 {
+			hints = append(hints, fmt.Sprintf("%d whose %s is current: the controller rolled %s after %s configs changed in the cluster, so this is live state (kubectl get), which no render is: `kubectl confighash status` checks it",
+				rolled, o.Annotation(annotations.ControllerHash), output.Plural(rolled, "it", "them"), output.Plural(rolled, "its", "their")))
 		}
 		if stale > 0 {
 			hints = append(hints, fmt.Sprintf("%d with another value: the configs changed after the render (a kustomization above the one that lists confighash renamed or edited them, say: list it in the outermost one), or kustomize left a reference of a Rollout, DeploymentConfig, ReplicationController or CRD under its old name (a nameReference configuration lacking the field), or it used another --namespace or HMAC key", stale))
