@@ -416,12 +416,13 @@ func (c configIndex) put(o Object, content hashing.Content) error {
 	return nil
 }
 
-// count returns how many objects the index holds (a renamed object is
-// indexed under both of its names).
+// count returns how many objects the index holds that the render will
+// (a renamed object is indexed under both of its names; a local-config one
+// is indexed for its names only).
 func (c configIndex) count() int {
 	n := 0
 	for k, content := range c.byName {
-		if k.name == content.Name {
+		if k.name == content.Name && c.nameOnly[k] != localConfigObject {
 			n++
 		}
 	}

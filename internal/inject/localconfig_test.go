@@ -109,6 +109,13 @@ func TestLocalConfigRenamedByKustomize(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := analyze(t, Options{SkipLocalConfig: true}, tc.docs...)
+			configs := 0
+			for _, d := range tc.docs {
+				if !strings.Contains(d, "kind: Deployment") && !strings.Contains(d, mark) {
+					configs++
+				}
+			}
+			assert.Equal(t, configs, r.Configs, "the configs counted (explain's count) are those the render holds")
 			require.Len(t, r.Workloads, 1)
 			w := r.Workloads[0]
 			assert.Equal(t, tc.hashed, w.Hash != "")
