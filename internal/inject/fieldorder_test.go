@@ -9,15 +9,15 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio"
 )
 
-// TestHashKeepsFieldOrder: the KRM function writes the hash into the pod
-// template through kyaml, which drops an empty metadata and appends the one
-// it makes after the other fields. kpt writes the output back to the
-// package's files, so the template's metadata goes where the template had
-// it, or first when it had none (where the stream mode adds it), and every
-// other field keeps its place.
+// TestHashKeepsFieldOrder: kyaml, setting the hash, drops an empty metadata
+// and appends the one it makes after the other fields; kpt writes the output
+// back to the package's files. The pod template's metadata goes where it was,
+// or first (as stream mode adds it); every other field keeps its place.
 func TestHashKeepsFieldOrder(t *testing.T) {
-	const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {k: v}\n---\n"
-	const spec = "spec:\n        containers:\n        - {name: c, envFrom: [{configMapRef: {name: cfg}}]}\n"
+	const (
+		cm   = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {k: v}\n---\n"
+		spec = "spec:\n        containers:\n        - {name: c, envFrom: [{configMapRef: {name: cfg}}]}\n"
+	)
 	deployment := func(template string) string {
 		return "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  replicas: 1\n  template:\n" + template
 	}
