@@ -167,7 +167,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 			e.firstSeen, e.firstRender = nil, ""
 			e.forgetRender(in.RawRenderHash)
 			if now.Sub(e.lastBaseline) >= r.opts.MinRollInterval {
-				e.lastBaseline, e.heldBaseline = time.Time{}, false
+				e.forgetBaselines()
 			}
 		})
 		out.Result = "in_sync"
@@ -456,7 +456,7 @@ func (r *Reconciler) recordBaseline(ctx context.Context, req Request, kind *work
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
-	if wait := r.baselineRemoved(req, kind, obj, log); wait > 0 {
+	if wait := r.baselineRemoved(req, kind, obj, d.Record, log); wait > 0 {
 		out.Result = "waiting"
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
@@ -487,7 +487,7 @@ func (r *Reconciler) recordBaseline(ctx context.Context, req Request, kind *work
 	r.memory.with(req, func(e *entry) {
 		e.firstSeen, e.firstRender, e.written = nil, "", written
 		if r.opts.MinRollInterval > 0 {
-			e.lastBaseline, e.heldBaseline = now, false
+			e.wroteBaselines(now, d.Record)
 		}
 	})
 	r.metrics.baselines.WithLabelValues(req.Kind).Inc()
@@ -501,32 +501,33 @@ func (r *Reconciler) recordBaseline(ctx context.Context, req Request, kind *work
 	return reconcile.Result{RequeueAfter: r.opts.MinRollInterval}, nil
 }
 
-// baselineRemoved returns how long to hold back a baseline because another
-// writer of the workload removed the one this process wrote less than
-// --min-roll-interval ago: the workload holds neither baseline annotation
-// of the controller. An operator that writes its own annotations over the
-// workload's every time it reconciles does that; without the hold the two
-// would write the workload against each other, each write of the
-// controller's copied onto the Deployment's ReplicaSet, for as long as both
-// run. The first hold after a write logs and writes a Warning Event. An
-// external config edited meanwhile is still rolled: its hash as this
-// process first saw it stands in for the missing baseline.
-func (r *Reconciler) baselineRemoved(req Request, kind *workloadKind, obj client.Object, log logr.Logger) time.Duration {
+// baselineRemoved returns how long to hold back the baselines of rec
+// because another writer of the workload removed or replaced one that this
+// process wrote less than --min-roll-interval ago and rec writes again: the
+// annotation no longer holds what this process wrote, nor what it would
+// write. An operator that writes its own annotations over the workload's
+// every time it reconciles removes them (both, or one); a second
+// confighash controller of the same prefix with another HMAC key replaces
+// the external baseline with its own. Without the hold the two would
+// write the workload against each other, each write of the controller's
+// copied onto the Deployment's ReplicaSet, for as long as both run. The
+// first hold after a write logs and writes a Warning Event. An external
+// config edited meanwhile is still rolled: its hash as this process first
+// saw it stands in for the missing baseline.
+func (r *Reconciler) baselineRemoved(req Request, kind *workloadKind, obj client.Object, rec Record, log logr.Logger) time.Duration {
 	if r.opts.DryRun || r.opts.MinRollInterval <= 0 {
 		return 0
 	}
 	ann := obj.GetAnnotations()
-	if _, ok := ann[r.keys.baseline]; ok {
-		return 0
-	}
-	if _, ok := ann[r.keys.renderBaseline]; ok {
-		return 0
-	}
 	now := r.now()
 	var wait, ago time.Duration
-	first := false
+	var taken []string
+	first, replaced := false, false
 	r.memory.with(req, func(e *entry) {
 		if e.lastBaseline.IsZero() {
+			return
+		}
+		if taken, replaced = r.keys.taken(ann, e.wroteBaseline, e.wroteRender, rec); len(taken) == 0 {
 			return
 		}
 		ago = now.Sub(e.lastBaseline)
@@ -536,14 +537,33 @@ func (r *Reconciler) baselineRemoved(req Request, kind *workloadKind, obj client
 		}
 	})
 	if first {
-		msg := fmt.Sprintf("another writer of the workload removed the baseline the controller wrote on it %s ago (%s, %s); "+
-			"writing it again at most every %s (--min-roll-interval): let the workload's owner keep the %s annotations "+
-			"(an update of what it read, or server-side apply), or opt the workload out",
-			ago.Round(time.Millisecond), r.keys.baseline, r.keys.renderBaseline, r.opts.MinRollInterval, r.opts.AnnotationPrefix+"/")
-		log.Info("baseline removed by another writer; holding it back", "wait", wait)
+		what, advice := "removed", "let the workload's owner keep the "+r.opts.AnnotationPrefix+"/ annotations (an update of what it read, or server-side apply), or opt the workload out"
+		if replaced {
+			what, advice = "replaced", "run one confighash controller per annotation prefix (one with another HMAC key writes its own baselines there), or "+advice
+		}
+		msg := fmt.Sprintf("another writer of the workload %s the baseline the controller wrote on it %s ago (%s); "+
+			"writing it again at most every %s (--min-roll-interval): %s",
+			what, ago.Round(time.Millisecond), strings.Join(taken, ", "), r.opts.MinRollInterval, advice)
+		log.Info("baseline removed or replaced by another writer; holding it back", "wait", wait, "annotations", taken)
 		r.recorder.Eventf(shell(kind, obj), nil, corev1.EventTypeWarning, EventReasonBaselineRemoved, EventActionWait, "%s", msg)
 	}
 	return wait
+}
+
+// taken lists the baseline annotations another writer took from the
+// workload whose annotations are ann: this process wrote one
+// (wroteBaseline, wroteRender), rec writes it again, and it holds neither
+// value. replaced says that one of them holds another value (not removed).
+func (k keys) taken(ann map[string]string, wroteBaseline, wroteRender string, rec Record) (taken []string, replaced bool) {
+	for _, b := range [...]struct{ key, wrote, want string }{
+		{k.baseline, wroteBaseline, rec.Baseline},
+		{k.renderBaseline, wroteRender, rec.RenderBaseline},
+	} {
+		if cur, has := ann[b.key]; b.wrote != "" && b.want != "" && cur != b.wrote && cur != b.want {
+			taken, replaced = append(taken, b.key), replaced || has
+		}
+	}
+	return taken, replaced
 }
 
 // roll waits out the coalescing window, the per-workload interval and the
@@ -582,6 +602,11 @@ func (r *Reconciler) roll(ctx context.Context, req Request, kind *workloadKind, 
 		// The roll restarts the pods on the live content: nothing absorbed.
 		e.lastRoll, e.firstMismatch, e.changes, e.firstSeen, e.firstRender, e.written = now, time.Time{}, nil, nil, "", nil
 		e.forgetRender(v.RawRenderHash)
+		if !r.opts.DryRun && r.opts.MinRollInterval > 0 {
+			// The roll wrote the external baseline and removed the render
+			// baseline.
+			e.wroteBaselines(now, Record{Baseline: d.Record.Baseline})
+		}
 		if r.opts.DryRun {
 			e.overlayMeta = map[string]string{r.keys.baseline: d.Record.Baseline, r.keys.renderBaseline: ""}
 			e.overlayTemplate = map[string]string{r.keys.controllerHash: d.Record.ControllerHash, r.keys.controllerBase: d.Record.ControllerBase,

@@ -31,9 +31,9 @@ const (
 
 // withUnrenderedKey is the Deployment scenario after another applier added
 // unrenderedKey to api-token, which the controller rolled once (S4).
-func withUnrenderedKey(t *testing.T) *scenario {
+func withUnrenderedKey(t *testing.T, tune ...func(*controller.Options)) *scenario {
 	t.Helper()
-	s := setup(t, "Deployment")
+	s := setup(t, "Deployment", tune...)
 	mark := s.ctrl.obs.mark()
 	s.editSecret("api-token", func(sec *corev1.Secret) { sec.Data[unrenderedKey] = []byte("cert-1") })
 	s.expectRoll(mark)
@@ -88,9 +88,9 @@ func isRenderStarted(hash string) func(controller.Outcome) bool {
 
 // recordedRender is withUnrenderedKey after debugRender, its render
 // baseline recorded.
-func recordedRender(t *testing.T) (*scenario, appConfig, string) {
+func recordedRender(t *testing.T, tune ...func(*controller.Options)) (*scenario, appConfig, string) {
 	t.Helper()
-	s := withUnrenderedKey(t)
+	s := withUnrenderedKey(t, tune...)
 	mark := s.ctrl.obs.mark()
 	changed, hash := s.debugRender()
 	s.renderStarted(mark, hash)

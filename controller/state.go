@@ -53,11 +53,15 @@ type entry struct {
 	firstMismatch time.Time
 	lastRoll      time.Time
 	// lastBaseline is when this process last wrote a baseline on the
-	// workload (kept for --min-roll-interval), heldBaseline that it has
-	// since held one back because another writer removed it.
-	lastBaseline time.Time
-	heldBaseline bool
-	changes      []Change
+	// workload (kept for --min-roll-interval; a roll writes the external
+	// one too), wroteBaseline and wroteRender the values it wrote then of
+	// the external and the render baseline ("" for one it did not write or
+	// removed), heldBaseline that it has since held one back because
+	// another writer removed or replaced one of them.
+	lastBaseline               time.Time
+	wroteBaseline, wroteRender string
+	heldBaseline               bool
+	changes                    []Change
 	// missing is the set of missing configs last warned about; missingSet
 	// the set seen since missingSince.
 	missing       string
@@ -120,7 +124,7 @@ func (e *entry) clearMissing() {
 // empty reports whether the entry remembers nothing, so it can go: most
 // workloads are in sync most of the time, and cost no entry then.
 func (e *entry) empty() bool {
-	return e.firstMismatch.IsZero() && e.lastRoll.IsZero() && e.lastBaseline.IsZero() && len(e.changes) == 0 &&
+	return e.firstMismatch.IsZero() && e.lastRoll.IsZero() && e.lastBaseline.IsZero() && e.wroteBaseline == "" && e.wroteRender == "" && len(e.changes) == 0 &&
 		e.missing == "" && e.missingSet == "" && e.missingSince.IsZero() && !e.warnedUnknown &&
 		len(e.firstSeen) == 0 && e.firstRender == "" && len(e.written) == 0 && len(e.overlayMeta) == 0 && len(e.overlayTemplate) == 0 &&
 		e.render == ""
@@ -173,6 +177,19 @@ func (m *memory) noteChange(req Request, c Change, rv string) {
 			e.changes = append([]Change(nil), e.changes[n-maxPendingChangesPerEntry:]...)
 		}
 	})
+}
+
+// wroteBaselines remembers that this process wrote the baselines of rec
+// at now (the render baseline removed when rec has none), for the hold of
+// baselineRemoved.
+func (e *entry) wroteBaselines(now time.Time, rec Record) {
+	e.lastBaseline, e.wroteBaseline, e.wroteRender, e.heldBaseline = now, rec.Baseline, rec.RenderBaseline, false
+}
+
+// forgetBaselines forgets the last baseline write, once an interval has
+// passed since.
+func (e *entry) forgetBaselines() {
+	e.lastBaseline, e.wroteBaseline, e.wroteRender, e.heldBaseline = time.Time{}, "", "", false
 }
 
 // forgetRender forgets the render noted for the pod template once a

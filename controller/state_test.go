@@ -27,6 +27,11 @@ func TestMemoryKeepsOnlyWhatMatters(t *testing.T) {
 		{name: "a first-seen hash", f: func(e *entry) { e.firstSeen = map[string]string{"Secret/db": "h"} }, kept: true},
 		{name: "a written version", f: func(e *entry) { e.written = map[string]string{"Secret/db": "7"} }, kept: true},
 		{name: "a dry-run overlay", f: func(e *entry) { e.overlayTemplate = map[string]string{"a": "b"} }, kept: true},
+		{name: "a baseline written", f: func(e *entry) { e.wroteBaselines(time.Unix(1, 0), Record{RenderBaseline: "H=L"}) }, kept: true},
+		{name: "a baseline write forgotten", f: func(e *entry) {
+			e.wroteBaselines(time.Unix(1, 0), Record{Baseline: "Secret/db=h", RenderBaseline: "H=L"})
+			e.forgetBaselines()
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,8 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/controller"
+	"github.com/confighash/confighash/internal/testing/cptest"
 	"github.com/confighash/confighash/internal/testing/kubetest"
 )
 
@@ -313,4 +316,234 @@ func TestRenderBaselineRemoved(t *testing.T) {
 	assert.Equal(t, rolls, s.controllerRollouts(), "rolls by the controller")
 	assert.Equal(t, rollouts, s.rollouts(), "rollouts")
 	assert.Equal(t, recorded, s.workloadAnnotations().meta[renderBaselineKey], "the render baseline, written again")
+}
+
+// Another writer removes one of the controller's two baselines, the other
+// left in place, every time it writes the workload (an operator that keeps
+// the annotations it knows of and drops one of ours): the controller writes
+// it back at most once per --min-roll-interval, as when both are removed,
+// says so in a BaselineRemoved Event, and rolls nothing.
+func TestOneBaselineRemoved(t *testing.T) {
+	const interval = 3 * time.Second
+	for _, key := range []string{baselineKey, renderBaselineKey} {
+		t.Run(key, func(t *testing.T) {
+			t.Parallel()
+			s, _, _ := recordedRender(t, func(o *controller.Options) { o.MinRollInterval = interval })
+			meta := s.workloadAnnotations().meta
+			require.Contains(t, meta, baselineKey)
+			require.Contains(t, meta, renderBaselineKey)
+			rollouts, rolls := s.rollouts(), s.controllerRollouts()
+			written := func() float64 { return s.ctrl.metric("confighash_baseline_writes_total", nil) }
+			before, start := written(), time.Now()
+			deployments := s.cs.AppsV1().Deployments(s.ns)
+			removals := atomic.Int64{}
+			w := startWriter(t, 200*time.Millisecond, func(ctx context.Context) error {
+				d, err := deployments.Get(ctx, workloadName, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				if _, ok := d.Annotations[key]; !ok {
+					return nil
+				}
+				delete(d.Annotations, key)
+				if _, err = deployments.Update(ctx, d, metav1.UpdateOptions{FieldManager: "operator"}); err == nil {
+					removals.Add(1)
+				}
+				return err
+			})
+			w.waitWrites(t, 50)
+			elapsed := time.Since(start)
+			writes := written() - before
+			bound := elapsed/interval + 2
+			t.Logf("%v baseline writes against %d removals of %s in %s (bound %d)", writes, removals.Load(), key, elapsed.Round(time.Second), bound)
+			assert.LessOrEqual(t, writes, float64(bound), "baseline writes")
+			assert.Positive(t, writes, "baseline writes")
+			assert.Equal(t, rolls, s.controllerRollouts(), "rolls by the controller")
+			assert.Equal(t, rollouts, s.rollouts(), "rollouts")
+			ev := s.waitEvent(workloadName, controller.EventReasonBaselineRemoved)
+			assert.Contains(t, ev.Note, "another writer of the workload removed the baseline the controller wrote on it")
+		})
+	}
+}
+
+// Two confighash controllers in one cluster whose settings differ, both
+// watching the workload's namespace: another --annotation-prefix (a second
+// install for another team's renders) or another HMAC key under the same
+// prefix (a key rotated on one install only). One external Secret is
+// edited once. Rollouts are counted by new ReplicaSets, the controllers'
+// writes by their metrics; the writes over a quiet spell after the edit
+// say whether they fight.
+func TestTwoControllersOtherSettings(t *testing.T) {
+	dir := t.TempDir()
+	keyA, keyB := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	require.NoError(t, os.WriteFile(keyA, []byte("key-of-install-a\n"), 0o600))
+	require.NoError(t, os.WriteFile(keyB, []byte("key-of-install-b\n"), 0o600))
+	const interval = 3 * time.Second
+	for _, c := range []struct {
+		name string
+		// reloader: the workload opts in with Reloader's annotation, which
+		// every controller honours, else it is rendered (with keyA when
+		// keyed).
+		reloader, keyed bool
+		// other tunes the second controller.
+		other func(o *controller.Options)
+		// managed: the second controller manages the workload.
+		managed bool
+		// rollouts is what the edit gives.
+		rollouts int
+		// replaced: the controllers replace each other's baseline.
+		replaced bool
+	}{
+		{name: "other prefix, rendered workload", other: func(o *controller.Options) { o.AnnotationPrefix = "team-b.example.com" },
+			rollouts: 1},
+		{name: "other prefix, Reloader opt-in", reloader: true, other: func(o *controller.Options) { o.AnnotationPrefix = "team-b.example.com" },
+			managed: true, rollouts: 2},
+		{name: "same prefix, other HMAC key", keyed: true, other: func(o *controller.Options) { o.HMACKeyFile = keyB },
+			managed: true, rollouts: 2, replaced: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.createSecret("db-creds", map[string]string{"password": "pw-1"})
+			optsA := e.testOptions()
+			optsA.MinRollInterval = interval
+			var manifests string
+			switch {
+			case c.reloader:
+				w := operand(e.ns)
+				w.Annotations = map[string]string{controller.ReloaderAutoAnnotation: "true"}
+				manifests = w.YAML()
+			case c.keyed:
+				optsA.HMACKeyFile = keyA
+				manifests = render(t, e.stream(defaultApp("Deployment")), "--hmac-key-file", keyA)
+			default:
+				manifests = render(t, e.stream(defaultApp("Deployment")))
+			}
+			optsB := optsA
+			c.other(&optsB)
+			s := &scenario{env: e, kind: "Deployment", rendered: manifests}
+			a, b := e.start(optsA), e.start(optsB)
+			s.ctrl = a
+			require.NoError(t, e.apply(manifests, "kubectl"))
+			a.obs.waitFor(t, 0, "in sync (first controller)", is("Deployment", "in_sync"))
+			if c.managed {
+				b.obs.waitFor(t, 0, "in sync (second controller)", is("Deployment", "in_sync"))
+			}
+			writes := func() (rolls, baselines float64) {
+				for _, r := range []*running{a, b} {
+					rolls += r.metric("confighash_rollouts_total", map[string]string{"dry_run": "false"})
+					baselines += r.metric("confighash_baseline_writes_total", nil)
+				}
+				return rolls, baselines
+			}
+			// A quiet spell: no config changes.
+			start := time.Now()
+			_, quiet0 := writes()
+			time.Sleep(4 * interval)
+			_, quiet1 := writes()
+			// Each controller that manages the workload writes at most once
+			// per interval.
+			writers := time.Duration(1)
+			if c.managed {
+				writers = 2
+			}
+			bound := writers * (time.Since(start)/interval + 2)
+			t.Logf("%v baseline writes in %s without an edit (bound %d)", quiet1-quiet0, time.Since(start).Round(time.Second), bound)
+			assert.LessOrEqual(t, quiet1-quiet0, float64(bound), "baseline writes without an edit")
+
+			revisions := s.rollouts()
+			marks := []int{a.obs.mark(), b.obs.mark()}
+			rv := s.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte("pw-2") })
+			a.obs.waitFor(t, marks[0], "in sync with the edit (first controller)", inSyncHaving(workloadName, "Secret/db-creds", rv))
+			if c.managed {
+				b.obs.waitFor(t, marks[1], "in sync with the edit (second controller)", inSyncHaving(workloadName, "Secret/db-creds", rv))
+			}
+			rolls, _ := writes()
+			assert.Equal(t, c.rollouts, s.rollouts()-revisions, "rollouts")
+			assert.GreaterOrEqual(t, rolls, 1.0, "rolls by the controllers")
+
+			start = time.Now()
+			rolls0, base0 := writes()
+			revisions = s.rollouts()
+			time.Sleep(4 * interval)
+			rolls1, base1 := writes()
+			bound = writers * (time.Since(start)/interval + 2)
+			t.Logf("after the edit: %v rolls, then %v rolls and %v baseline writes in %s (bound %d)", rolls0, rolls1-rolls0, base1-base0,
+				time.Since(start).Round(time.Second), bound)
+			assert.InDelta(t, rolls0, rolls1, 0, "rolls after the edit settled")
+			assert.Equal(t, revisions, s.rollouts(), "rollouts after the edit settled")
+			assert.LessOrEqual(t, base1-base0, float64(bound), "baseline writes after the edit settled")
+			if c.replaced {
+				ev := e.waitEvent(workloadName, controller.EventReasonBaselineRemoved)
+				assert.Contains(t, ev.Note, "another writer of the workload replaced the baseline the controller wrote on it")
+				assert.Contains(t, ev.Note, "run one confighash controller per annotation prefix")
+			}
+			if !c.managed {
+				// Its handler drops the workload's events: never reconciled.
+				assert.Zero(t, b.obs.count(0, func(o controller.Outcome) bool { return o.Request.Name == workloadName }),
+					"reconciles of the workload by the second controller")
+			}
+		})
+	}
+}
+
+// A namespaced controller (--namespaces) next to a cluster-wide one with
+// the same settings, on a control plane of its own (the cluster-wide one
+// would manage every other test's workloads): in the namespace both watch,
+// an edit rolls once (the second patch is refused as a conflict, as for
+// two controllers of the same scope); in a namespace only the cluster-wide
+// one watches, it rolls once; neither writes the workload again.
+func TestNamespacedNextToClusterWide(t *testing.T) {
+	t.Parallel()
+	cp := cptest.Private(t)
+	both, one := envOn(t, cp), envOn(t, cp)
+	namespaced := both.testOptions()
+	clusterWide := both.testOptions()
+	clusterWide.Namespaces = nil
+	var scenarios []*scenario
+	for _, e := range []*env{both, one} {
+		e.createSecret("db-creds", map[string]string{"password": "pw-1"})
+		scenarios = append(scenarios, &scenario{env: e, kind: "Deployment", rendered: render(t, e.stream(defaultApp("Deployment")))})
+	}
+	n, c := both.start(namespaced), both.start(clusterWide)
+	inNS := func(ns, result string) func(controller.Outcome) bool {
+		return func(o controller.Outcome) bool { return o.Request.Namespace == ns && is("Deployment", result)(o) }
+	}
+	for _, s := range scenarios {
+		require.NoError(t, s.apply(s.rendered, "kubectl"))
+		c.obs.waitFor(t, 0, "in sync in "+s.ns+" (cluster-wide)", inNS(s.ns, "in_sync"))
+	}
+	n.obs.waitFor(t, 0, "in sync (namespaced)", inNS(both.ns, "in_sync"))
+	marks := []int{n.obs.mark(), c.obs.mark()}
+	rvs := make([]string, len(scenarios))
+	for i, s := range scenarios {
+		rvs[i] = s.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte("pw-2") })
+	}
+	synced := func(ns, rv string) func(controller.Outcome) bool {
+		return func(o controller.Outcome) bool {
+			return o.Request.Namespace == ns && inSyncHaving(workloadName, "Secret/db-creds", rv)(o)
+		}
+	}
+	n.obs.waitFor(t, marks[0], "in sync with the edit (namespaced)", synced(both.ns, rvs[0]))
+	for i, s := range scenarios {
+		c.obs.waitFor(t, marks[1], "in sync with the edit in "+s.ns+" (cluster-wide)", synced(s.ns, rvs[i]))
+	}
+	rolls := func() float64 {
+		return n.metric("confighash_rollouts_total", map[string]string{"dry_run": "false"}) +
+			c.metric("confighash_rollouts_total", map[string]string{"dry_run": "false"})
+	}
+	assert.InDelta(t, 2.0, rolls(), 0, "rolls by the two controllers")
+	assert.Zero(t, n.obs.count(0, func(o controller.Outcome) bool { return o.Request.Namespace != both.ns }),
+		"reconciles of the namespaced controller outside its namespace")
+	for _, s := range scenarios {
+		assert.Equal(t, 1, s.rollouts(), "rollouts in "+s.ns)
+		assert.Len(t, s.events(workloadName, controller.EventReasonConfigChanged), 1, "ConfigChanged Events in "+s.ns)
+	}
+	// Quiet: nothing more is written.
+	before := []int{scenarios[0].deploymentRevision(), scenarios[1].deploymentRevision()}
+	time.Sleep(3 * testWindow)
+	assert.InDelta(t, 2.0, rolls(), 0, "rolls by the two controllers, later")
+	for i, s := range scenarios {
+		assert.Equal(t, before[i], s.deploymentRevision(), "revision in "+s.ns+", later")
+	}
 }
