@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -142,6 +143,10 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) er
 	defer cancel()
 	report, collectErr := Collect(ctx, cs, opts)
 	if collectErr != nil && !errors.Is(collectErr, ErrUnreadable) && !errors.Is(collectErr, ErrKeyMismatch) {
+		if opts.AllNamespaces && apierrors.IsForbidden(collectErr) {
+			// Every list refused cluster-wide: a user with Roles only.
+			return fmt.Errorf("%w\n-A lists every namespace at once, which takes a ClusterRole; with a Role, name its namespace: -n NAMESPACE", collectErr)
+		}
 		return collectErr
 	}
 	var b bytes.Buffer

@@ -210,6 +210,13 @@ func TestStatusOfWorkloadsUsersHave(t *testing.T) {
 			assert.Empty(t, res.Stdout, args)
 			assert.Contains(t, res.Stderr, `cannot list resource "deployments"`, args)
 			assert.Contains(t, res.Stderr, `cannot list resource "cronjobs"`, args)
+			// -A lists cluster-wide, which a Role never allows: say what
+			// the user can do instead.
+			if args[0] == "-A" {
+				assert.Contains(t, res.Stderr, "-A lists every namespace at once, which takes a ClusterRole; with a Role, name its namespace: -n NAMESPACE", args)
+			} else {
+				assert.NotContains(t, res.Stderr, "-A lists", args)
+			}
 		}
 	})
 
