@@ -10,9 +10,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
 	"github.com/confighash/confighash/internal/rolldiff"
@@ -159,7 +163,22 @@ func TestClusterAgrees(t *testing.T) {
 				require.NoError(t, err)
 			}
 			for n, stream := range []string{old, cur} {
-				require.NoError(t, kubetest.Apply(ctx, dyn, mapper, strings.NewReader(render(t, stream, inject.Options{})), kubetest.ApplyOptions{FieldManager: "argocd"}))
+				rendered := render(t, stream, inject.Options{})
+				require.NoError(t, kubetest.Apply(ctx, dyn, mapper, strings.NewReader(rendered), kubetest.ApplyOptions{FieldManager: "argocd"}))
+				if n == 0 {
+					// What kubectl get -o yaml prints of the applied render
+					// (status, managedFields, the defaults) diffs as the
+					// render does.
+					live := liveList(t, dyn, ns)
+					next := render(t, cur, inject.Options{})
+					want := byID(compare(t, rendered, next, inject.Options{}))["Deployment/web"]
+					got := byID(compare(t, live, next, inject.Options{}))["Deployment/web"]
+					assert.Equal(t, want.Status, got.Status, "live state as OLD: %v", got.Why())
+					assert.Equal(t, web.Status, got.Status, "live state as OLD: %v", got.Why())
+					same := byID(compare(t, live, rendered, inject.Options{}))["Deployment/web"]
+					assert.Equal(t, rolldiff.StatusUnchanged, same.Status, "live state against the render applied: %v", same.Why())
+					assert.Empty(t, same.StaleHashes)
+				}
 				want := 1
 				if n == 1 && web.Status == rolldiff.StatusRolls {
 					want = 2
@@ -177,4 +196,23 @@ func TestClusterAgrees(t *testing.T) {
 			}
 		})
 	}
+}
+
+// liveList is the ConfigMap app and Deployment web of namespace as kubectl
+// get -o yaml prints them: one v1 List, with what the API server adds.
+func liveList(t *testing.T, dyn dynamic.Interface, namespace string) string {
+	t.Helper()
+	var items []any
+	for _, r := range []struct {
+		gvr  schema.GroupVersionResource
+		name string
+	}{{corev1.SchemeGroupVersion.WithResource("configmaps"), "app"}, {appsv1.SchemeGroupVersion.WithResource("deployments"), "web"}} {
+		obj, err := dyn.Resource(r.gvr).Namespace(namespace).Get(t.Context(), r.name, metav1.GetOptions{})
+		require.NoError(t, err)
+		require.NotEmpty(t, obj.GetManagedFields())
+		items = append(items, obj.Object)
+	}
+	b, err := sigsyaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""}, "items": items})
+	require.NoError(t, err)
+	return string(b)
 }
