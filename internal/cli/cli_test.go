@@ -240,7 +240,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"diff", "a", "b", "--exit-code=true", "--bogus"}, 2, "flag provided but not defined: -bogus"},
 		{[]string{"diff", "--exit-code=false", "--bogus", "a", "b"}, 1, "flag provided but not defined: -bogus"},
 		{[]string{"diff", "--exit-code", "--prefix"}, 2, "flag needs an argument: -prefix"},
-		{[]string{"diff", "--exit-code", "a"}, 2, "diff takes two renders"},
+		{[]string{"diff", "--exit-code", "a"}, 2, "diff takes two renders, OLD and NEW (found 1 argument; see --help)"},
+		{[]string{"diff", "a", "b", "c"}, 1, "diff takes two renders, OLD and NEW (found 3 arguments; see --help)"},
 		{[]string{"diff", "--", "--exit-code"}, 1, "diff takes two renders"},
 		{[]string{"diff", "--exit-code", "--", "--bogus", "b"}, 2, "reading --bogus"},
 	} {

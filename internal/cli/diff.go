@@ -94,7 +94,7 @@ func diff(args []string, stdio IO) error {
 		return wrap(err)
 	}
 	if len(files) != 2 {
-		return wrap(fmt.Errorf("diff takes two renders, OLD and NEW (found %d arguments; see --help)", len(files)))
+		return wrap(fmt.Errorf("diff takes two renders, OLD and NEW (found %s; see --help)", count(len(files), "argument")))
 	}
 	if files[0] == "-" && files[1] == "-" {
 		return wrap(errors.New("only one of OLD and NEW can be standard input"))
