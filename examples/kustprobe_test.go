@@ -239,3 +239,57 @@ func kprobeItem(t *testing.T, rl, kind string) string {
 	t.Fatalf("no %s in\n%s", kind, rl)
 	return ""
 }
+
+// TestKustomizeProbeCRDs: kustomize's crds: field takes OpenAPI
+// definitions whose fields x-kubernetes-object-ref-kind marks as references
+// and fixes them, but follows object properties only, not lists: a
+// reference in a CRD's pod template (under containers, volumes) stays as
+// written, so the pod reads a config the render does not hold under that
+// name, and verify exits 1 naming the workload, as it does without any
+// nameReference configuration.
+func TestKustomizeProbeCRDs(t *testing.T) {
+	bin := testtools.Tool(t, "confighash")
+	dir := t.TempDir()
+	kprobeWrite(t, dir, map[string]string{
+		"kustomization.yaml": "namePrefix: p-\ncrds: [crd.json]\nresources: [worker.yaml]\n" +
+			"configMapGenerator:\n- name: cfg\n  literals: [A=1]\ntransformers: [confighash.yaml]\n",
+		"confighash.yaml": "apiVersion: confighash.dev/v1alpha1\nkind: ConfigHash\nmetadata:\n  name: confighash\n  annotations:\n" +
+			"    config.kubernetes.io/function: |\n      exec:\n        path: " + bin + "\n" +
+			"workloads:\n- {group: example.com, kind: Worker, path: spec/template}\n",
+		"worker.yaml": "apiVersion: example.com/v1\nkind: Worker\nmetadata: {name: w}\nspec:\n  configRef: {name: cfg}\n" +
+			"  template:\n    spec:\n      containers:\n      - name: w\n        envFrom:\n        - configMapRef: {name: cfg}\n",
+		"crd.json": `{
+  "example.com/v1.Worker": {"Schema": {"properties": {
+    "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+    "spec": {"$ref": "example.com/v1.WorkerSpec"}}}},
+  "example.com/v1.WorkerSpec": {"Schema": {"properties": {
+    "configRef": {"type": "object", "x-kubernetes-object-ref-api-version": "v1", "x-kubernetes-object-ref-kind": "ConfigMap"},
+    "template": {"$ref": "example.com/v1.Template"}}}},
+  "example.com/v1.Template": {"Schema": {"properties": {"spec": {"$ref": "example.com/v1.PodSpec"}}}},
+  "example.com/v1.PodSpec": {"Schema": {"properties": {
+    "containers": {"type": "array", "items": {"$ref": "example.com/v1.Container"}}}}},
+  "example.com/v1.Container": {"Schema": {"properties": {
+    "envFrom": {"type": "array", "items": {"$ref": "example.com/v1.EnvFrom"}}}}},
+  "example.com/v1.EnvFrom": {"Schema": {"properties": {
+    "configMapRef": {"type": "object", "x-kubernetes-object-ref-api-version": "v1", "x-kubernetes-object-ref-kind": "ConfigMap"}}}}
+}
+`,
+	})
+	out := kustomizeBuild(t, dir)
+	nodes, err := kio.FromBytes([]byte(out))
+	require.NoError(t, err)
+	var cfg string
+	for _, n := range nodes {
+		if n.GetKind() == "ConfigMap" {
+			cfg = n.GetName()
+		}
+	}
+	require.Regexp(t, `^p-cfg-[a-z0-9]{10}$`, cfg)
+	w := kprobeItem(t, out, "Worker")
+	assert.Contains(t, w, "configRef:\n    name: "+cfg+"\n", "an object field marked in crds: is fixed")
+	assert.Contains(t, w, "configMapRef:\n            name: cfg\n", "one under a list is not")
+	verify := testtools.Run(t, dir, nil, []byte(out), bin, "verify", "--workload", "Worker.example.com=spec/template")
+	assert.Equal(t, 1, verify.ExitCode, verify.Stderr)
+	assert.Contains(t, verify.Stderr, "Worker p-w")
+	assert.Contains(t, verify.Stderr, "nameReference configuration")
+}
