@@ -547,3 +547,126 @@ func TestNamespacedNextToClusterWide(t *testing.T) {
 		assert.Equal(t, before[i], s.deploymentRevision(), "revision in "+s.ns+", later")
 	}
 }
+
+// removeAnnotation removes one annotation of the workload's metadata as
+// another writer would, the pod template left as it was.
+func (s *scenario) removeAnnotation(key string) {
+	s.t.Helper()
+	editObject(s.t, s.cs.AppsV1().Deployments(s.ns), workloadName, "operator", func(d *appsv1.Deployment) {
+		require.Contains(s.t, d.Annotations, key)
+		delete(d.Annotations, key)
+	})
+}
+
+// The controller restarted between another writer's removal of a baseline
+// and its rewrite (held back by --min-roll-interval): the new process never
+// saw what the removed baseline said. In a row, render: the workload has a
+// render baseline (recordedRender), and it is what is removed, else the
+// external baseline is; edit: the external Secret is edited after the
+// removal, before the stop (the roll still waiting out the coalescing
+// window); rolls: what the edit and the restart give in all, counted by
+// new ReplicaSets.
+func TestRestartWhileABaselineIsHeld(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		render, edit bool
+		rolls        int
+	}{
+		{name: "external baseline", rolls: 0},
+		// A known limit: the new process finds no baseline of the Secret
+		// and records the edited content as one; the edit is not rolled.
+		{name: "external baseline, Secret edited", edit: true, rolls: 0},
+		// The new process did not see the render take the template: the
+		// in-stream content differs from the render-time hash, and it
+		// rolls pods that read it already.
+		{name: "render baseline", render: true, rolls: 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			// The first process's window is long, so the stop comes
+			// before its roll.
+			tune := func(o *controller.Options) { o.MinRollInterval, o.CoalesceWindow = time.Minute, 20*time.Second }
+			var s *scenario
+			key := baselineKey
+			if c.render {
+				s, _, _ = recordedRender(t, func(o *controller.Options) { o.MinRollInterval = time.Minute })
+				key = renderBaselineKey
+			} else {
+				e := newEnv(t)
+				opts := e.testOptions()
+				tune(&opts)
+				s = e.startRendered(opts, "pw-1")
+			}
+			rollouts := s.rollouts()
+			mark := s.ctrl.obs.mark()
+			s.removeAnnotation(key)
+			s.ctrl.obs.waitFor(t, mark, "the baseline held back", is("Deployment", "waiting"))
+			if c.edit {
+				rv := s.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte("pw-2") })
+				s.ctrl.obs.waitFor(t, mark, "the roll of the edit waiting", func(o controller.Outcome) bool {
+					return is("Deployment", "waiting")(o) && o.ConfigVersions["Secret/db-creds"] == rv && o.Decision.Action == controller.ActionRoll
+				})
+			}
+			s.ctrl.stop(t)
+			require.NotContains(t, s.workloadAnnotations().meta, key, "the baseline, still removed at the stop")
+
+			opts := s.testOptions()
+			s.ctrl = s.start(opts)
+			s.ctrl.obs.waitFor(t, 0, "in sync after the restart", is("Deployment", "in_sync"))
+			assert.Equal(t, c.rolls, s.rollouts()-rollouts, "rollouts")
+			if c.rolls == 0 {
+				assert.Contains(t, s.workloadAnnotations().meta, key, "the baseline, written again")
+			}
+		})
+	}
+}
+
+// An operator that owns a StatefulSet and writes its desired pod template
+// wholesale with an Update at every reconcile (200 ms), dropping the
+// controller's record each time it rolls: the edit of the external Secret
+// rolls once by the controller, the operator's write takes the template
+// back to its first revision (whose new pods read the edited Secret too),
+// and then nothing: no loop between the two.
+func TestOperatorRewritesStatefulSetTemplate(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.createSecret("db-creds", map[string]string{"password": "pw-1"})
+	w := operand(e.ns)
+	w.Kind, w.Spec = "StatefulSet", []string{"serviceName: " + workloadName}
+	var desired appsv1.StatefulSet
+	require.NoError(t, yaml.Unmarshal([]byte(w.YAML()), &desired))
+	s := &scenario{env: e, kind: "StatefulSet", ctrl: e.start(e.testOptions())}
+	require.NoError(t, e.apply(w.YAML(), "operator"))
+	statefulSets := e.cs.AppsV1().StatefulSets(e.ns)
+	op := startWriter(t, 200*time.Millisecond, func(ctx context.Context) error {
+		_, err := kubetest.Edit(ctx, statefulSets, workloadName, "operator", func(st *appsv1.StatefulSet) {
+			st.Spec.Template = *desired.Spec.Template.DeepCopy()
+		})
+		return err
+	})
+	s.ctrl.obs.waitFor(t, 0, "in sync", is("StatefulSet", "in_sync"))
+	revisions := s.rollouts()
+	mark := s.ctrl.obs.mark()
+	rv := s.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte("pw-2") })
+	s.ctrl.obs.waitFor(t, mark, "in sync with the edit", func(o controller.Outcome) bool {
+		return is("StatefulSet", "in_sync")(o) && o.ConfigVersions["Secret/db-creds"] == rv
+	})
+	op.waitWrites(t, 25)
+	rolls := s.controllerRollouts()
+	assert.Equal(t, 1, rolls, "rolls by the controller")
+	assert.Equal(t, 1, s.rollouts()-revisions, "new ControllerRevisions")
+	// No fight: as many more writes again change nothing.
+	generation := e.statefulSetGeneration()
+	op.waitWrites(t, 25)
+	assert.Equal(t, rolls, s.controllerRollouts(), "rolls by the controller, later")
+	assert.Equal(t, generation, e.statefulSetGeneration(), "the StatefulSet's generation, later")
+}
+
+// statefulSetGeneration is the generation of the StatefulSet workloadName:
+// it moves with every change of its spec.
+func (e *env) statefulSetGeneration() int64 {
+	e.t.Helper()
+	st, err := e.cs.AppsV1().StatefulSets(e.ns).Get(context.Background(), workloadName, metav1.GetOptions{})
+	require.NoError(e.t, err)
+	return st.Generation
+}
