@@ -65,6 +65,8 @@ var ErrUnreadable = errors.New("not allowed to read everything the status is mad
 // Report is the status of the managed workloads.
 type Report struct {
 	Workloads []Workload `json:"workloads"`
+	// where says what was read, for the table: a namespace, or every one.
+	where string
 }
 
 // Workload is the status of one managed workload.
@@ -160,7 +162,10 @@ func Collect(ctx context.Context, cs kubernetes.Interface, opts Options) (Report
 	if len(opts.Key) > 0 {
 		c.keyID = hashing.KeyID(opts.Key)
 	}
-	out := Report{Workloads: []Workload{}}
+	out := Report{Workloads: []Workload{}, where: "in namespace " + ns}
+	if ns == "" {
+		out.where = "in any namespace"
+	}
 	var listDenied []error
 	deps, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 	if err = addListed(c, &listDenied, "Deployments", deps.Items, err, func(d *appsv1.Deployment) error {

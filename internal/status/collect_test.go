@@ -25,7 +25,15 @@ func TestEmptyReport(t *testing.T) {
 	assert.JSONEq(t, `{"workloads": []}`, string(b))
 	var table bytes.Buffer
 	require.NoError(t, WriteTable(&table, r, time.Now()))
-	assert.Contains(t, table.String(), "no workload managed by confighash here")
+	// The namespace is named: a misspelt one is no error to the API
+	// server, which lists nothing in it.
+	assert.Equal(t, "no workload managed by confighash in namespace shop\n", table.String())
+
+	r, err = Collect(context.Background(), fake.NewClientset(), Options{Namespace: "shop", AllNamespaces: true})
+	require.NoError(t, err)
+	table.Reset()
+	require.NoError(t, WriteTable(&table, r, time.Now()))
+	assert.Equal(t, "no workload managed by confighash in any namespace\n", table.String())
 }
 
 // TestConfigJSON: a consumed config is one flat JSON object, the fields of

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -15,7 +16,7 @@ import (
 // read at a glance.
 func WriteTable(w io.Writer, r Report, now time.Time) error {
 	if len(r.Workloads) == 0 {
-		_, err := fmt.Fprintln(w, "no workload managed by confighash here")
+		_, err := fmt.Fprintln(w, "no workload managed by confighash", cmp.Or(r.where, "here"))
 		return err
 	}
 	stale, rolling, unknown, unchecked := 0, 0, 0, 0
