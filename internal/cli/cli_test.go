@@ -519,7 +519,7 @@ func TestExplainAndVerifyFile(t *testing.T) {
 		{args: []string{"verify", bad}, code: 1, errs: bad + ": Secret s (document 0): data.password: not valid base64"},
 		{args: []string{"explain", bad}, code: 1, errs: bad + ": Secret s (document 0): data.password: not valid base64"},
 		{args: []string{"verify", filepath.Join(dir, "missing.yaml")}, code: 1, errs: "reading " + filepath.Join(dir, "missing.yaml")},
-		{args: []string{"explain", dir}, code: 1, errs: "reading " + dir},
+		{args: []string{"explain", dir}, code: 1, errs: dir + " is a directory: explain reads a render"},
 		{args: []string{"verify", empty}, code: 1, errs: "no objects in " + empty},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -111,7 +111,7 @@ func diff(args []string, stdio IO) error {
 	var renders [2]*rolldiff.Render
 	var unchecked []string
 	for i, name := range files {
-		input, err := readInput(name, stdio.In)
+		input, err := readInput("diff", name, stdio.In)
 		if err != nil {
 			return wrap(err)
 		}
@@ -197,14 +197,18 @@ func exitCodeAsked(args []string) bool {
 	return asked
 }
 
-// readInput reads a file, or standard input for "-".
-func readInput(name string, stdin io.Reader) ([]byte, error) {
+// readInput reads a file, or standard input for "-", for command, which
+// names it when the file is a directory.
+func readInput(command, name string, stdin io.Reader) ([]byte, error) {
 	if name == "-" {
 		b, err := readAll(stdin)
 		if err != nil {
 			return nil, fmt.Errorf("reading standard input: %w", err)
 		}
 		return b, nil
+	}
+	if fi, err := os.Stat(name); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("%s is a directory: %s reads a render (the output of kustomize build %s, or of helm template), from a file or standard input", name, command, name)
 	}
 	b, err := os.ReadFile(name)
 	if err != nil {

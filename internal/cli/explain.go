@@ -426,7 +426,7 @@ func subcommand(fs *flag.FlagSet, args []string, stdio IO) (options, *inject.Rep
 	if len(files) == 1 {
 		name = files[0]
 	}
-	input, err := readInput(name, stdio.In)
+	input, err := readInput(fs.Name(), name, stdio.In)
 	if err != nil {
 		return o, nil, nil, name, err
 	}

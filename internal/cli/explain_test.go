@@ -3,6 +3,8 @@ package cli_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -75,4 +77,21 @@ func TestVerifyLiveStateTheControllerRolled(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "with another value: the configs changed after the render")
 	assert.NotContains(t, errOut, "controller-hash is current")
+}
+
+// TestDirectoryInsteadOfARender: explain, verify and diff read renders; a
+// directory (a kustomization, a chart) named instead is refused with what
+// to run, and nothing on standard output.
+func TestDirectoryInsteadOfARender(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "render.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(configMap), 0o600))
+	for _, args := range [][]string{{"explain", dir}, {"verify", dir}, {"diff", dir, file}, {"diff", file, dir}, {"diff", "--exit-code", dir, file}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, out, errOut := run(t, "", args...)
+			assert.NotZero(t, code)
+			assert.Empty(t, out)
+			assert.Contains(t, errOut, dir+" is a directory: "+args[0]+" reads a render (the output of kustomize build "+dir+", or of helm template)")
+		})
+	}
 }
