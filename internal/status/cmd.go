@@ -82,7 +82,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) er
 	var format string
 	fs.StringVar(&format, "output", "", "output format, as for kubectl: json (the same as --json), or wide or empty for the table")
 	fs.StringVar(&format, "o", "", "output format (short for --output)")
-	timeout := fs.Duration("request-timeout", 30*time.Second, "give up after this long (0: never)")
+	timeout := fs.Duration("request-timeout", 30*time.Second, "give up on a request after this long, as kubectl does (0: never)")
 	if err := fs.Parse(args); err != nil {
 		// Help asked for is the output; after a flag error, the usage
 		// follows the error on standard error.
@@ -128,19 +128,20 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) er
 	cfg.UserAgent = "kubectl-confighash"
 	// Collect sends its requests one at a time, about five a workload:
 	// client-go's default limit (5 a second after a burst of 10) made a
-	// namespace of 40 workloads outlast --request-timeout. One request in
+	// namespace of 40 workloads take 40 s. One request in
 	// flight needs no client-side limit; the API server's priority and
 	// fairness still applies.
 	cfg.QPS = -1
+	// Each request, as kubectl's --request-timeout: the report takes
+	// about five requests a workload, so a bound on the whole would fail
+	// a large namespace, or -A on a large cluster, however fast the API
+	// server answers. 0: no timeout, as for kubectl.
+	cfg.Timeout = *timeout
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("making a client: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if *timeout > 0 { // 0: no timeout, as for kubectl
-		ctx, cancel = context.WithTimeout(context.Background(), *timeout)
-	}
-	defer cancel()
+	ctx := context.Background()
 	report, collectErr := Collect(ctx, cs, opts)
 	if collectErr != nil && !errors.Is(collectErr, ErrUnreadable) && !errors.Is(collectErr, ErrKeyMismatch) {
 		if opts.AllNamespaces && apierrors.IsForbidden(collectErr) {

@@ -2,10 +2,14 @@ package status_test
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -64,4 +68,42 @@ func TestMainUsage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRequestTimeoutIsPerRequest: --request-timeout bounds each request,
+// as kubectl's does, not the whole report, which takes about five requests a
+// workload, one after the other: a namespace of thousands of workloads, or
+// -A on a large cluster, outlasts any bound on the whole. Here an API
+// server answers each request in 0.4 s and status is given 1 s: before, the
+// fifth request ran out of time and status printed only "context deadline
+// exceeded".
+func TestRequestTimeoutIsPerRequest(t *testing.T) {
+	lists := map[string]string{
+		"/apis/apps/v1/namespaces/shop/deployments":  `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{},"items":[]}`,
+		"/apis/apps/v1/namespaces/shop/statefulsets": `{"kind":"StatefulSetList","apiVersion":"apps/v1","metadata":{},"items":[]}`,
+		"/apis/apps/v1/namespaces/shop/daemonsets":   `{"kind":"DaemonSetList","apiVersion":"apps/v1","metadata":{},"items":[]}`,
+		"/apis/batch/v1/namespaces/shop/cronjobs":    `{"kind":"CronJobList","apiVersion":"batch/v1","metadata":{},"items":[]}`,
+	}
+	var requests atomic.Int32
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		time.Sleep(400 * time.Millisecond)
+		w.Header().Set("Content-Type", "application/json")
+		if body, ok := lists[r.URL.Path]; ok {
+			_, _ = w.Write([]byte(body))
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","reason":"NotFound","code":404}`))
+	}))
+	defer server.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "+server.URL+"}}]\n"+
+		"users: [{name: u, user: {}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"), 0o600))
+
+	var out, errb bytes.Buffer
+	code := status.Main([]string{"status", "--kubeconfig", kubeconfig, "-n", "shop", "--request-timeout", "1s"}, &out, &errb, func(string) string { return "" })
+	assert.Equal(t, 0, code, errb.String())
+	assert.Equal(t, "no workload managed by confighash in namespace shop\n", out.String())
+	assert.GreaterOrEqual(t, requests.Load(), int32(5), "more requests than fit in the timeout one after the other")
 }
