@@ -1,6 +1,7 @@
 package examples_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
-	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/hashing"
 	"github.com/confighash/confighash/internal/testing/testtools"
@@ -103,7 +103,9 @@ func independentHashes(t *testing.T, out string) map[string]rendered {
 }
 
 // independentConfigs reads the ConfigMaps and Secrets among nodes through
-// the API types and the hashing package, by Kind/namespace/name.
+// the API types and the hashing package, by Kind/namespace/name. The JSON
+// of a node is read as JSON: sigs.k8s.io/yaml would read it as YAML, which
+// breaks lines at a NEL (U+0085) that json.Marshal leaves unescaped.
 func independentConfigs(t *testing.T, nodes []*kyaml.RNode) map[string]hashing.Content {
 	t.Helper()
 	configs := map[string]hashing.Content{}
@@ -116,7 +118,7 @@ func independentConfigs(t *testing.T, nodes []*kyaml.RNode) map[string]hashing.C
 		switch n.GetKind() {
 		case "ConfigMap":
 			var cm corev1.ConfigMap
-			require.NoError(t, k8syaml.Unmarshal(raw, &cm))
+			require.NoError(t, json.Unmarshal(raw, &cm))
 			if cm.Annotations["service.beta.openshift.io/inject-cabundle"] == "true" ||
 				cm.Labels["config.openshift.io/inject-trusted-cabundle"] == "true" {
 				// OpenShift's operators write a CA bundle into it after
@@ -128,7 +130,7 @@ func independentConfigs(t *testing.T, nodes []*kyaml.RNode) map[string]hashing.C
 			configs["ConfigMap/"+cm.Namespace+"/"+cm.Name] = c
 		case "Secret":
 			var s corev1.Secret
-			require.NoError(t, k8syaml.Unmarshal(raw, &s))
+			require.NoError(t, json.Unmarshal(raw, &s))
 			if s.Type == corev1.SecretTypeServiceAccountToken {
 				// The token controller writes its data after the apply:
 				// the render's content is not the cluster's, external.
@@ -149,7 +151,7 @@ func independentPodSpec(t *testing.T, tpl *kyaml.RNode) corev1.PodSpec {
 	raw, err := specNode.MarshalJSON()
 	require.NoError(t, err)
 	var spec corev1.PodSpec
-	require.NoError(t, k8syaml.Unmarshal(raw, &spec))
+	require.NoError(t, json.Unmarshal(raw, &spec))
 	return spec
 }
 

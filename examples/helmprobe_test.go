@@ -1,0 +1,430 @@
+package examples_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf16"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/confighash/confighash/internal/testing/testtools"
+)
+
+// probeChart is a chart of inputs Helm users write that the tests of Helm's
+// own charts and docs do not hold: its files, the helm flags it renders
+// with ("{dir}" stands for the chart's folder), and the workloads both Helms
+// hash.
+type probeChart struct {
+	name   string
+	files  map[string]string
+	args   []string
+	hashed []string
+}
+
+// probeCharts are the charts of TestHelmProbeInputs.
+var probeCharts = []probeChart{
+	{
+		// Whole objects in flow style and as JSON, keys quoted in every
+		// way, a separator with a comment on its line, a document of
+		// comments only, a document ended with "...", and namespaces left
+		// to --namespace: none, "", and .Release.Namespace.
+		name: "layouts",
+		args: []string{"--set", "token=CANARY-layouts"},
+		files: map[string]string{
+			"values.yaml": "level: info\ntoken: unset\n",
+			"templates/configs.yaml": `{apiVersion: v1, kind: ConfigMap, metadata: {name: {{ .Release.Name }}-flow}, data: {level: {{ .Values.level | quote }}, "app.conf": 'x = 1'}}
+--- # the Secret, written as JSON
+{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "{{ .Release.Name }}-json", "namespace": ""},
+ "stringData": {"token": {{ .Values.token | toJson }}}}
+---
+# a document of comments only
+---
+"apiVersion": "v1"
+'kind': "ConfigMap"
+"metadata":
+  "name": {{ .Release.Name }}-quoted
+  "namespace": {{ .Release.Namespace | quote }}
+"data":
+  "k": 'v'
+  ? long
+  : "explicit key"
+...
+`,
+			"templates/deployment.yaml": `{{- /* a comment action, then the object in flow style */ -}}
+{apiVersion: apps/v1, kind: Deployment, metadata: {name: {{ .Release.Name }}-app, namespace: ""},
+ spec: {selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}},
+  spec: {containers: [{name: app, image: nginx,
+   envFrom: [{configMapRef: {name: {{ .Release.Name }}-flow}}, {secretRef: {name: "{{ .Release.Name }}-json"}}],
+   env: [{name: K, valueFrom: {configMapKeyRef: {name: '{{ .Release.Name }}-quoted', key: "long"}}}]}]}}}}
+`,
+		},
+		hashed: []string{"Deployment/shop/web-app"},
+	},
+	{
+		// Double-quoted escapes (line and paragraph separators, a NUL, a
+		// no-break space; a NEL is TestHelmProbeNEL's), single-quoted and plain scalars folded
+		// over lines, a file with a byte order mark and CRLF line ends
+		// through .Files.Get and indent, a tab in a value, and a Secret
+		// with the same key in data and stringData (the API server keeps
+		// stringData's).
+		name: "escapes",
+		files: map[string]string{
+			"files/windows.txt": "\ufefffirst line\r\n\tsecond line\r\n",
+			"templates/configs.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-escapes
+data:
+  quoted: "\x41\u00e9\e\_\L\P\0\t\"end"
+  single: 'it''s
+    folded
+
+    twice'
+  plain: one
+    folded   line
+  tab: "a	b"
+  windows: |
+{{ .Files.Get "files/windows.txt" | indent 4 }}
+  windowsq: {{ .Files.Get "files/windows.txt" | quote }}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .Release.Name }}-both
+data:
+  token: {{ "from-data" | b64enc }}
+  other: {{ "only-data" | b64enc }}
+stringData:
+  token: CANARY-from-stringData
+`,
+			"templates/deployment.yaml": helmDocDeployment(
+				"        - configMapRef:\n            name: {{ .Release.Name }}-escapes\n",
+				"      - name: both\n        secret:\n          secretName: {{ .Release.Name }}-both\n"),
+		},
+		hashed: []string{"Deployment/shop/web-app"},
+	},
+	{
+		// Values from --set-file (CRLF and lone CR line ends, a byte
+		// order mark, binary bytes) and --set-string, as a block, quoted
+		// and base64.
+		name: "set-file",
+		args: []string{
+			"--set-file", "crlf={dir}/in/crlf.txt", "--set-file", "cr={dir}/in/cr.txt",
+			"--set-file", "bom={dir}/in/bom.txt", "--set-file", "bin={dir}/in/blob.bin",
+			"--set-string", "num=010", "--set-string", "port=8080",
+		},
+		files: map[string]string{
+			"in/crlf.txt": "line1\r\nline2\r\n",
+			"in/cr.txt":   "a\rb\rc\r",
+			"in/bom.txt":  "\ufeffbom first\nsecond\n",
+			"in/blob.bin": "\x00\x01\xfe\xffbinary\r\n\x85",
+			"templates/configs.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-files
+data:
+  crlf: |
+{{ .Values.crlf | indent 4 }}
+  crlfq: {{ .Values.crlf | quote }}
+  cr: {{ .Values.cr | quote }}
+  bom: |-
+{{ .Values.bom | indent 4 }}
+  bomq: {{ .Values.bom | quote }}
+  num: {{ .Values.num | quote }}
+  port: "{{ .Values.port }}"
+binaryData:
+  blob: {{ .Values.bin | b64enc }}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .Release.Name }}-files
+data:
+  blob: {{ .Values.bin | b64enc }}
+  crlf: {{ .Values.crlf | b64enc }}
+stringData:
+  json: {{ .Values.crlf | toJson }}
+`,
+			"templates/deployment.yaml": helmDocDeployment(
+				"        - configMapRef:\n            name: {{ .Release.Name }}-files\n        - secretRef:\n            name: {{ .Release.Name }}-files\n", ""),
+		},
+		hashed: []string{"Deployment/shop/web-app"},
+	},
+}
+
+// probeBlockStyles are the ways probeGeneratedChart writes a value.
+var probeBlockStyles = []string{"|", "|-", "|+", ">", ">-", ">+", "quote", "toJson"}
+
+// probeGeneratedChart is a chart whose ConfigMap holds random values, each
+// written in one of probeBlockStyles through indent, quote or toJson as
+// charts write files and values: lines with spaces, tabs, blank lines,
+// quotes, "#", ": " and long runs. A value's first line starts with a
+// character that is not white space (indent cannot write another as a
+// block). The ConfigMap ends in a plain value, so that no block that keeps
+// its line breaks ends the document (Helm 4 stores such a block with one
+// more, docs/helm.md).
+func probeGeneratedChart(seed uint64, n int) probeChart {
+	r := rand.New(rand.NewPCG(seed, 0))
+	alphabet := []string{"a", "b", " ", "  ", "\t", "\n", "\n", "\n\n", "#", ": ", "- ", "'", `"`, `\`, "é", strings.Repeat("x", 90), "{", "}", "[", ",", "|", ">", "%", "&", "*", "!", "?"}
+	values := map[string]string{}
+	tpl := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-generated\ndata:\n"
+	for i := range n {
+		var b strings.Builder
+		b.WriteString(string(rune('a' + r.IntN(26))))
+		for range 1 + r.IntN(12) {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		key := fmt.Sprintf("k%02d", i)
+		values[key] = b.String()
+		switch style := probeBlockStyles[i%len(probeBlockStyles)]; style {
+		case "quote", "toJson":
+			tpl += fmt.Sprintf("  %s: {{ .Values.v.%s | %s }}\n", key, key, style)
+		default:
+			tpl += fmt.Sprintf("  %s: %s\n{{ .Values.v.%s | indent 4 }}\n", key, style, key)
+		}
+	}
+	tpl += "  zz: end\n"
+	v, err := json.Marshal(map[string]any{"v": values})
+	if err != nil {
+		panic(err)
+	}
+	return probeChart{
+		name: fmt.Sprintf("generated-%d", seed),
+		files: map[string]string{
+			"values.yaml":               string(v),
+			"templates/configs.yaml":    tpl,
+			"templates/deployment.yaml": helmDocDeployment("        - configMapRef:\n            name: {{ .Release.Name }}-generated\n", ""),
+		},
+		hashed: []string{"Deployment/shop/web-app"},
+	}
+}
+
+// probeWrite writes a probe chart into a new folder and returns it, with
+// the chart's args "{dir}" replaced by it.
+func probeWrite(t *testing.T, pc probeChart) (string, []string) {
+	t.Helper()
+	chart := filepath.Join(t.TempDir(), "probe")
+	files := map[string]string{"Chart.yaml": "apiVersion: v2\nname: probe\nversion: 0.1.0\n"}
+	maps.Copy(files, pc.files)
+	writeTree(t, chart, files)
+	args := make([]string, len(pc.args))
+	for i, a := range pc.args {
+		args[i] = strings.ReplaceAll(a, "{dir}", chart)
+	}
+	return chart, args
+}
+
+// TestHelmProbeInputs renders probeCharts with each Helm, checks each
+// render as checkPostRender does, and holds every hash to the objects as
+// kubectl and Helm's kube client read the render (probeAsKubectlReads: YAML
+// 1.1, sigs.k8s.io/yaml) as well: both Helms hash the charts' workloads
+// alike. It renders generated charts too (probeGeneratedChart), whose
+// hashes it holds to the objects as kubectl reads them alone:
+// checkPostRender reads what Helm sent through kyaml, which writes a
+// folded block with a line that starts with a tab anew with more blank
+// lines, as Helm 4 does with any post-renderer (docs/helm.md), so for those
+// Helm 3 and Helm 4 may hash differently, each what it installs.
+func TestHelmProbeInputs(t *testing.T) {
+	t.Parallel()
+	charts := slices.Clone(probeCharts)
+	for seed := range uint64(6) {
+		charts = append(charts, probeGeneratedChart(seed+1, 24))
+	}
+	for _, pc := range charts {
+		generated := strings.HasPrefix(pc.name, "generated-")
+		hashes := map[int]map[string]string{}
+		t.Run(pc.name, func(t *testing.T) {
+			for _, version := range []int{3, 4} {
+				t.Run(helmName(version), func(t *testing.T) {
+					h := helmWithIdentity(t, version)
+					chart, args := probeWrite(t, pc)
+					if !generated {
+						r := checkPostRender(t, h, chart, false, args...)
+						require.Zero(t, r.exitCode, r.stderr)
+						hashes[version] = r.hashes
+					}
+					out := h.MustRun(t, append([]string{"template", "web", chart, "--namespace", realNamespace}, append(args, realPostRenderer(t, h)...)...)...)
+					read := probeAsKubectlReads(t, out)
+					assert.ElementsMatch(t, pc.hashed, slices.Collect(maps.Keys(testtools.PodHashes(t, read))), "hashed workloads")
+					assertIndependent(t, h.String()+" as kubectl reads it", read)
+				})
+			}
+			if !generated {
+				assert.Equal(t, hashes[3], hashes[4], "Helm 3's and Helm 4's hashes")
+			}
+		})
+	}
+}
+
+// probeAsKubectlReads reads a stream as kubectl and Helm's kube client do
+// (k8s.io/apimachinery's YAML or JSON decoder, sigs.k8s.io/yaml), puts the
+// objects that name no namespace in realNamespace, and writes each object
+// back as a JSON document with every character past ASCII
+// escaped, which a YAML reader reads as the decoder did (it breaks lines at
+// a raw NEL, LINE SEPARATOR or PARAGRAPH SEPARATOR, even inside quotes).
+func probeAsKubectlReads(t *testing.T, stream string) string {
+	t.Helper()
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(stream), 4096)
+	var b strings.Builder
+	for {
+		var obj map[string]any
+		err := dec.Decode(&obj)
+		if errors.Is(err, io.EOF) {
+			return b.String()
+		}
+		require.NoError(t, err, "kubectl's reader")
+		if obj == nil {
+			continue
+		}
+		if md, ok := obj["metadata"].(map[string]any); ok && (md["namespace"] == nil || md["namespace"] == "") {
+			md["namespace"] = realNamespace // as Helm's -n
+		}
+		b.WriteString(probeJSON(t, obj))
+	}
+}
+
+// probeJSON writes obj as a JSON document ("---" and a line) with every
+// character past ASCII escaped.
+func probeJSON(t *testing.T, obj any) string {
+	t.Helper()
+	j, err := json.Marshal(obj)
+	require.NoError(t, err)
+	var b strings.Builder
+	b.WriteString("---\n")
+	for _, c := range string(j) {
+		switch {
+		case c < 0x80:
+			b.WriteRune(c)
+		case c > 0xffff:
+			c1, c2 := utf16.EncodeRune(c)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, c1, c2)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, c)
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// TestHelmProbeInstalled installs probeCharts and a generated chart with
+// each Helm and confighash on the local control plane, and holds each
+// workload's hash to the ConfigMaps and Secrets the API server stored,
+// read back through the API (the independent computation of
+// assertIndependent): what was hashed is what was installed, escapes,
+// CRLF, byte order marks, binary bytes, flow style and folded blocks
+// included.
+func TestHelmProbeInstalled(t *testing.T) {
+	t.Parallel()
+	charts := append(slices.Clone(probeCharts), probeGeneratedChart(5, 24))
+	for i, pc := range charts {
+		t.Run(pc.name, func(t *testing.T) {
+			eachHelm(t, "web", fmt.Sprintf("probe-%d", i), func(t *testing.T, version int, r *release, h testtools.Helm) {
+				chart, args := probeWrite(t, pc)
+				r.mustHelm(t, h, "install", chart, append([]string{"--create-namespace"}, args...)...)
+				live, hashed := probeLive(t, r)
+				assert.ElementsMatch(t, pc.hashed, hashed, "hashed workloads")
+				assertIndependent(t, h.String()+" installed", live)
+			})
+		})
+	}
+}
+
+// probeLive returns the ConfigMaps, Secrets (but Helm's release records)
+// and Deployments of r's namespace as the API server stores them, as a
+// stream of JSON documents, and the Deployments that carry a hash.
+func probeLive(t *testing.T, r *release) (string, []string) {
+	t.Helper()
+	ctx := t.Context()
+	var live strings.Builder
+	cms, err := r.client.CoreV1().ConfigMaps(r.namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, o := range cms.Items {
+		o.APIVersion, o.Kind, o.ManagedFields = "v1", "ConfigMap", nil
+		live.WriteString(probeJSON(t, o))
+	}
+	secrets, err := r.client.CoreV1().Secrets(r.namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, o := range secrets.Items {
+		if o.Type != "helm.sh/release.v1" {
+			o.APIVersion, o.Kind, o.ManagedFields = "v1", "Secret", nil
+			live.WriteString(probeJSON(t, o))
+		}
+	}
+	deploys, err := r.client.AppsV1().Deployments(r.namespace).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var hashed []string
+	for _, o := range deploys.Items {
+		o.APIVersion, o.Kind, o.ManagedFields = "apps/v1", "Deployment", nil
+		live.WriteString(probeJSON(t, o))
+		if o.Spec.Template.Annotations[hashKey] != "" {
+			hashed = append(hashed, "Deployment/shop/"+o.Name)
+		}
+	}
+	return live.String(), hashed
+}
+
+// TestHelmProbeNEL installs a chart whose ConfigMap holds a NEL (U+0085)
+// written as the escape "\N" and through quote (which escapes it as
+// "\u0085"), and pins what docs/helm.md says: Helm 3, and Helm 4 with
+// --server-side=false, store the NEL, and the hash is that of the stored
+// ConfigMap; Helm 4's server-side apply (its default) stores a space in its
+// place, so the hash confighash wrote describes a value the cluster does
+// not hold. (Should Helm 4 start to store the NEL, this test fails: the
+// docs must then say the hashes agree.)
+func TestHelmProbeNEL(t *testing.T) {
+	t.Parallel()
+	chart := filepath.Join(t.TempDir(), "nel")
+	writeTree(t, chart, map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: nel\nversion: 0.1.0\n",
+		"values.yaml": "text: \"three\\u0085four\"\n",
+		"templates/configmap.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-nel
+data:
+  escape: "one\Ntwo"
+  quoted: {{ .Values.text | quote }}
+`,
+		"templates/deployment.yaml": helmDocDeployment("        - configMapRef:\n            name: {{ .Release.Name }}-nel\n", ""),
+	})
+	for _, tc := range []struct {
+		name    string
+		version int
+		args    []string
+		stored  map[string]string
+	}{
+		{"helm3", 3, nil, map[string]string{"escape": "one\u0085two", "quoted": "three\u0085four"}},
+		{"helm4-client-side", 4, []string{"--server-side=false"}, map[string]string{"escape": "one\u0085two", "quoted": "three\u0085four"}},
+		{"helm4", 4, nil, map[string]string{"escape": "one two", "quoted": "three four"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRelease(t, "web", "probe-nel-"+tc.name)
+			h := r.helmV(tc.version)
+			r.mustHelm(t, h, "install", chart, append([]string{"--create-namespace"}, tc.args...)...)
+			cm, err := r.client.CoreV1().ConfigMaps(r.namespace).Get(t.Context(), "web-nel", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, tc.stored, cm.Data, "what the API server stored")
+			live, hashed := probeLive(t, r)
+			require.Equal(t, []string{"Deployment/shop/web-app"}, hashed)
+			for id, got := range independentHashes(t, live) {
+				if strings.Contains(tc.stored["escape"], "\u0085") {
+					assert.Equal(t, got.want, got.hash, "%s: the hash of what was stored", id)
+				} else {
+					assert.NotEqual(t, got.want, got.hash, "%s: the hash of a NEL Helm 4 stored as a space", id)
+				}
+			}
+		})
+	}
+}
