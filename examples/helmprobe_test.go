@@ -428,3 +428,56 @@ data:
 		})
 	}
 }
+
+// TestHelmProbeStringDataKeyRemoved installs a chart whose Secret writes
+// its keys as stringData or as data, upgrades it with one key removed, and
+// pins what docs/helm.md says: with data, both Helms remove the key from the
+// stored Secret, whose hash is then the workload's; with stringData, which
+// the API server merges into data and never stores, neither Helm removes
+// it (Helm 3's patch and Helm 4's server-side apply remove only stringData's
+// key), so the Secret keeps the key and the workload's hash, computed over
+// the keys rendered, is not the stored Secret's.
+func TestHelmProbeStringDataKeyRemoved(t *testing.T) {
+	t.Parallel()
+	for _, field := range []string{"data", "stringData"} {
+		t.Run(field, func(t *testing.T) {
+			t.Parallel()
+			value := "{{ $v | quote }}"
+			if field == "data" {
+				value = "{{ $v | b64enc }}"
+			}
+			chart := filepath.Join(t.TempDir(), "creds")
+			writeTree(t, chart, map[string]string{
+				"Chart.yaml":  "apiVersion: v2\nname: creds\nversion: 0.1.0\n",
+				"values.yaml": "secret:\n  user: admin\n  password: CANARY-s3cret\n",
+				"templates/secret.yaml": `apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .Release.Name }}-creds
+` + field + `:
+{{- range $k, $v := .Values.secret }}
+  {{ $k }}: ` + value + `
+{{- end }}
+`,
+				"templates/deployment.yaml": helmDocDeployment("        - secretRef:\n            name: {{ .Release.Name }}-creds\n", ""),
+			})
+			eachHelm(t, "web", "probe-removed-"+strings.ToLower(field), func(t *testing.T, version int, r *release, h testtools.Helm) {
+				r.mustHelm(t, h, "install", chart, "--create-namespace")
+				r.mustHelm(t, h, "upgrade", chart, "--set", "secret.password=null")
+				s, err := r.client.CoreV1().Secrets(r.namespace).Get(t.Context(), "web-creds", metav1.GetOptions{})
+				require.NoError(t, err)
+				kept := field == "stringData"
+				assert.Equal(t, kept, s.Data["password"] != nil, "%s: the removed key in the stored Secret", h)
+				live, hashed := probeLive(t, r)
+				require.Equal(t, []string{"Deployment/shop/web-app"}, hashed)
+				for id, got := range independentHashes(t, live) {
+					if kept {
+						assert.NotEqual(t, got.want, got.hash, "%s %s: the hash of the keys rendered, not of the Secret kept", h, id)
+					} else {
+						assert.Equal(t, got.want, got.hash, "%s %s: the hash of the stored Secret", h, id)
+					}
+				}
+			})
+		})
+	}
+}
