@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
@@ -480,4 +481,52 @@ metadata:
 			})
 		})
 	}
+}
+
+// TestHelmProbeTakeOwnership creates a ConfigMap with two keys outside
+// Helm (as kubectl create does), then installs a chart that renders it with
+// one of them under --take-ownership, and pins what docs/helm.md says: Helm
+// 3 keeps the key it does not render (its patch of an object it adopts
+// removes nothing), and so does Helm 4 under --force-conflicts (without it,
+// its server-side apply refuses the install: the other writer owns the key
+// it renders); the workload's hash, over the key rendered, is then not the
+// stored ConfigMap's.
+func TestHelmProbeTakeOwnership(t *testing.T) {
+	t.Parallel()
+	chart := filepath.Join(t.TempDir(), "adopt")
+	writeTree(t, chart, map[string]string{
+		"Chart.yaml": "apiVersion: v2\nname: adopt\nversion: 0.1.0\n",
+		"templates/configmap.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-settings
+data:
+  level: info
+`,
+		"templates/deployment.yaml": helmDocDeployment("        - configMapRef:\n            name: {{ .Release.Name }}-settings\n", ""),
+	})
+	eachHelm(t, "web", "probe-adopt", func(t *testing.T, version int, r *release, h testtools.Helm) {
+		_, err := r.client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.namespace}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = r.client.CoreV1().ConfigMaps(r.namespace).Create(t.Context(), &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "web-settings"}, Data: map[string]string{"level": "debug", "extra": "from before"},
+		}, metav1.CreateOptions{FieldManager: "kubectl-create"})
+		require.NoError(t, err)
+		if version == 4 {
+			res := r.helm(t, h, "install", chart, nil, "--take-ownership")
+			require.NotZero(t, res.ExitCode, "helm4 --take-ownership of a key another writer owns")
+			assert.Contains(t, res.Stderr, "conflict with \"kubectl-create\"")
+			r.mustHelm(t, h, "upgrade", chart, "--install", "--take-ownership", "--force-conflicts") // over the failed release
+		} else {
+			r.mustHelm(t, h, "install", chart, "--take-ownership")
+		}
+		cm, err := r.client.CoreV1().ConfigMaps(r.namespace).Get(t.Context(), "web-settings", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, map[string]string{"level": "info", "extra": "from before"}, cm.Data, "%s: the adopted ConfigMap", h)
+		live, hashed := probeLive(t, r)
+		require.Equal(t, []string{"Deployment/shop/web-app"}, hashed)
+		for id, got := range independentHashes(t, live) {
+			assert.NotEqual(t, got.want, got.hash, "%s %s: the hash of the key rendered, not of the ConfigMap kept", h, id)
+		}
+	})
 }
