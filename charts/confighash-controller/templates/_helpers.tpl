@@ -41,6 +41,27 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
+{{/*
+The watched namespaces as a JSON list, each once, in the order given:
+watchNamespaces is a list (a values file, --set 'watchNamespaces={a,b}') or
+a string of names separated by commas (--set watchNamespaces=a, as the
+controller's --namespaces=a,b). Empty: every namespace.
+*/}}
+{{- define "confighash.watchNamespaces" -}}
+{{- $given := .Values.watchNamespaces }}
+{{- if kindIs "string" $given }}
+{{- $given = splitList "," $given }}
+{{- end }}
+{{- $names := list }}
+{{- range $given }}
+{{- $n := trim (toString .) }}
+{{- if and $n (not (has $n $names)) }}
+{{- $names = append $names $n }}
+{{- end }}
+{{- end }}
+{{- toJson $names }}
+{{- end }}
+
 {{/* "true" when leader election is on: explicit, else replicaCount > 1. */}}
 {{- define "confighash.leaderElect" -}}
 {{- $le := .Values.leaderElection.enabled }}

@@ -1,0 +1,113 @@
+package chart_test
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/confighash/confighash/internal/controllercmd"
+	"github.com/confighash/confighash/internal/testing/testtools"
+)
+
+// documents lists the Kind/namespace/name of every document of a rendered
+// stream, in order, repeats included (objects keeps one per key).
+func documents(t *testing.T, stream string) []string {
+	t.Helper()
+	var out []string
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(stream), 4096)
+	for {
+		var doc map[string]any
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		require.NoError(t, err)
+		if len(doc) > 0 {
+			u := &unstructured.Unstructured{Object: doc}
+			out = append(out, u.GetKind()+"/"+u.GetNamespace()+"/"+u.GetName())
+		}
+	}
+}
+
+// TestChartWatchNamespacesForms renders the chart with watchNamespaces
+// written the ways a team sets it: a list in a values file or --set
+// 'watchNamespaces={shop,billing}', and a plain string on the command line,
+// --set watchNamespaces=shop, as the controller's own --namespaces=shop,billing
+// takes it. Each must give one Role and RoleBinding per namespace, once
+// each (a repeated namespace gave two identical Roles), and the controller
+// the same --namespaces. A string gave helm's "range can't iterate over shop".
+func TestChartWatchNamespacesForms(t *testing.T) {
+	valuesFile := func(t *testing.T, body string) []string {
+		f := filepath.Join(t.TempDir(), "values.yaml")
+		require.NoError(t, os.WriteFile(f, []byte(body), 0o600))
+		return []string{"--values", f}
+	}
+	helms(t, func(t *testing.T, h testtools.Helm) {
+		for _, tc := range []struct {
+			name   string
+			values func(t *testing.T) []string
+			want   []string
+		}{
+			{"list in a values file", func(t *testing.T) []string { return valuesFile(t, "watchNamespaces: [shop, billing]\n") },
+				[]string{"shop", "billing"}},
+			{"list with --set", func(*testing.T) []string { return []string{"--set", "watchNamespaces={shop,billing}"} },
+				[]string{"shop", "billing"}},
+			{"one name with --set", func(*testing.T) []string { return []string{"--set", "watchNamespaces=shop"} },
+				[]string{"shop"}},
+			{"comma-separated string with --set", func(*testing.T) []string { return []string{"--set", `watchNamespaces=shop\,billing`} },
+				[]string{"shop", "billing"}},
+			{"string with spaces in a values file", func(t *testing.T) []string {
+				return valuesFile(t, "watchNamespaces: \"shop, billing\"\n")
+			}, []string{"shop", "billing"}},
+			{"repeated name", func(*testing.T) []string { return []string{"--set", "watchNamespaces={shop,billing,shop}"} },
+				[]string{"shop", "billing"}},
+			{"empty string: every namespace", func(*testing.T) []string { return []string{"--set", "watchNamespaces="} }, nil},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				stream := h.MustRun(t, append([]string{"template", "ch", chartDir(t), "--namespace", "ops"}, tc.values(t)...)...)
+				docs := documents(t, stream)
+				var want []string
+				for _, ns := range tc.want {
+					want = append(want, "Role/"+ns+"/ch-confighash-controller", "RoleBinding/"+ns+"/ch-confighash-controller")
+				}
+				if tc.want == nil {
+					want = []string{"ClusterRole//ch-confighash-controller", "ClusterRoleBinding//ch-confighash-controller"}
+				}
+				var rbac []string
+				for _, d := range docs {
+					if strings.HasPrefix(d, "Role") || strings.HasPrefix(d, "ClusterRole") {
+						rbac = append(rbac, d)
+					}
+				}
+				slices.Sort(want)
+				slices.Sort(rbac)
+				assert.Equal(t, want, rbac, "the RBAC objects, each once")
+
+				objs := objects(t, stream)
+				d := typed[struct {
+					Spec struct {
+						Template struct {
+							Spec struct {
+								Containers []struct {
+									Args []string `json:"args"`
+								} `json:"containers"`
+							} `json:"spec"`
+						} `json:"template"`
+					} `json:"spec"`
+				}](t, objs["Deployment/ops/ch-confighash-controller"])
+				opts, err := controllercmd.ParseFlags(d.Spec.Template.Spec.Containers[0].Args, io.Discard, os.Getenv)
+				require.NoError(t, err)
+				assert.Equal(t, tc.want, opts.Namespaces, "the controller's --namespaces")
+			})
+		}
+	})
+}
