@@ -530,3 +530,36 @@ data:
 		}
 	})
 }
+
+// TestHelmProbeKeyRemovedAcrossVersions installs a release with Helm 3 and
+// upgrades it with Helm 4 with one ConfigMap key removed: server-side apply
+// removes only fields its manager applied before, and Helm 3 applied none,
+// yet Helm 4 removes the key, and the workload's hash is the stored
+// ConfigMap's.
+func TestHelmProbeKeyRemovedAcrossVersions(t *testing.T) {
+	t.Parallel()
+	chart := filepath.Join(t.TempDir(), "moved")
+	writeTree(t, chart, map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: moved\nversion: 0.1.0\n",
+		"values.yaml": "settings:\n  level: info\n  color: blue\n",
+		"templates/configmap.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-settings
+data:
+{{- range $k, $v := .Values.settings }}
+  {{ $k }}: {{ $v | quote }}
+{{- end }}
+`,
+		"templates/deployment.yaml": helmDocDeployment("        - configMapRef:\n            name: {{ .Release.Name }}-settings\n", ""),
+	})
+	r := newRelease(t, "web", "probe-moved")
+	r.mustHelm(t, r.h3, "install", chart, "--create-namespace")
+	r.mustHelm(t, r.h4, "upgrade", chart, "--set", "settings.color=null")
+	cm, err := r.client.CoreV1().ConfigMaps(r.namespace).Get(t.Context(), "web-settings", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"level": "info"}, cm.Data, "the ConfigMap after the upgrade")
+	live, hashed := probeLive(t, r)
+	require.Equal(t, []string{"Deployment/shop/web-app"}, hashed)
+	assertIndependent(t, "helm3 then helm4", live)
+}
