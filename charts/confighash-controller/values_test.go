@@ -111,3 +111,41 @@ func TestChartWatchNamespacesForms(t *testing.T) {
 		}
 	})
 }
+
+// TestChartLeaderElectionForms renders leaderElection.enabled as a bool and
+// as the string a values file with quotes, helm's --set-string or a Flux
+// valuesFrom ConfigMap gives: "true" and "false" mean what the bools mean
+// (they failed with "must be true, false or empty, not true"), empty and
+// "auto" follow replicaCount, and anything else fails naming the value.
+// Leader election on: the --leader-elect flag and the Role for its Lease.
+func TestChartLeaderElectionForms(t *testing.T) {
+	helms(t, func(t *testing.T, h testtools.Helm) {
+		for _, tc := range []struct {
+			set      []string
+			want     bool
+			wantFail string
+		}{
+			{set: []string{"--set", "leaderElection.enabled=true"}, want: true},
+			{set: []string{"--set", "leaderElection.enabled=false", "--set", "replicaCount=2"}, want: false},
+			{set: []string{"--set-string", "leaderElection.enabled=true"}, want: true},
+			{set: []string{"--set-string", "leaderElection.enabled=false", "--set", "replicaCount=2"}, want: false},
+			{set: []string{"--set-string", "leaderElection.enabled=True"}, want: true},
+			{set: []string{"--set-string", "leaderElection.enabled=", "--set", "replicaCount=2"}, want: true},
+			{set: []string{"--set-string", "leaderElection.enabled=auto"}, want: false},
+			{set: []string{"--set-string", "leaderElection.enabled=yes"}, wantFail: `not "yes"`},
+		} {
+			t.Run(strings.Join(tc.set, " "), func(t *testing.T) {
+				res := h.Run(t, nil, append([]string{"template", "ch", chartDir(t), "--namespace", "ops"}, tc.set...)...)
+				if tc.wantFail != "" {
+					assert.NotEqual(t, 0, res.ExitCode)
+					assert.Contains(t, res.Stderr, tc.wantFail)
+					return
+				}
+				require.Equal(t, 0, res.ExitCode, res.Stderr)
+				docs := documents(t, res.Stdout)
+				assert.Equal(t, tc.want, slices.Contains(docs, "Role/ops/ch-confighash-controller-leader-election"), "the leader-election Role")
+				assert.Equal(t, tc.want, strings.Contains(res.Stdout, "- --leader-elect\n"), "the --leader-elect flag")
+			})
+		}
+	})
+}

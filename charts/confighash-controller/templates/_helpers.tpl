@@ -62,15 +62,22 @@ controller's --namespaces=a,b). Empty: every namespace.
 {{- toJson $names }}
 {{- end }}
 
-{{/* "true" when leader election is on: explicit, else replicaCount > 1. */}}
+{{/*
+"true" when leader election is on: explicit, else replicaCount > 1. The
+strings "true" and "false" (a quoted value, --set-string, a Flux
+valuesFrom ConfigMap) mean the bools.
+*/}}
 {{- define "confighash.leaderElect" -}}
 {{- $le := .Values.leaderElection.enabled }}
+{{- $s := lower (trim (toString $le)) }}
 {{- if kindIs "bool" $le }}
 {{- $le }}
-{{- else if or (eq (toString $le) "") (eq (toString $le) "auto") }}
+{{- else if or (eq $s "true") (eq $s "false") }}
+{{- $s }}
+{{- else if or (kindIs "invalid" $le) (eq $s "") (eq $s "auto") }}
 {{- gt (int .Values.replicaCount) 1 }}
 {{- else }}
-{{- fail (printf "leaderElection.enabled must be true, false or empty, not %v" $le) }}
+{{- fail (printf "leaderElection.enabled must be true, false, auto or empty, not %q" (toString $le)) }}
 {{- end }}
 {{- end }}
 
