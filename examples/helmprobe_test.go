@@ -385,20 +385,10 @@ func probeLive(t *testing.T, r *release) (string, []string) {
 // docs must then say the hashes agree.)
 func TestHelmProbeNEL(t *testing.T) {
 	t.Parallel()
-	chart := filepath.Join(t.TempDir(), "nel")
-	writeTree(t, chart, map[string]string{
-		"Chart.yaml":  "apiVersion: v2\nname: nel\nversion: 0.1.0\n",
-		"values.yaml": "text: \"three\\u0085four\"\n",
-		"templates/configmap.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Release.Name }}-nel
-data:
+	chart := probeConfigChart(t, "ConfigMap", "nel", "text: \"three\\u0085four\"\n", `data:
   escape: "one\Ntwo"
   quoted: {{ .Values.text | quote }}
-`,
-		"templates/deployment.yaml": helmDocDeployment("        - configMapRef:\n            name: {{ .Release.Name }}-nel\n", ""),
-	})
+`)
 	for _, tc := range []struct {
 		name    string
 		version int
@@ -417,15 +407,7 @@ data:
 			cm, err := r.client.CoreV1().ConfigMaps(r.namespace).Get(t.Context(), "web-nel", metav1.GetOptions{})
 			require.NoError(t, err)
 			assert.Equal(t, tc.stored, cm.Data, "what the API server stored")
-			live, hashed := probeLive(t, r)
-			require.Equal(t, []string{"Deployment/shop/web-app"}, hashed)
-			for id, got := range independentHashes(t, live) {
-				if strings.Contains(tc.stored["escape"], "\u0085") {
-					assert.Equal(t, got.want, got.hash, "%s: the hash of what was stored", id)
-				} else {
-					assert.NotEqual(t, got.want, got.hash, "%s: the hash of a NEL Helm 4 stored as a space", id)
-				}
-			}
+			probeAssertLive(t, r, tc.name, strings.Contains(tc.stored["escape"], "\u0085"))
 		})
 	}
 }
@@ -447,21 +429,11 @@ func TestHelmProbeStringDataKeyRemoved(t *testing.T) {
 			if field == "data" {
 				value = "{{ $v | b64enc }}"
 			}
-			chart := filepath.Join(t.TempDir(), "creds")
-			writeTree(t, chart, map[string]string{
-				"Chart.yaml":  "apiVersion: v2\nname: creds\nversion: 0.1.0\n",
-				"values.yaml": "secret:\n  user: admin\n  password: CANARY-s3cret\n",
-				"templates/secret.yaml": `apiVersion: v1
-kind: Secret
-metadata:
-  name: {{ .Release.Name }}-creds
-` + field + `:
+			chart := probeConfigChart(t, "Secret", "creds", "secret:\n  user: admin\n  password: CANARY-s3cret\n", field+`:
 {{- range $k, $v := .Values.secret }}
-  {{ $k }}: ` + value + `
+  {{ $k }}: `+value+`
 {{- end }}
-`,
-				"templates/deployment.yaml": helmDocDeployment("        - secretRef:\n            name: {{ .Release.Name }}-creds\n", ""),
-			})
+`)
 			eachHelm(t, "web", "probe-removed-"+strings.ToLower(field), func(t *testing.T, version int, r *release, h testtools.Helm) {
 				r.mustHelm(t, h, "install", chart, "--create-namespace")
 				r.mustHelm(t, h, "upgrade", chart, "--set", "secret.password=null")
@@ -469,15 +441,7 @@ metadata:
 				require.NoError(t, err)
 				kept := field == "stringData"
 				assert.Equal(t, kept, s.Data["password"] != nil, "%s: the removed key in the stored Secret", h)
-				live, hashed := probeLive(t, r)
-				require.Equal(t, []string{"Deployment/shop/web-app"}, hashed)
-				for id, got := range independentHashes(t, live) {
-					if kept {
-						assert.NotEqual(t, got.want, got.hash, "%s %s: the hash of the keys rendered, not of the Secret kept", h, id)
-					} else {
-						assert.Equal(t, got.want, got.hash, "%s %s: the hash of the stored Secret", h, id)
-					}
-				}
+				probeAssertLive(t, r, h.String(), !kept)
 			})
 		})
 	}
@@ -493,18 +457,9 @@ metadata:
 // stored ConfigMap's.
 func TestHelmProbeTakeOwnership(t *testing.T) {
 	t.Parallel()
-	chart := filepath.Join(t.TempDir(), "adopt")
-	writeTree(t, chart, map[string]string{
-		"Chart.yaml": "apiVersion: v2\nname: adopt\nversion: 0.1.0\n",
-		"templates/configmap.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Release.Name }}-settings
-data:
+	chart := probeConfigChart(t, "ConfigMap", "settings", "", `data:
   level: info
-`,
-		"templates/deployment.yaml": helmDocDeployment("        - configMapRef:\n            name: {{ .Release.Name }}-settings\n", ""),
-	})
+`)
 	eachHelm(t, "web", "probe-adopt", func(t *testing.T, version int, r *release, h testtools.Helm) {
 		_, err := r.client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.namespace}}, metav1.CreateOptions{})
 		require.NoError(t, err)
@@ -523,11 +478,7 @@ data:
 		cm, err := r.client.CoreV1().ConfigMaps(r.namespace).Get(t.Context(), "web-settings", metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, map[string]string{"level": "info", "extra": "from before"}, cm.Data, "%s: the adopted ConfigMap", h)
-		live, hashed := probeLive(t, r)
-		require.Equal(t, []string{"Deployment/shop/web-app"}, hashed)
-		for id, got := range independentHashes(t, live) {
-			assert.NotEqual(t, got.want, got.hash, "%s %s: the hash of the key rendered, not of the ConfigMap kept", h, id)
-		}
+		probeAssertLive(t, r, h.String(), false)
 	})
 }
 
@@ -538,28 +489,48 @@ data:
 // ConfigMap's.
 func TestHelmProbeKeyRemovedAcrossVersions(t *testing.T) {
 	t.Parallel()
-	chart := filepath.Join(t.TempDir(), "moved")
-	writeTree(t, chart, map[string]string{
-		"Chart.yaml":  "apiVersion: v2\nname: moved\nversion: 0.1.0\n",
-		"values.yaml": "settings:\n  level: info\n  color: blue\n",
-		"templates/configmap.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Release.Name }}-settings
-data:
+	chart := probeConfigChart(t, "ConfigMap", "settings", "settings:\n  level: info\n  color: blue\n", `data:
 {{- range $k, $v := .Values.settings }}
   {{ $k }}: {{ $v | quote }}
 {{- end }}
-`,
-		"templates/deployment.yaml": helmDocDeployment("        - configMapRef:\n            name: {{ .Release.Name }}-settings\n", ""),
-	})
+`)
 	r := newRelease(t, "web", "probe-moved")
 	r.mustHelm(t, r.h3, "install", chart, "--create-namespace")
 	r.mustHelm(t, r.h4, "upgrade", chart, "--set", "settings.color=null")
 	cm, err := r.client.CoreV1().ConfigMaps(r.namespace).Get(t.Context(), "web-settings", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"level": "info"}, cm.Data, "the ConfigMap after the upgrade")
+	probeAssertLive(t, r, "helm3 then helm4", true)
+}
+
+// probeAssertLive reads r's namespace as probeLive does and asserts that
+// its one Deployment, web-app, carries a hash, and that it is the hash of
+// the configs the API server stored when matches is set, or not.
+func probeAssertLive(t *testing.T, r *release, what string, matches bool) {
+	t.Helper()
 	live, hashed := probeLive(t, r)
 	require.Equal(t, []string{"Deployment/shop/web-app"}, hashed)
-	assertIndependent(t, "helm3 then helm4", live)
+	for id, got := range independentHashes(t, live) {
+		if matches {
+			assert.Equal(t, got.want, got.hash, "%s %s: the hash of the stored configs", what, id)
+		} else {
+			assert.NotEqual(t, got.want, got.hash, "%s %s: the hash of what was rendered, not of the configs stored", what, id)
+		}
+	}
+}
+
+// probeConfigChart writes a chart of values.yaml, a config of kind named
+// <release>-<name> whose template is body after its metadata.name line, and
+// a Deployment web-app that reads the config whole, and returns its folder.
+func probeConfigChart(t *testing.T, kind, name, values, body string) string {
+	t.Helper()
+	chart := filepath.Join(t.TempDir(), name)
+	ref := map[string]string{"ConfigMap": "configMapRef", "Secret": "secretRef"}[kind]
+	writeTree(t, chart, map[string]string{
+		"Chart.yaml":                "apiVersion: v2\nname: " + name + "\nversion: 0.1.0\n",
+		"values.yaml":               values,
+		"templates/config.yaml":     "apiVersion: v1\nkind: " + kind + "\nmetadata:\n  name: {{ .Release.Name }}-" + name + "\n" + body,
+		"templates/deployment.yaml": helmDocDeployment("        - "+ref+":\n            name: {{ .Release.Name }}-"+name+"\n", ""),
+	})
+	return chart
 }
