@@ -114,7 +114,7 @@ func TestChartWatchNamespacesForms(t *testing.T) {
 
 // TestChartLeaderElectionForms renders leaderElection.enabled as a bool and
 // as the string a values file with quotes, helm's --set-string or a Flux
-// valuesFrom ConfigMap gives: "true" and "false" mean what the bools mean
+// valuesFrom targetPath, quoted, gives: "true" and "false" mean what the bools mean
 // (they failed with "must be true, false or empty, not true"), empty and
 // "auto" follow replicaCount, and anything else fails naming the value.
 // Leader election on: the --leader-elect flag and the Role for its Lease.
@@ -145,6 +145,55 @@ func TestChartLeaderElectionForms(t *testing.T) {
 				docs := documents(t, res.Stdout)
 				assert.Equal(t, tc.want, slices.Contains(docs, "Role/ops/ch-confighash-controller-leader-election"), "the leader-election Role")
 				assert.Equal(t, tc.want, strings.Contains(res.Stdout, "- --leader-elect\n"), "the --leader-elect flag")
+			})
+		}
+	})
+}
+
+// TestChartBoolStrings renders each on/off value of the chart as a bool and
+// as the string "true" or "false" that a quoted value, --set-string or a
+// Flux valuesFrom targetPath, quoted, gives. A template's `if` takes any non-empty
+// string for true: dryRun "false" turned the controller's --dry-run on (it
+// then never rolls anything), serviceMonitor.enabled "false" rendered a
+// ServiceMonitor (which fails without its CRD). Each must be on exactly when
+// the value means true; a value that is neither fails naming its key.
+func TestChartBoolStrings(t *testing.T) {
+	rows := []struct {
+		key   string
+		extra []string
+		on    func(docs []string, stream string) bool
+	}{
+		{"dryRun", nil, func(_ []string, stream string) bool { return strings.Contains(stream, "- --dry-run\n") }},
+		{"rbac.create", nil, func(docs []string, _ string) bool {
+			return slices.Contains(docs, "ClusterRole//ch-confighash-controller")
+		}},
+		{"serviceAccount.create", []string{"--set", "serviceAccount.name=ch-confighash-controller"}, func(docs []string, _ string) bool {
+			return slices.Contains(docs, "ServiceAccount/ops/ch-confighash-controller")
+		}},
+		{"metrics.service.enabled", nil, func(docs []string, _ string) bool {
+			return slices.Contains(docs, "Service/ops/ch-confighash-controller-metrics")
+		}},
+		{"serviceMonitor.enabled", nil, func(docs []string, _ string) bool {
+			return slices.Contains(docs, "ServiceMonitor/ops/ch-confighash-controller")
+		}},
+	}
+	helms(t, func(t *testing.T, h testtools.Helm) {
+		for _, row := range rows {
+			for _, form := range []struct {
+				flag, value string
+				want        bool
+			}{{"--set", "true", true}, {"--set", "false", false}, {"--set-string", "true", true}, {"--set-string", "false", false}, {"--set-string", "False", false}} {
+				t.Run(row.key+" "+form.flag+" "+form.value, func(t *testing.T) {
+					args := append([]string{"template", "ch", chartDir(t), "--namespace", "ops", form.flag, row.key + "=" + form.value}, row.extra...)
+					res := h.Run(t, nil, args...)
+					require.Equal(t, 0, res.ExitCode, res.Stderr)
+					assert.Equal(t, form.want, row.on(documents(t, res.Stdout), res.Stdout))
+				})
+			}
+			t.Run(row.key+" neither", func(t *testing.T) {
+				res := h.Run(t, nil, append([]string{"template", "ch", chartDir(t), "--namespace", "ops", "--set-string", row.key + "=no"}, row.extra...)...)
+				assert.NotEqual(t, 0, res.ExitCode)
+				assert.Contains(t, res.Stderr, row.key)
 			})
 		}
 	})

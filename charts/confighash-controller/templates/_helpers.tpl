@@ -32,9 +32,32 @@ app.kubernetes.io/name: {{ include "confighash.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
+{{/*
+"true" or "false" for an on/off value, called with (list "key" value): a
+bool, or the string "true" or "false" (a quoted value, --set-string, a Flux
+valuesFrom targetPath, quoted), which an `if` alone would take as true whatever it
+says. Unset is false; anything else fails naming the key.
+*/}}
+{{- define "confighash.true" -}}
+{{- $key := index . 0 }}
+{{- $v := index . 1 }}
+{{- $s := lower (trim (toString $v)) }}
+{{- if kindIs "bool" $v }}
+{{- $v }}
+{{- else if kindIs "invalid" $v }}
+{{- false }}
+{{- else if or (eq $s "true") (eq $s "false") }}
+{{- $s }}
+{{- else if eq $s "" }}
+{{- false }}
+{{- else }}
+{{- fail (printf "%s must be true or false, not %q" $key (toString $v)) }}
+{{- end }}
+{{- end }}
+
 {{/* The ServiceAccount the controller runs as. */}}
 {{- define "confighash.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create }}
+{{- if eq (include "confighash.true" (list "serviceAccount.create" .Values.serviceAccount.create)) "true" }}
 {{- default (include "confighash.fullname" .) .Values.serviceAccount.name }}
 {{- else }}
 {{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
@@ -65,7 +88,7 @@ controller's --namespaces=a,b). Empty: every namespace.
 {{/*
 "true" when leader election is on: explicit, else replicaCount > 1. The
 strings "true" and "false" (a quoted value, --set-string, a Flux
-valuesFrom ConfigMap) mean the bools.
+valuesFrom targetPath, quoted) mean the bools.
 */}}
 {{- define "confighash.leaderElect" -}}
 {{- $le := .Values.leaderElection.enabled }}
