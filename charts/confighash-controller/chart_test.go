@@ -77,10 +77,10 @@ func TestChartLint(t *testing.T) {
 	})
 }
 
-// objects decodes a rendered stream, keyed by Kind/namespace/name.
-func objects(t *testing.T, stream string) map[string]*unstructured.Unstructured {
+// decoded decodes every non-empty document of a rendered stream, in order.
+func decoded(t *testing.T, stream string) []*unstructured.Unstructured {
 	t.Helper()
-	out := map[string]*unstructured.Unstructured{}
+	var out []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(stream), 4096)
 	for {
 		var doc map[string]any
@@ -89,12 +89,25 @@ func objects(t *testing.T, stream string) map[string]*unstructured.Unstructured 
 			return out
 		}
 		require.NoError(t, err)
-		if len(doc) == 0 {
-			continue
+		if len(doc) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: doc})
 		}
-		u := &unstructured.Unstructured{Object: doc}
-		out[u.GetKind()+"/"+u.GetNamespace()+"/"+u.GetName()] = u
 	}
+}
+
+// key is an object's Kind/namespace/name.
+func key(u *unstructured.Unstructured) string {
+	return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+}
+
+// objects decodes a rendered stream, keyed by Kind/namespace/name.
+func objects(t *testing.T, stream string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	out := map[string]*unstructured.Unstructured{}
+	for _, u := range decoded(t, stream) {
+		out[key(u)] = u
+	}
+	return out
 }
 
 func kinds(objs map[string]*unstructured.Unstructured) []string {

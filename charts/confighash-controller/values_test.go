@@ -1,7 +1,6 @@
 package chart_test
 
 import (
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,8 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/confighash/confighash/internal/controllercmd"
 	"github.com/confighash/confighash/internal/testing/testtools"
@@ -23,19 +20,10 @@ import (
 func documents(t *testing.T, stream string) []string {
 	t.Helper()
 	var out []string
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(stream), 4096)
-	for {
-		var doc map[string]any
-		err := dec.Decode(&doc)
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		require.NoError(t, err)
-		if len(doc) > 0 {
-			u := &unstructured.Unstructured{Object: doc}
-			out = append(out, u.GetKind()+"/"+u.GetNamespace()+"/"+u.GetName())
-		}
+	for _, u := range decoded(t, stream) {
+		out = append(out, key(u))
 	}
+	return out
 }
 
 // TestChartWatchNamespacesForms renders the chart with watchNamespaces
