@@ -1,6 +1,7 @@
 package chart_test
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,8 +11,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/confighash/confighash/internal/controllercmd"
+	"github.com/confighash/confighash/internal/testing/cptest"
 	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
@@ -184,5 +188,28 @@ func TestChartBoolStrings(t *testing.T) {
 				assert.Contains(t, res.Stderr, row.key)
 			})
 		}
+	})
+}
+
+// TestChartLongReleaseName installs the chart into the API server under the
+// longest release name helm accepts (53 characters), with every object the
+// chart can make but the ServiceMonitor (its CRD is not served here): each
+// name must be one the API server takes. The metrics Service was named the
+// full name (up to 63 characters) plus "-metrics", past the 63 a Service
+// name may have, and the install failed.
+func TestChartLongReleaseName(t *testing.T) {
+	cp := cptest.Shared(t)
+	helms(t, func(t *testing.T, h testtools.Helm) {
+		release := fmt.Sprintf("platform-team-h%d-", h.Version) + strings.Repeat("x", 53-len("platform-team-h3-"))
+		require.Len(t, release, 53)
+		ns := fmt.Sprintf("long-h%d", h.Version)
+		res := h.Run(t, nil, "install", release, chartDir(t), "--namespace", ns, "--create-namespace", "--kubeconfig", cp.KubeconfigPath(),
+			"--set", "metrics.service.enabled=true", "--set", "replicaCount=2", "--set", "watchNamespaces={"+ns+"}")
+		require.Equal(t, 0, res.ExitCode, res.Stderr)
+		cs := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+		svcs, err := cs.CoreV1().Services(ns).List(t.Context(), metav1.ListOptions{})
+		require.NoError(t, err)
+		require.Len(t, svcs.Items, 1, "the metrics Service")
+		assert.True(t, strings.HasSuffix(svcs.Items[0].Name, "-metrics"), svcs.Items[0].Name)
 	})
 }
