@@ -58,6 +58,18 @@ func (r *release) helmV(version int) testtools.Helm {
 	return r.h4
 }
 
+// uninstallAtEnd uninstalls the release with h when the test ends: a
+// chart's ClusterRoles and CRDs outlive its namespace, and the next run
+// (-count) installs them anew. --wait waits for the CRDs to go, which the
+// API server does only once it has deleted their custom resources in every
+// namespace: on a machine at load 8 that took more than a minute.
+func (r *release) uninstallAtEnd(t *testing.T, h testtools.Helm) {
+	t.Cleanup(func() {
+		res := h.Run(t, nil, "uninstall", r.name, "--namespace", r.namespace, "--wait", "--timeout", "3m")
+		assert.Zero(t, res.ExitCode, "helm uninstall: %s", res.Stderr)
+	})
+}
+
 // eachHelm runs f in a parallel subtest for Helm 3 and for Helm 4, each
 // with a release named name in a namespace of its own (<prefix>-helm3,
 // <prefix>-helm4).

@@ -267,12 +267,7 @@ func checkChartOnCluster(t *testing.T, tc clusterChart, chart string, args []str
 	ctrl := startController(t, "controller", c.namespace, window...)
 
 	r.mustHelm(t, h, "install", chart, args...)
-	// The chart's ClusterRoles and CRDs outlive the namespace: uninstall,
-	// so that the next run (-count) installs them anew.
-	t.Cleanup(func() {
-		res := h.Run(t, nil, "uninstall", r.name, "--namespace", c.namespace, "--wait", "--timeout", "1m")
-		assert.Zero(t, res.ExitCode, "helm uninstall: %s", res.Stderr)
-	})
+	r.uninstallAtEnd(t, h)
 	installed := statusOf(t, c.namespace)
 	workloads := slices.Sorted(maps.Keys(installed))
 	require.NotEmpty(t, workloads, "no workload the controller manages")

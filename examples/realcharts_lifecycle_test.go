@@ -145,10 +145,7 @@ func newChartRelease(t *testing.T, prefix, name string, version int, window stri
 func (cr *chartRelease) install(t *testing.T, chart string, args ...string) []string {
 	t.Helper()
 	cr.mustHelm(t, cr.h, "upgrade", chart, append([]string{"--install"}, args...)...)
-	t.Cleanup(func() {
-		res := cr.h.Run(t, nil, "uninstall", cr.name, "--namespace", cr.namespace, "--wait", "--timeout", "1m")
-		assert.Zero(t, res.ExitCode, "helm uninstall: %s", res.Stderr)
-	})
+	cr.uninstallAtEnd(t, cr.h)
 	workloads := slices.Sorted(maps.Keys(statusOf(t, cr.namespace)))
 	require.NotEmpty(t, workloads, "no workload the controller manages")
 	return workloads
