@@ -177,7 +177,14 @@ func checkPostRender(t *testing.T, h testtools.Helm, chart string, filtered bool
 	} else if d := onlyInsertedLines(same.Stdout, withoutFlowAnnotations(res.Stdout)); d != "" {
 		t.Errorf("%s: the render differs in more than confighash's annotations: %s", what, d)
 	}
-	assert.Equal(t, realObjects(t, plain.Stdout), realObjects(t, res.Stdout), "%s: the objects without confighash's annotations", what)
+	// Helm 4 writes every document anew around any post-renderer (a
+	// folded block with a tab-led line gains blank lines): the objects it
+	// installs are those of the render through identity.
+	objects := plain.Stdout
+	if h.Version == 4 && same.ExitCode == 0 {
+		objects = same.Stdout
+	}
+	assert.Equal(t, realObjects(t, objects), realObjects(t, res.Stdout), "%s: the objects without confighash's annotations", what)
 	assert.Equal(t, objectSources(plain.Stdout), objectSources(res.Stdout), "%s: the # Source: lines of the objects", what)
 
 	for _, line := range strings.Split(strings.TrimSpace(res.Stderr), "\n") {

@@ -113,8 +113,7 @@ func independentConfigs(t *testing.T, nodes []*kyaml.RNode) map[string]hashing.C
 		if n.GetApiVersion() != "v1" {
 			continue
 		}
-		raw, err := n.MarshalJSON()
-		require.NoError(t, err)
+		raw := nodeJSON(t, n)
 		switch n.GetKind() {
 		case "ConfigMap":
 			var cm corev1.ConfigMap

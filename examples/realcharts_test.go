@@ -673,9 +673,7 @@ func realObjects(t *testing.T, stream string) []string {
 				require.NoError(t, tpl.PipeE(kyaml.Clear("metadata")))
 			}
 		}
-		b, err := n.MarshalJSON()
-		require.NoError(t, err)
-		out = append(out, string(b))
+		out = append(out, string(nodeJSON(t, n)))
 	}
 	return out
 }
@@ -698,27 +696,54 @@ func stripConfighash(t *testing.T, n *kyaml.RNode) {
 // config only when Helm creates it on install and on upgrade. Unless all is
 // set, it returns only the ConfigMaps, Secrets and workloads: the hashes
 // depend on them alone, and the CRDs of these charts would only slow the
-// checks.
+// checks. Each document keeps its text (writing it anew through kyaml adds
+// blank lines to a folded block with a tab-led line, and changes its value):
+// a missing namespace is a line added under metadata.
 func helmSends(t *testing.T, stream string, version int, all bool) string {
 	t.Helper()
 	if !all {
 		stream = configsAndWorkloads(stream)
 	}
-	nodes, err := kio.FromBytes([]byte(stream))
-	require.NoError(t, err)
-	var sent []*kyaml.RNode
-	for _, n := range nodes {
+	var b strings.Builder
+	for _, d := range strings.Split("\n"+stream, "\n---\n") {
+		nodes, err := kio.FromBytes([]byte(d))
+		require.NoError(t, err)
+		if len(nodes) != 1 {
+			require.Empty(t, nodes, "more than one object in a document: %s", d)
+			continue // comments only
+		}
+		n := nodes[0]
 		hook, isHook := n.GetAnnotations()["helm.sh/hook"]
 		isConfig := n.GetKind() == "ConfigMap" || n.GetKind() == "Secret"
 		if isHook && (version == 3 || isConfig && !installAndUpgrade(hook)) {
 			continue
 		}
 		if n.GetNamespace() == "" {
-			require.NoError(t, n.SetNamespace(realNamespace))
+			d = withNamespace(t, n, d)
 		}
-		sent = append(sent, n)
+		b.WriteString("---\n" + strings.TrimPrefix(d, "\n"))
+		if !strings.HasSuffix(d, "\n") {
+			b.WriteString("\n")
+		}
 	}
-	s, err := kio.StringAll(sent)
+	return b.String()
+}
+
+// metadataLine finds a block-style metadata key at the top of a document and
+// the line after it.
+var metadataLine = regexp.MustCompile(`(?m)^metadata:[ \t]*\r?\n([ ]+)\S`)
+
+// withNamespace returns doc, the text of n, with the release namespace added
+// under its metadata: a line at the indentation of the next one, or, for a
+// metadata that is not written so (flow style), n written anew.
+func withNamespace(t *testing.T, n *kyaml.RNode, doc string) string {
+	t.Helper()
+	if m := metadataLine.FindAllStringSubmatchIndex(doc, -1); len(m) == 1 {
+		at := m[0][2] // the start of the next line
+		return doc[:at] + doc[m[0][2]:m[0][3]] + "namespace: " + realNamespace + "\n" + doc[at:]
+	}
+	require.NoError(t, n.SetNamespace(realNamespace))
+	s, err := n.String()
 	require.NoError(t, err)
 	return s
 }
