@@ -110,7 +110,7 @@ func liveStream(t *testing.T, client kubernetes.Interface, release string) strin
 	t.Helper()
 	ctx := t.Context()
 	var objs []any
-	for _, cm := range []string{release + "-files", release + "-notes", release + "-merged", release + "-report"} {
+	for _, cm := range []string{release + "-files", release + "-notes", release + "-merged", release + "-report", release + "-crlf"} {
 		o, err := client.CoreV1().ConfigMaps(namespace).Get(ctx, cm, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
