@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
@@ -61,4 +63,34 @@ func nodeJSON(t *testing.T, n *kyaml.RNode) []byte {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return b
+}
+
+// TestHelmFoldedTabFirstLine pins the limit docs/helm.md states: a folded
+// block whose first line starts with a tab needs an indentation indicator,
+// which yaml.v3 drops when Helm 4 writes the document anew around any
+// post-renderer, so Helm 4 refuses the render through identity as through
+// confighash; Helm 3 renders it through confighash.
+func TestHelmFoldedTabFirstLine(t *testing.T) {
+	t.Parallel()
+	chart := t.TempDir()
+	for name, text := range map[string]string{
+		"Chart.yaml":               "apiVersion: v2\nname: fold\nversion: 0.1.0\n",
+		"templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tab-first\ndata:\n  first: >2\n    \tled by a tab\n    then plain\n",
+	} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(chart, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(chart, name), []byte(text), 0o644))
+	}
+	eachHelmWithIdentity(t, "", func(t *testing.T, h testtools.Helm) {
+		base := []string{"template", "web", chart, "--namespace", realNamespace}
+		post := h.Run(t, nil, append(slices.Clone(base), realPostRenderer(t, h)...)...)
+		if h.Version == 3 {
+			require.Zero(t, post.ExitCode, post.Stderr)
+			return
+		}
+		identity := h.Run(t, nil, append(slices.Clone(base), "--post-renderer", "identity")...)
+		for name, res := range map[string]testtools.Result{"identity": identity, "confighash": post} {
+			assert.NotZero(t, res.ExitCode, "%s: %s", name, res.Stdout)
+			assert.Contains(t, res.Stderr, "found a tab character where an indentation space is expected", name)
+		}
+	})
 }
