@@ -117,7 +117,7 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 			return output{}, nil, yamlnode.ShiftErrorLine(err, offset)
 		}
 		if asJSON {
-			if err := yamlnode.ReadAlike(c.text); err != nil {
+			if err := yamlnode.RawNEL(c.text); err != nil {
 				return output{}, nil, yamlnode.ShiftErrorLine(fmt.Errorf("document %d: %w", len(chunkOf), err), offset)
 			}
 		}

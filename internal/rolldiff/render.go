@@ -131,7 +131,7 @@ func readDocuments(input []byte) ([]*yaml.RNode, error) {
 	var docs []*yaml.RNode
 	for _, c := range chunks {
 		if asJSON {
-			if err := yamlnode.ReadAlike([]byte(c.text)); err != nil {
+			if err := yamlnode.RawNEL([]byte(c.text)); err != nil {
 				return nil, fmt.Errorf("document %d: %w", len(docs), yamlnode.ShiftErrorLine(err, c.shift))
 			}
 		}
