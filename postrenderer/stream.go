@@ -85,7 +85,6 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 	var marks map[int]int                // by chunk: where a byte order mark was taken out
 	var glued map[int]bool               // by chunk: a "---#c" line, read as "--- #c"
 	fresh := true                        // kubectl's document buffer is empty at the chunk's first line
-	asJSON := yamlnode.ReadAsJSON(input) // kubectl and Helm read the stream as JSON
 	lines := 0                           // of the input before the chunk: errors name lines of the input
 	for i, c := range chunks {
 		offset := lines
@@ -115,11 +114,6 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 		}
 		if err := checkSeparators(c.text, len(chunkOf), chunkFresh); err != nil {
 			return output{}, nil, yamlnode.ShiftErrorLine(err, offset)
-		}
-		if asJSON {
-			if err := yamlnode.RawNEL(c.text); err != nil {
-				return output{}, nil, yamlnode.ShiftErrorLine(fmt.Errorf("document %d: %w", len(chunkOf), err), offset)
-			}
 		}
 		if isNullDocument(text) {
 			continue

@@ -127,14 +127,8 @@ func readDocuments(input []byte) ([]*yaml.RNode, error) {
 		prev = loc[1]
 	}
 	chunks = append(chunks, chunk{text[prev:], linesBefore})
-	asJSON := yamlnode.ReadAsJSON(input)
 	var docs []*yaml.RNode
 	for _, c := range chunks {
-		if asJSON {
-			if err := yamlnode.RawNEL([]byte(c.text)); err != nil {
-				return nil, fmt.Errorf("document %d: %w", len(docs), yamlnode.ShiftErrorLine(err, c.shift))
-			}
-		}
 		dec := yaml.NewDecoder(strings.NewReader(c.text))
 		var doc yaml.Node
 		err := dec.Decode(&doc)
