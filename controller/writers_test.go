@@ -389,8 +389,9 @@ func TestTwoControllersOtherSettings(t *testing.T) {
 		other func(o *controller.Options)
 		// managed: the second controller manages the workload.
 		managed bool
-		// rollouts is what the edit gives.
-		rollouts int
+		// rollouts is what the edit gives; upTo, when set, the most it may
+		// give.
+		rollouts, upTo int
 		// replaced: the controllers replace each other's baseline.
 		replaced bool
 	}{
@@ -398,8 +399,15 @@ func TestTwoControllersOtherSettings(t *testing.T) {
 			rollouts: 1},
 		{name: "other prefix, Reloader opt-in", reloader: true, other: func(o *controller.Options) { o.AnnotationPrefix = "team-b.example.com" },
 			managed: true, rollouts: 2},
+		// The first controller (the render's key) rolls on the render
+		// mismatch, the second (another key, every config external) on its
+		// external baseline. When the first one's roll lands before the
+		// second reconciles, the second sees a new pod template with its
+		// baseline gone: the pods restarted on the edited Secret, and it
+		// records a baseline instead of rolling them again. Which comes
+		// first is a race between the two coalescing windows.
 		{name: "same prefix, other HMAC key", keyed: true, other: func(o *controller.Options) { o.HMACKeyFile = keyB },
-			managed: true, rollouts: 2, replaced: true},
+			managed: true, rollouts: 1, upTo: 2, replaced: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -459,7 +467,12 @@ func TestTwoControllersOtherSettings(t *testing.T) {
 				b.obs.waitFor(t, marks[1], "in sync with the edit (second controller)", inSyncHaving(workloadName, "Secret/db-creds", rv))
 			}
 			rolls, _ := writes()
-			assert.Equal(t, c.rollouts, s.rollouts()-revisions, "rollouts")
+			if got := s.rollouts() - revisions; c.upTo == 0 {
+				assert.Equal(t, c.rollouts, got, "rollouts")
+			} else {
+				assert.GreaterOrEqual(t, got, c.rollouts, "rollouts")
+				assert.LessOrEqual(t, got, c.upTo, "rollouts")
+			}
 			assert.GreaterOrEqual(t, rolls, 1.0, "rolls by the controllers")
 
 			start = time.Now()
