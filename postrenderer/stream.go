@@ -75,6 +75,11 @@ func (o output) writeTo(w io.Writer) error {
 // process is Process without joining the output: the edits and the input
 // they apply to.
 func process(input []byte, opts inject.Options) (output, *inject.Report, error) {
+	// What kubectl reads as JSON, confighash as YAML: it is all in the
+	// first document.
+	if err := yamlnode.CheckJSONPrefix(input); err != nil {
+		return output{}, nil, fmt.Errorf("document 0: %w", err)
+	}
 	chunks := split(input)
 	docs := make([]inject.Doc, 0, len(chunks))
 	chunkOf := make([]int, 0, len(chunks)) // by document index

@@ -1,6 +1,8 @@
 package cli_test
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -44,6 +46,11 @@ func TestInputTheAPIServerRefuses(t *testing.T) {
 	twoNames := strings.Replace(deployment, "  name: web\n", "  name: web\n  name: web2\n", 1)
 	twoSpecs := deployment + "spec: {}\n"
 	twoDataKeys := configMap + "  k: w\n"
+	// kubectl and Helm 3 read the first document of a stream that starts
+	// with "{" as JSON (jsonCM), which keeps a NEL in a string that YAML
+	// reads as a line break, and joins a surrogate pair YAML refuses.
+	nelList := jsonList(jsonCM("v\u0085w"), jsonWeb)
+	pairList := jsonList(jsonCM(`v\ud83d\ude00w`), jsonWeb)
 	for _, tc := range []struct {
 		name, input string
 		want        []string
@@ -54,6 +61,13 @@ func TestInputTheAPIServerRefuses(t *testing.T) {
 		{"two metadata.name, KRM", testtools.ResourceList(configMap+"---\n"+twoNames, ""), []string{"items[1]", `metadata: key "name" appears twice`}},
 		{"two spec, KRM", testtools.ResourceList(configMap+"---\n"+twoSpecs, ""), []string{"items[1]", `key "spec" appears twice`}},
 		{"two data keys, KRM", testtools.ResourceList(twoDataKeys+"---\n"+deployment, ""), []string{"items[0]", `"k" appears twice`}},
+		{"a NEL in a JSON List", nelList, []string{"document 0", "line 2: ", "U+0085", `write it as \u0085`}},
+		{"a NEL in a JSON List after white space", "\n\n  " + nelList, []string{"document 0", "line 4: ", "U+0085"}},
+		{"a NEL in the JSON object before a YAML document", jsonCM("v\u0085w") + "\n---\n" + deployment, []string{"document 0", "line 1: ", "U+0085"}},
+		{"a NEL in the second of two JSON objects", jsonWeb + "\n" + jsonCM("v\u0085w") + "\n", []string{"document 0", "line 2: ", "U+0085"}},
+		{"a surrogate pair in a JSON List", pairList, []string{"document 0", "line 2: ", "surrogate", "write the character itself, in UTF-8"}},
+		{"a line separator next to a space in a JSON List", jsonList(jsonCM("v \u2028w"), jsonWeb), []string{"document 0", "line 2: ", "U+2028", `write it as \u2028`}},
+		{"a lone surrogate in a JSON object", jsonCM(`v\udc00w`) + "\n---\n" + deployment, []string{"document 0", "line 1: ", "surrogate"}},
 		{"items not a list", "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: 5\n", []string{"ResourceList", "items", "not a list"}},
 		{"items a map", "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: {a: b}\n", []string{"ResourceList", "items", "not a list"}},
 		{"item not an object", "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [5]\n", []string{"items[0]", "not an object"}},
@@ -77,6 +91,84 @@ func TestInputTheAPIServerRefuses(t *testing.T) {
 				for _, w := range tc.want {
 					assert.Contains(t, errOut, w, args)
 				}
+			}
+		})
+	}
+}
+
+// jsonCM is ConfigMap cfg as one line of JSON, its data value k written
+// as it is.
+func jsonCM(k string) string {
+	return `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"k": "` + k + `"}}`
+}
+
+// jsonWeb is Deployment web, which reads cfg, as one line of JSON.
+const jsonWeb = `{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {"template": {"spec": ` +
+	`{"containers": [{"name": "c", "envFrom": [{"configMapRef": {"name": "cfg"}}]}]}}}}`
+
+// jsonList is a v1 List of items, one a line, as JSON.
+func jsonList(items ...string) string {
+	return "{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [\n" + strings.Join(items, ",\n") + "]}\n"
+}
+
+// jsonHashLine is a hash annotation as the render writes it into JSON.
+var jsonHashLine = regexp.MustCompile(`"confighash\.dev/hash": "(v1-sha256:[0-9a-f]{64})"`)
+
+// jsonHashesOf returns the hashes written into JSON in out, in order.
+func jsonHashesOf(out string) []string {
+	var hs []string
+	for _, m := range jsonHashLine.FindAllStringSubmatch(out, -1) {
+		hs = append(hs, m[1])
+	}
+	return hs
+}
+
+// TestJSONReadAsKubectlReads: kubectl reads as YAML every document of a
+// stream but the JSON it reads first when the stream starts with "{" (a
+// "---" line, YAML, or JSON it refuses ends that), so a NEL written as it
+// is there is a line break to kubectl as to confighash: every command
+// reads such a stream, and the render hashes the NEL as YAML reads it, as
+// the same stream with a space in its place. An escaped NEL is one
+// character to both readings.
+func TestJSONReadAsKubectlReads(t *testing.T) {
+	nel, escaped, space := "v\u0085w", `v\u0085w`, "v w"
+	for _, tc := range []struct {
+		name  string
+		input func(k string) string
+		k     string // the value written
+		// sameAs is another value written whose hash the input's equals
+		// ("": none), notSameAs one whose hash differs.
+		sameAs, notSameAs string
+	}{
+		{"a JSON object, then --- and a JSON ConfigMap", func(k string) string { return jsonWeb + "\n---\n" + jsonCM(k) + "\n" }, nel, space, escaped},
+		{"a JSON ConfigMap after ---", func(k string) string { return "---\n" + jsonCM(k) + "\n---\n" + jsonWeb + "\n" }, nel, space, escaped},
+		{"a JSON ConfigMap after a comment", func(k string) string { return "# c\n" + jsonCM(k) + "\n---\n" + jsonWeb + "\n" }, nel, space, escaped},
+		{"JSON kubectl refuses (a tab in a string)", func(k string) string { return jsonList(jsonCM("\t"+k), jsonWeb) }, nel, space, escaped},
+		{"an escaped NEL in a JSON List", func(k string) string { return jsonList(jsonCM(k), jsonWeb) }, escaped, "", space},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			input := tc.input(tc.k)
+			code, out, errOut := run(t, input)
+			require.Equal(t, 0, code, errOut)
+			hs := jsonHashesOf(out)
+			require.Len(t, hs, 1, out)
+			for _, other := range []struct {
+				k    string
+				same bool
+			}{{tc.sameAs, true}, {tc.notSameAs, false}} {
+				if other.k == "" {
+					continue
+				}
+				code, o, e := run(t, tc.input(other.k))
+				require.Equal(t, 0, code, e)
+				require.Len(t, jsonHashesOf(o), 1, o)
+				assert.Equal(t, other.same, hs[0] == jsonHashesOf(o)[0], "%q", other.k)
+			}
+			path := filepath.Join(t.TempDir(), "rendered")
+			require.NoError(t, os.WriteFile(path, []byte(out), 0o600))
+			for _, args := range [][]string{{"explain"}, {"verify", path}, {"diff", path, "-"}} {
+				code, _, errOut := run(t, input, args...)
+				assert.Equal(t, 0, code, "%s: %s", args, errOut)
 			}
 		})
 	}

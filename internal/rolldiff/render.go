@@ -104,6 +104,11 @@ var separator = regexp.MustCompile(`\n---.*\n`)
 // "...", or a JSON stream), which kio would drop without a word while
 // kubectl applies it and the render refuses it. Errors name the document.
 func readDocuments(input []byte) ([]*yaml.RNode, error) {
+	// What kubectl reads as JSON, confighash as YAML: it is all in the
+	// first document.
+	if err := yamlnode.CheckJSONPrefix(input); err != nil {
+		return nil, fmt.Errorf("document 0: %w", err)
+	}
 	text := strings.ReplaceAll(string(input), "\r\n", "\n")
 	// A chunk is parsed on its own; its lines are shifted by the lines
 	// before it, so that errors name lines of the file.
