@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	yaml "go.yaml.in/yaml/v3"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
 // obj is a JSON object holding s as a string written as it is.
@@ -20,10 +21,14 @@ func obj(s string) string { return `{"kind": "ConfigMap", "data": {"k": "` + s +
 func yamlDoc(s string) string { return "kind: ConfigMap\ndata:\n  k: \"" + s + "\"\n" }
 
 // TestJSONPrefix: the part of a stream kubectl reads as JSON, as measured
-// with kubectl create --dry-run=client (docs/usage.md): the JSON values
-// before the first that fails, when the stream starts with "{".
+// with kubectl create --dry-run=client (README.md): the JSON values before
+// the first that fails, when the stream starts with "{". Each row is held
+// to kubectl's reader too: every string holds a NEL, which JSON keeps and
+// YAML reads as a space, so the objects it reads with a NEL are those it
+// read as JSON.
 func TestJSONPrefix(t *testing.T) {
-	a := obj("x")
+	a := obj("x\u0085")
+	y := yamlDoc("x\u0085")
 	for _, tc := range []struct {
 		name, input string
 		want        string // the prefix read as JSON
@@ -33,24 +38,47 @@ func TestJSONPrefix(t *testing.T) {
 		{"a List", `{"kind": "List", "items": [` + a + "]}\n", `{"kind": "List", "items": [` + a + "]}"},
 		{"objects one after another", a + a + "\n" + a + "\n", a + a + "\n" + a},
 		{"an object, then ---", a + "\n---\n" + a + "\n", a},
-		{"an object, then a YAML document without ---", a + "\n" + yamlDoc("x"), a},
-		{"an object, a comment, then ---", a + " # c\n---\n" + yamlDoc("x"), a},
-		{"two objects, then --- (kubectl refuses what follows)", a + "\n" + a + "\n---\n" + yamlDoc("x"), a + "\n" + a},
-		{"not JSON: a tab in a string", obj("x\ty") + "\n", ""},
-		{"not JSON: a YAML flow mapping", "{kind: ConfigMap}\n", ""},
-		{"not JSON: a line break before the brace that JSON refuses", "\u00a0" + a, ""},
+		{"an object, then a YAML document without ---", a + "\n" + y, a},
+		{"an object, a comment, then ---", a + " # c\n---\n" + y, a},
+		{"two objects, then --- (kubectl refuses what follows)", a + "\n" + a + "\n---\n" + y, a + "\n" + a},
+		{"not JSON: a tab in a string", obj("x\t\u0085") + "\n", ""},
+		{"not JSON: a YAML flow mapping", "{kind: ConfigMap, data: {k: \"\u0085\"}}\n", ""},
+		{"not JSON: white space JSON refuses before the brace (NO-BREAK SPACE)", "\u00a0" + a, ""},
 		{"--- first", "---\n" + a, ""},
 		{"a comment first", "# c\n" + a, ""},
 		{"a byte order mark first", "\ufeff" + a, ""},
-		{"YAML", yamlDoc("x"), ""},
+		{"YAML", y, ""},
 		{"a list first", "[" + a + "]", ""},
 		{"empty", "", ""},
 		{"the brace beyond the first 4096 bytes", strings.Repeat(" ", 4096) + a, ""},
 		{"the brace at byte 4096", strings.Repeat(" ", 4095) + a, strings.Repeat(" ", 4095) + a},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, tc.input[:JSONPrefix([]byte(tc.input))])
+			prefix := tc.input[:JSONPrefix([]byte(tc.input))]
+			assert.Equal(t, tc.want, prefix)
+			values := 0
+			for dec := json.NewDecoder(strings.NewReader(prefix)); dec.Decode(new(any)) == nil; {
+				values++
+			}
+			assert.Equal(t, values, kubectlReadsAsJSON(tc.input), "objects kubectl reads as JSON")
 		})
+	}
+}
+
+// kubectlReadsAsJSON returns how many of the objects kubectl's reader reads
+// from a stream hold a NEL: in a stream whose every string holds one, those
+// it read as JSON.
+func kubectlReadsAsJSON(stream string) int {
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(stream), sniffLength)
+	n := 0
+	for {
+		var v any
+		if dec.Decode(&v) != nil {
+			return n
+		}
+		if b, err := json.Marshal(v); err == nil && bytes.Contains(b, nel) {
+			n++
+		}
 	}
 }
 
@@ -104,9 +132,10 @@ func TestCheckJSONPrefix(t *testing.T) {
 	}
 }
 
-// FuzzCheckJSONPrefix: where CheckJSONPrefix finds nothing, the part of the
-// stream kubectl reads as JSON reads the same to yaml.v3 (confighash's
-// reader) as to encoding/json, value for value, or yaml.v3 refuses it.
+// FuzzCheckJSONPrefix: the value JSONPrefix finds is what kubectl's reader
+// (k8s.io/apimachinery's YAMLOrJSONDecoder) reads first, and where
+// CheckJSONPrefix finds nothing, it reads the same to yaml.v3 (confighash's
+// reader) as to encoding/json, or yaml.v3 refuses it.
 func FuzzCheckJSONPrefix(f *testing.F) {
 	for _, s := range []string{
 		obj("x"), obj("a\u0085b"), obj(`a\u0085b`), obj(`\ud83d\ude00`), obj("\u2028\u2029"),
@@ -132,6 +161,15 @@ func FuzzCheckJSONPrefix(f *testing.F) {
 		}
 		if len(values) != 1 {
 			return // confighash refuses two objects without "---" between them
+		}
+		// kubectl's reader (of the apimachinery version kubectl 1.37
+		// builds with) reads that value first.
+		var first any
+		if err := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(input), sniffLength).Decode(&first); err != nil {
+			t.Fatalf("kubectl's reader refuses %q, which JSONPrefix reads as JSON: %v", input, err)
+		}
+		if !reflect.DeepEqual(values[0], first) {
+			t.Fatalf("kubectl reads %q otherwise than JSONPrefix's JSON:\n%#v\n%#v", input, first, values[0])
 		}
 		var n yaml.Node
 		if yaml.Unmarshal(input[:end], &n) != nil {
