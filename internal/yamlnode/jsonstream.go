@@ -9,8 +9,10 @@ import (
 )
 
 // How kubectl reads a stream (k8s.io/apimachinery's YAMLOrJSONDecoder,
-// through which kubectl reads what it applies; measured with
-// kubectl 1.37 on the local control plane, docs/usage.md):
+// through which kubectl and Helm 3 read what they apply; measured with
+// kubectl 1.37 and Helm 3.22 on the local control plane, README.md; Helm 4
+// puts each document of its post-renderer's output after a "---" line and
+// a "# Source:" comment, so it reads every document as YAML):
 //   - when the first of the stream's first 4096 bytes that is not Unicode
 //     white space is "{", it reads JSON values one after another, each with
 //     JSON's rules (encoding/json);
@@ -50,8 +52,8 @@ func JSONPrefix(input []byte) int {
 // nel is NEXT LINE (U+0085) in UTF-8.
 var nel = []byte("\u0085")
 
-// jsonReading names the reading both errors are about.
-const jsonReading = `kubectl reads this document as JSON (the stream starts with "{" and no "---" line comes first), `
+// jsonReading names the reading the errors below are about.
+const jsonReading = `kubectl and Helm 3 read this document as JSON (the stream starts with "{" and no "---" line comes first), `
 
 // errRawNEL is the error for a NEL written as it is where kubectl reads JSON.
 var errRawNEL = errors.New(`a NEL character (U+0085) written as it is: ` + jsonReading +
