@@ -92,6 +92,9 @@ var errSeparatorBlank = errors.New(`a LINE or PARAGRAPH SEPARATOR (U+2028, U+202
 // NEL is a line break to kubectl too. The text itself is not shown (it may
 // be a Secret's value).
 func CheckJSONPrefix(input []byte) error {
+	if !mayReadOtherwise(input) {
+		return nil // spares reading a long JSON stream twice
+	}
 	text := input[:JSONPrefix(input)]
 	first, cause := -1, error(nil)
 	if i := bytes.Index(text, nel); i >= 0 {
@@ -160,3 +163,10 @@ func separatorBlank(text []byte) int {
 // isBlank reports whether c is a space or a tab, the white space YAML
 // trims around a line break.
 func isBlank(c byte) bool { return c == ' ' || c == '\t' }
+
+// mayReadOtherwise reports whether input holds any of the characters
+// CheckJSONPrefix looks for: a NEL, a separator, or "\ud" or "\uD".
+func mayReadOtherwise(input []byte) bool {
+	return bytes.Contains(input, nel) || bytes.Contains(input, separators[0]) || bytes.Contains(input, separators[1]) ||
+		bytes.Contains(input, []byte(`\ud`)) || bytes.Contains(input, []byte(`\uD`))
+}
