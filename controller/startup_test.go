@@ -192,11 +192,23 @@ func TestBaselineRippleReplicaSets(t *testing.T) {
 	const n = 20
 	e.createFleet(n)
 	ctx := context.Background()
-	// The Deployment controller may still be settling the ReplicaSets it
-	// just made (status, annotations): count from a quiet point.
-	time.Sleep(2 * time.Second)
-	list, err := e.cs.AppsV1().ReplicaSets(e.ns).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
+	// The ReplicaSet controller may still be writing the first status of
+	// the ReplicaSets just made: count from the point where each has been
+	// observed (a fixed sleep here was a guess a loaded machine overruns,
+	// and a late status write would be counted as the baseline's ripple).
+	var list *appsv1.ReplicaSetList
+	eventually(t, "the ReplicaSet controller to observe every ReplicaSet", func(ctx context.Context) (bool, error) {
+		var err error
+		if list, err = e.cs.AppsV1().ReplicaSets(e.ns).List(ctx, metav1.ListOptions{}); err != nil {
+			return false, err
+		}
+		for _, rs := range list.Items {
+			if rs.Status.ObservedGeneration < rs.Generation {
+				return false, nil
+			}
+		}
+		return len(list.Items) == n, nil
+	})
 	w, err := e.cs.AppsV1().ReplicaSets(e.ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
 	require.NoError(t, err)
 	defer w.Stop()
