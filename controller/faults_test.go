@@ -44,11 +44,25 @@ func setupOn(t *testing.T, e *env, tune ...func(*controller.Options)) *scenario 
 
 // deploymentRevision is the Deployment controller's revision counter: one
 // more for every rollout, never capped (revisionHistoryLimit prunes old
-// ReplicaSets, not this number).
+// ReplicaSets, not this number). An operator that writes the Deployment's
+// annotations back removes it for a moment, until the Deployment
+// controller writes it again (from its ReplicaSets, the same number): it
+// is read once it is there.
 func (s *scenario) deploymentRevision() int {
 	s.t.Helper()
-	n, err := strconv.Atoi(s.deployment(workloadName).Annotations["deployment.kubernetes.io/revision"])
-	require.NoError(s.t, err, "the Deployment's revision annotation")
+	var n int
+	eventually(s.t, "the Deployment's revision annotation", func(ctx context.Context) (bool, error) {
+		d, err := s.cs.AppsV1().Deployments(s.ns).Get(ctx, workloadName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		v, ok := d.Annotations["deployment.kubernetes.io/revision"]
+		if !ok {
+			return false, nil
+		}
+		n, err = strconv.Atoi(v)
+		return err == nil, err
+	})
 	return n
 }
 
