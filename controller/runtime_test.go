@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -88,12 +89,19 @@ func (e *env) rolloutUndo(name string) {
 	d := e.deployment(name)
 	owned, err := kubetest.OwnedReplicaSets(ctx, e.cs, e.ns, d.UID)
 	require.NoError(e.t, err)
-	current := d.Annotations["deployment.kubernetes.io/revision"]
+	// Revisions are numbers, compared as numbers as kubectl does ("10"
+	// comes after "9").
+	revision := func(ann map[string]string) int {
+		n, err := strconv.Atoi(ann["deployment.kubernetes.io/revision"])
+		require.NoError(e.t, err, "a revision annotation")
+		return n
+	}
+	current := revision(d.Annotations)
 	var previous *appsv1.ReplicaSet
 	for i := range owned {
 		rs := &owned[i]
-		rev := rs.Annotations["deployment.kubernetes.io/revision"]
-		if rev != current && (previous == nil || rev > previous.Annotations["deployment.kubernetes.io/revision"]) {
+		rev := revision(rs.Annotations)
+		if rev != current && (previous == nil || rev > revision(previous.Annotations)) {
 			previous = rs
 		}
 	}
