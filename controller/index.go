@@ -221,7 +221,8 @@ func (r *Reconciler) renderTaken(kind *workloadKind, o, n client.Object) string 
 }
 
 // noteBaselineRemoved keeps what the external baseline and the render
-// baseline said when an update removed them and left the pod template as
+// baseline said when an update removed them (or replaced the external one
+// with one made under another HMAC key) and left the pod template as
 // it was (another writer of the workload that writes its own annotations
 // over the workload's): the pods still run what they named, so they stand
 // as first seen, and an edit made before the removal is rolled rather than
@@ -235,6 +236,14 @@ func (r *Reconciler) noteBaselineRemoved(req Request, kind *workloadKind, o, n c
 		return old, had && !has
 	}
 	old, baselineRemoved := removed(r.keys.baseline)
+	if cur, has := n.GetAnnotations()[r.keys.baseline]; has && cur != old && old != "" {
+		// Replaced by a baseline this process cannot compare (a second
+		// controller of the same prefix with another HMAC key writes its
+		// own there): what this process wrote is lost to it as much as
+		// when removed.
+		_, curKeyID, _ := ParseBaseline(cur)
+		baselineRemoved = curKeyID != r.keyID
+	}
 	render, renderRemoved := removed(r.keys.renderBaseline)
 	if !baselineRemoved && !renderRemoved {
 		return
