@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -62,12 +63,35 @@ func (r *release) helmV(version int) testtools.Helm {
 // chart's ClusterRoles and CRDs outlive its namespace, and the next run
 // (-count) installs them anew. --wait waits for the CRDs to go, which the
 // API server does only once it has deleted their custom resources in every
-// namespace: on a machine at load 8 that took more than a minute.
+// namespace: on a machine at load 8 that took more than a minute, and a
+// CI run saw cert-manager's orders CRD still Terminating after 3 minutes.
+// Helm has then deleted every object of the release and only waits for the
+// API server to finish: that is logged, not failed (the CRD goes in the
+// end; a -count rerun may find it still there). Any other error fails.
 func (r *release) uninstallAtEnd(t *testing.T, h testtools.Helm) {
 	t.Cleanup(func() {
 		res := h.Run(t, nil, "uninstall", r.name, "--namespace", r.namespace, "--wait", "--timeout", "3m")
+		if res.ExitCode != 0 && onlyTerminating(res.Stderr) {
+			t.Logf("helm uninstall: the API server is still deleting CRDs of the release: %s", res.Stderr)
+			return
+		}
 		assert.Zero(t, res.ExitCode, "helm uninstall: %s", res.Stderr)
 	})
+}
+
+// terminatingCRD is how helm uninstall --wait reports a CRD it deleted that
+// the API server has not removed yet.
+var terminatingCRD = regexp.MustCompile(`resource CustomResourceDefinition//[^ ]+ still exists\. status: Terminating, message: [^,\n]*`)
+
+// onlyTerminating reports whether every error helm uninstall printed is a
+// CRD still terminating when --wait gave up.
+func onlyTerminating(stderr string) bool {
+	rest := terminatingCRD.ReplaceAllString(stderr, "")
+	if rest == stderr {
+		return false
+	}
+	rest = regexp.MustCompile(`Error: uninstallation completed with \d+ error\(s\):|context deadline exceeded|[\s,]`).ReplaceAllString(rest, "")
+	return rest == ""
 }
 
 // eachHelm runs f in a parallel subtest for Helm 3 and for Helm 4, each
