@@ -83,6 +83,9 @@ func (r *release) uninstallAtEnd(t *testing.T, h testtools.Helm) {
 // the API server has not removed yet.
 var terminatingCRD = regexp.MustCompile(`resource CustomResourceDefinition//[^ ]+ still exists\. status: Terminating, message: [^,\n]*`)
 
+// uninstallFrame is what helm uninstall prints around its errors.
+var uninstallFrame = regexp.MustCompile(`Error: uninstallation completed with \d+ error\(s\):|context deadline exceeded|[\s,]`)
+
 // onlyTerminating reports whether every error helm uninstall printed is a
 // CRD still terminating when --wait gave up.
 func onlyTerminating(stderr string) bool {
@@ -90,8 +93,7 @@ func onlyTerminating(stderr string) bool {
 	if rest == stderr {
 		return false
 	}
-	rest = regexp.MustCompile(`Error: uninstallation completed with \d+ error\(s\):|context deadline exceeded|[\s,]`).ReplaceAllString(rest, "")
-	return rest == ""
+	return uninstallFrame.ReplaceAllString(rest, "") == ""
 }
 
 // eachHelm runs f in a parallel subtest for Helm 3 and for Helm 4, each
