@@ -62,12 +62,18 @@ func (r *release) helmV(version int) testtools.Helm {
 // uninstallAtEnd uninstalls the release with h when the test ends: a
 // chart's ClusterRoles and CRDs outlive its namespace, and the next run
 // (-count) installs them anew. --wait waits for the CRDs to go, which the
-// API server does only once it has deleted their custom resources in every
-// namespace: on a machine at load 8 that took more than a minute, and a
-// CI run saw cert-manager's orders CRD still Terminating after 3 minutes.
-// Helm has then deleted every object of the release and only waits for the
-// API server to finish: that is logged, not failed (the CRD goes in the
-// end; a -count rerun may find it still there). Any other error fails.
+// API server does only once its CRD finalizer has listed and deleted their
+// custom resources. That list can fail at first ("storage is
+// (re)initializing": the CRD's update re-creates its storage); the
+// finalizer's retry, a few milliseconds later, may update the status of a
+// CRD its informer has not seen updated yet, get a conflict and drop the
+// retry, leaving the CRD Terminating until the informer's 5-minute resync
+// (kube-apiserver 1.37's apiextensions crd_finalizer.go; reproduced with
+// go run ./hack/devcluster: cert-manager's CRDs applied, deleted a second
+// later, one of six Terminating for 4 minutes with that message). Helm has
+// then deleted every object of the release and only waits for the API
+// server: that is logged, not failed (a -count rerun may find the CRD still
+// there). Any other error fails.
 func (r *release) uninstallAtEnd(t *testing.T, h testtools.Helm) {
 	t.Cleanup(func() {
 		res := h.Run(t, nil, "uninstall", r.name, "--namespace", r.namespace, "--wait", "--timeout", "3m")
