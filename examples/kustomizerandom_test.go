@@ -33,8 +33,10 @@ const randomTreesEnv = "CONFIGHASH_RANDOM_TREES"
 // way, replacements at random levels copying a config's name, whole or a
 // part of it, into references a workload leaves for them or that they
 // create, or renaming a config, patches selected by kind, label or name
-// pattern adding references by a config's earlier names) with confighash
-// listed in the outermost kustomization, and takes kustomize's own render
+// pattern adding references by a config's earlier names, configs and
+// generators marked config.kubernetes.io/local-config, which kustomize
+// drops from its output at the very end) with confighash listed in the
+// outermost kustomization, and takes kustomize's own render
 // as the oracle: each pod spec's references are the final names. Objects, generators and an overlay's namespace write
 // namespace: default next to objects that write none, which kustomize takes
 // for one when it fixes a reference and the cluster does not; the
@@ -59,10 +61,10 @@ func TestKustomizeRandomTrees(t *testing.T) {
 	})
 	t.Logf("%d trees: %d built and checked (%d writing namespace: default, %d with the functionConfig's namespace default), %d refused by kustomize; "+
 		"%d workloads, %d hashed, %d with an external list; %d value edits, %d of which moved a hash; "+
-		"in the built trees %d references filled by replacements, %d created by replacements, %d configs renamed by one, %d patches by selector",
+		"in the built trees %d references filled by replacements, %d created by replacements, %d configs renamed by one, %d patches by selector, %d local-config configs or generators",
 		len(seeds), stats.built.Load(), stats.writeDefault.Load(), stats.fnDefault.Load(), stats.refused.Load(), stats.workloads.Load(),
 		stats.hashed.Load(), stats.external.Load(), stats.edits.Load(), stats.moved.Load(),
-		stats.filled.Load(), stats.created.Load(), stats.renamed.Load(), stats.selected.Load())
+		stats.filled.Load(), stats.created.Load(), stats.renamed.Load(), stats.selected.Load(), stats.local.Load())
 	if !t.Failed() {
 		assert.GreaterOrEqual(t, 2*stats.built.Load(), int64(len(seeds)), "most trees must be ones kustomize builds")
 	}
@@ -95,8 +97,9 @@ func randomSeeds(t *testing.T) []uint64 {
 // randomStats counts what the trees held, for the log.
 type randomStats struct {
 	built, refused, writeDefault, fnDefault, workloads, hashed, external, edits, moved atomic.Int64
-	// filled, created, renamed and selected count what genCounts counts.
-	filled, created, renamed, selected atomic.Int64
+	// filled, created, renamed, selected and local count what genCounts
+	// counts.
+	filled, created, renamed, selected, local atomic.Int64
 }
 
 // checkRandomTree writes and checks the tree of one seed.
@@ -130,6 +133,7 @@ func checkRandomTree(t *testing.T, seed uint64, stats *randomStats) {
 	stats.created.Add(int64(g.counts.created))
 	stats.renamed.Add(int64(g.counts.renamed))
 	stats.selected.Add(int64(g.counts.selected))
+	stats.local.Add(int64(g.counts.local))
 	if slices.ContainsFunc(slices.Collect(maps.Values(g.files)), func(text string) bool { return strings.Contains(text, "namespace: default\n") }) {
 		stats.writeDefault.Add(1)
 	}
@@ -253,8 +257,11 @@ func configValues(t *testing.T, out string) map[string]map[string]string {
 
 // treeGen writes one random kustomize tree.
 type treeGen struct {
-	r    *rand.Rand
-	seed uint64
+	r *rand.Rand
+	// local draws which configs and generators are marked local-config,
+	// apart from r so that the rest of a seed's tree does not depend on it.
+	local *rand.Rand
+	seed  uint64
 	// files are the tree's files by path, in writing order.
 	files map[string]string
 	order []string
@@ -269,9 +276,10 @@ type treeGen struct {
 }
 
 // genCounts counts, for the log, the replacements that fill a slot, those
-// that create a reference, those that rename a config, and the patches
-// selecting workloads by kind, label or name pattern.
-type genCounts struct{ filled, created, renamed, selected int }
+// that create a reference, those that rename a config, the patches
+// selecting workloads by kind, label or name pattern, and the configs,
+// config patches and generators marked local-config.
+type genCounts struct{ filled, created, renamed, selected, local int }
 
 // replSlot is a reference a workload writes as REPLACED for a replacement
 // to fill with a config's name: the field path in the workload, the kind
@@ -331,7 +339,8 @@ var (
 )
 
 func newTreeGen(seed uint64) *treeGen {
-	return &treeGen{r: rand.New(rand.NewPCG(seed, 0x636f6e666967)), seed: seed, files: map[string]string{}}
+	return &treeGen{r: rand.New(rand.NewPCG(seed, 0x636f6e666967)), local: rand.New(rand.NewPCG(seed, 0x6c6f63616c)),
+		seed: seed, files: map[string]string{}}
 }
 
 func (g *treeGen) chance(p float64) bool { return g.r.Float64() < p }
@@ -509,7 +518,30 @@ func (g *treeGen) generator(dir, kfile string, c genConfig, behavior string) map
 	if g.chance(0.2) {
 		entry["options"] = map[string]any{"disableNameSuffixHash": true}
 	}
+	if a := g.localConfig(); a != nil {
+		opts, _ := entry["options"].(map[string]any)
+		if opts == nil {
+			opts = map[string]any{}
+		}
+		opts["annotations"] = a
+		entry["options"] = opts
+	}
 	return entry
+}
+
+// localConfig returns, now and then, the annotations that mark an object
+// config.kubernetes.io/local-config, in the spellings kustomize reads as
+// such (any value but "false") and as "false", which it applies; nil
+// otherwise.
+func (g *treeGen) localConfig() map[string]any {
+	if g.local.Float64() >= 0.1 {
+		return nil
+	}
+	v := []string{"true", "true", "yes", "", "false"}[g.local.IntN(5)]
+	if v != "false" {
+		g.counts.local++
+	}
+	return map[string]any{"config.kubernetes.io/local-config": v}
 }
 
 // plainConfig returns a ConfigMap or Secret resource for c.
@@ -521,6 +553,9 @@ func (g *treeGen) plainConfig(file string, c genConfig) map[string]any {
 	md := map[string]any{"name": c.name}
 	if c.namespace != "" {
 		md["namespace"] = c.namespace
+	}
+	if a := g.localConfig(); a != nil {
+		md["annotations"] = a
 	}
 	obj := map[string]any{"apiVersion": "v1", "kind": c.kind, "metadata": md}
 	if c.kind == "Secret" {
