@@ -26,7 +26,7 @@ func TestUnreadDocuments(t *testing.T) {
 		name, doc, err string
 	}{
 		{"a key twice at the top level", "apiVersion: v1\nkind: Service\nspec: {}\nspec: {}\n", `document 2: key "spec" appears twice`},
-		{"a control character", "apiVersion: v1\nkind: Service\nmetadata: {name: \"a\x01\"}\n", "document 2: yaml: control characters are not allowed"},
+		{"a control character", "apiVersion: v1\nkind: Service\nmetadata: {name: \"a\x01\"}\n", "document 2: line 18: a character YAML does not allow written as it is (U+0001, a control character)"},
 		{"not a document", "apiVersion: v1\nkind: Service\n- a\n", "document 2:"},
 		{"malformed below the top level", "apiVersion: v1\nkind: Service\nspec:\n  ports: [a, b\n  selector: {}\n", ""},
 	} {

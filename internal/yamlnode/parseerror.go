@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // parserErrors are the problems yaml.v3's parser (not its scanner) reports.
@@ -34,6 +36,9 @@ func ParseError(text []byte, err error) error {
 		return nil
 	}
 	msg := err.Error()
+	if e := characterError(text, msg); e != nil {
+		return e
+	}
 	start := strings.Index(msg, "unknown anchor '")
 	if start < 0 || !strings.HasSuffix(msg, "' referenced") {
 		for _, p := range parserErrors {
@@ -48,6 +53,56 @@ func ParseError(text []byte, err error) error {
 		return fmt.Errorf("line %d: %s", bytes.Count(text[:i], []byte{'\n'})+1, UnknownAlias)
 	}
 	return errors.New(UnknownAlias)
+}
+
+// readerProblems are what yaml.v3's reader reports of a character or byte
+// it refuses, with no place or only the line of the token around it.
+var readerProblems = []string{
+	"control characters are not allowed",
+	"invalid leading UTF-8 octet",
+	"incomplete UTF-8 octet sequence",
+	"invalid trailing UTF-8 octet",
+	"invalid length of a UTF-8 sequence",
+	"invalid Unicode character",
+}
+
+// characterError returns, for yaml.v3's message msg of a refused character
+// or byte, an error naming the line of the first one in text and what to
+// write instead; nil for any other message. The character is named by its
+// code point only, never with the text around it (a Secret's value).
+func characterError(text []byte, msg string) error {
+	if !strings.HasPrefix(msg, "yaml: ") || !slices.ContainsFunc(readerProblems, func(p string) bool { return strings.HasSuffix(msg, " "+p) }) {
+		return nil
+	}
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRune(text[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			return fmt.Errorf("line %d: bytes that are not UTF-8: YAML refuses them (so do kubectl and Helm where they read YAML); "+
+				"save the text as UTF-8, and binary content base64-encoded, in a ConfigMap's binaryData or a Secret's data", LineOf(text, i))
+		case !yamlAllows(r):
+			what := "a control character"
+			if r > 0x9f {
+				what = "a noncharacter"
+			}
+			return fmt.Errorf("line %d: a character YAML does not allow written as it is (%U, %s): kubectl and Helm refuse it "+
+				"in YAML too; write it escaped in a double-quoted string, as \\u%04X", LineOf(text, i), r, what, r)
+		}
+		i += size
+	}
+	return nil
+}
+
+// yamlAllows reports whether YAML allows r written as it is (YAML 1.2's
+// printable characters, which yaml.v3 and kubectl's YAML reader check).
+func yamlAllows(r rune) bool {
+	switch {
+	case r == '\t', r == '\n', r == '\r', r == 0x85:
+		return true
+	case r >= 0x20 && r <= 0x7e, r >= 0xa0 && r <= 0xd7ff, r >= 0xe000 && r <= 0xfffd, r >= 0x10000 && r <= 0x10ffff:
+		return true
+	}
+	return false
 }
 
 // UnknownAlias and SelfAlias say what is wrong with an alias without its

@@ -1,6 +1,7 @@
 package yamlnode_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,6 +25,24 @@ func TestParseError(t *testing.T) {
 		{"a parser error: a key out of place", "a: 1\nb:\n  c: 1\n d: 2\n", "yaml: line 4: did not find expected key"},
 		{"a scanner error is kept", "a: 1\nb: \"x\n", "yaml: line 2: found unexpected end of stream"},
 		{"a scanner error is kept: a tab", "a: 1\n\tb: 2\n", "yaml: line 2: found a tab character that violates indentation"},
+		// yaml.v3's reader names no place for a character it refuses, nor
+		// the character: its line and code point, and the escape to write.
+		{"DEL written as it is", "a: 1\nb: \"x\x7fy\"\n",
+			`line 2: a character YAML does not allow written as it is (U+007F, a control character): kubectl and Helm refuse it in YAML too; write it escaped in a double-quoted string, as \u007F`},
+		{"a C1 control in a plain scalar", "a: 1\nb: 2\nc: x\u009fy\n",
+			`line 3: a character YAML does not allow written as it is (U+009F, a control character): kubectl and Helm refuse it in YAML too; write it escaped in a double-quoted string, as \u009F`},
+		{"a C0 control in JSON", "{\"a\": \"x\x01\"}",
+			`line 1: a character YAML does not allow written as it is (U+0001, a control character): kubectl and Helm refuse it in YAML too; write it escaped in a double-quoted string, as \u0001`},
+		{"a noncharacter", "a: |\n  x\n  \uffffy\n",
+			`line 3: a character YAML does not allow written as it is (U+FFFF, a noncharacter): kubectl and Helm refuse it in YAML too; write it escaped in a double-quoted string, as \uFFFF`},
+		{"bytes that are not UTF-8", "a: 1\nb: x\xffy\n",
+			`line 2: bytes that are not UTF-8: YAML refuses them (so do kubectl and Helm where they read YAML); save the text as UTF-8, and binary content base64-encoded, in a ConfigMap's binaryData or a Secret's data`},
+		{"a surrogate encoded in UTF-8", "a: 1\n\nb: \"x\xed\xa0\x80\"\n",
+			`line 3: bytes that are not UTF-8: YAML refuses them (so do kubectl and Helm where they read YAML); save the text as UTF-8, and binary content base64-encoded, in a ConfigMap's binaryData or a Secret's data`},
+		{"a cut UTF-8 sequence at the end", "a: 1\nb: x\xe2\x82",
+			`line 2: bytes that are not UTF-8: YAML refuses them (so do kubectl and Helm where they read YAML); save the text as UTF-8, and binary content base64-encoded, in a ConfigMap's binaryData or a Secret's data`},
+		{"a tab and a BOM are allowed: a syntax error is kept", "a: \"x\t\ufeff\"\nb: [x\n",
+			"yaml: line 2: did not find expected ',' or ']'"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -35,4 +54,26 @@ func TestParseError(t *testing.T) {
 		})
 	}
 	assert.NoError(t, yamlnode.ParseError(nil, nil))
+}
+
+// FuzzParseError: whatever yaml.v3 refuses, ParseError's message names no
+// character problem without its line: every refusal of yaml.v3's reader
+// becomes one that names the line and what to write.
+func FuzzParseError(f *testing.F) {
+	for _, seed := range []string{"a: \"x\x7f\"\n", "a: 1\nb: x\xffy\n", "{\"a\": \"\u009f\"}", "a: |\n  \uffff\n", "\xff\xfea\x00:\x00 \x001\x00", "a: [1\n"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		var n yaml.Node
+		err := yaml.Unmarshal(text, &n)
+		if err == nil {
+			return
+		}
+		msg := yamlnode.ParseError(text, err).Error()
+		for _, p := range []string{"control characters are not allowed", "UTF-8 octet", "UTF-8 sequence", "invalid Unicode character"} {
+			if strings.Contains(msg, p) {
+				t.Fatalf("%q: %s", text, msg)
+			}
+		}
+	})
 }
