@@ -26,8 +26,10 @@ var parserErrors = []string{
 // with "*", a Secret's password say, is such an alias: the error then
 // gives the line of the alias and what to do instead. Helm 4 takes the items
 // of a List out into documents of their own, which also leaves an alias in
-// one item to an anchor in another referring to nothing. Other errors are
-// returned as they are (yaml.v3's syntax errors quote no text).
+// one item to an anchor in another referring to nothing. A character or
+// byte yaml.v3's reader refuses, which it reports with neither place nor
+// character, is named by its line and code point (characterError). Other
+// errors are returned as they are (yaml.v3's syntax errors quote no text).
 //
 // yaml.v3 writes the line of a parser error (as opposed to a scanner error)
 // counted from 0: ParseError counts it from 1, as every other line is.
