@@ -64,10 +64,11 @@ func (r *release) helmV(version int) testtools.Helm {
 // (-count) installs them anew. --wait waits for the CRDs to go, which the
 // API server does only once its CRD finalizer has listed and deleted their
 // custom resources. That list can fail at first ("storage is
-// (re)initializing": the CRD's update re-creates its storage); the
-// finalizer's retry, a few milliseconds later, may update the status of a
-// CRD its informer has not seen updated yet, get a conflict and drop the
-// retry, leaving the CRD Terminating until the informer's 5-minute resync
+// (re)initializing", the custom resources' watch cache not ready yet);
+// the finalizer's retry, a few milliseconds later, may work from a copy of
+// the CRD its informer has not updated yet, and a conflict there ends the
+// retry without another (read in the code, not traced), leaving the CRD
+// Terminating until the informer's 5-minute resync
 // (kube-apiserver 1.37's apiextensions crd_finalizer.go; reproduced with
 // go run ./hack/devcluster: cert-manager's CRDs applied, deleted a second
 // later, one of six Terminating for 4 minutes with that message). Helm has
