@@ -75,6 +75,9 @@ func (o output) writeTo(w io.Writer) error {
 // process is Process without joining the output: the edits and the input
 // they apply to.
 func process(input []byte, opts inject.Options) (output, *inject.Report, error) {
+	if err := yamlnode.CheckEncoding(input); err != nil {
+		return output{}, nil, err
+	}
 	// What kubectl reads as JSON, confighash as YAML: it is all in the
 	// first document.
 	if err := yamlnode.CheckJSONPrefix(input); err != nil {

@@ -1,11 +1,13 @@
 package cli_test
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -68,6 +70,16 @@ func TestInputTheAPIServerRefuses(t *testing.T) {
 		{"a surrogate pair in a JSON List", pairList, []string{"document 0", "line 2: ", "surrogate", "write the character itself, in UTF-8"}},
 		{"a line separator next to a space in a JSON List", jsonList(jsonCM("v \u2028w"), jsonWeb), []string{"document 0", "line 2: ", "U+2028", `write it as \u2028`}},
 		{"a lone surrogate in a JSON object", jsonCM(`v\udc00w`) + "\n---\n" + deployment, []string{"document 0", "line 1: ", "surrogate"}},
+		// yaml.v3 decodes the first document of a stream that starts
+		// with a UTF-16 byte order mark, which left the others' workloads
+		// unseen and verify passing; characters YAML refuses, without
+		// the line or the character before.
+		{"UTF-16 with a byte order mark", utf16Text(configMap+"---\n"+deployment, false, true), []string{"UTF-16", "byte order mark FF FE", "iconv -f UTF-16 -t UTF-8"}},
+		{"UTF-16 big-endian with a byte order mark", utf16Text(configMap+"---\n"+deployment, true, true), []string{"UTF-16", "FE FF"}},
+		{"UTF-16 without a byte order mark", utf16Text(configMap+"---\n"+deployment, false, false), []string{"document 0", "line 1: ", "U+0000", "UTF-16"}},
+		{"a DEL in a ConfigMap", configMap + "  d: \"x\x7fy\"\n---\n" + deployment, []string{"document 0", "line 7: ", "U+007F", `as \u007F`}},
+		{"bytes that are not UTF-8 in the second document", configMap + "---\n" + strings.Replace(deployment, "web", "w\xffb", 1), []string{"document 1", "not UTF-8"}},
+		{"a DEL in a ConfigMap, KRM", testtools.ResourceList(configMap+"  d: \"x\x7fy\"\n---\n"+deployment, ""), []string{"U+007F", `as \u007F`}},
 		{"items not a list", "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: 5\n", []string{"ResourceList", "items", "not a list"}},
 		{"items a map", "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: {a: b}\n", []string{"ResourceList", "items", "not a list"}},
 		{"item not an object", "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [5]\n", []string{"items[0]", "not an object"}},
@@ -94,6 +106,24 @@ func TestInputTheAPIServerRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// utf16Text is s in UTF-16, little- or big-endian, after a byte order
+// mark or not.
+func utf16Text(s string, bigEndian, bom bool) string {
+	units := utf16.Encode([]rune(s))
+	if bom {
+		units = append([]uint16{0xfeff}, units...)
+	}
+	b := make([]byte, 0, 2*len(units))
+	for _, u := range units {
+		if bigEndian {
+			b = binary.BigEndian.AppendUint16(b, u)
+		} else {
+			b = binary.LittleEndian.AppendUint16(b, u)
+		}
+	}
+	return string(b)
 }
 
 // jsonCM is ConfigMap cfg as one line of JSON, its data value k written

@@ -104,6 +104,9 @@ var separator = regexp.MustCompile(`\n---.*\n`)
 // "...", or a JSON stream), which kio would drop without a word while
 // kubectl applies it and the render refuses it. Errors name the document.
 func readDocuments(input []byte) ([]*yaml.RNode, error) {
+	if err := yamlnode.CheckEncoding(input); err != nil {
+		return nil, err
+	}
 	// What kubectl reads as JSON, confighash as YAML: it is all in the
 	// first document.
 	if err := yamlnode.CheckJSONPrefix(input); err != nil {

@@ -170,3 +170,31 @@ func mayReadOtherwise(input []byte) bool {
 	return bytes.Contains(input, nel) || bytes.Contains(input, separators[0]) || bytes.Contains(input, separators[1]) ||
 		bytes.Contains(input, []byte(`\ud`)) || bytes.Contains(input, []byte(`\uD`))
 }
+
+// byteOrderMarks are the byte order marks of the encodings other than
+// UTF-8, the longer first (UTF-32LE's starts with UTF-16LE's).
+var byteOrderMarks = []struct {
+	bom  string
+	name string
+}{
+	{"\x00\x00\xfe\xff", "UTF-32"},
+	{"\xff\xfe\x00\x00", "UTF-32"},
+	{"\xfe\xff", "UTF-16"},
+	{"\xff\xfe", "UTF-16"},
+}
+
+// CheckEncoding returns an error when input starts with the byte order
+// mark of UTF-16 or UTF-32 (what Windows PowerShell 5's ">" writes).
+// yaml.v3 would decode the first document from UTF-16, but confighash
+// splits the stream into documents and edits it as UTF-8, so it would see
+// none of the other documents' workloads and write the stream back with no
+// hash.
+func CheckEncoding(input []byte) error {
+	for _, m := range byteOrderMarks {
+		if bytes.HasPrefix(input, []byte(m.bom)) {
+			return fmt.Errorf("the input is %s (it starts with the byte order mark % X): confighash reads UTF-8, "+
+				"as kubectl, kustomize and Helm write it; convert it first (iconv -f %s -t UTF-8)", m.name, m.bom, m.name)
+		}
+	}
+	return nil
+}

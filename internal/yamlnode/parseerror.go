@@ -84,7 +84,10 @@ func characterError(text []byte, msg string) error {
 				"save the text as UTF-8, and binary content base64-encoded, in a ConfigMap's binaryData or a Secret's data", LineOf(text, i))
 		case !yamlAllows(r):
 			what := "a control character"
-			if r > 0x9f {
+			switch {
+			case r == 0:
+				what = "NUL; text in UTF-16 or UTF-32 is full of them: convert it to UTF-8"
+			case r > 0x9f:
 				what = "a noncharacter"
 			}
 			return fmt.Errorf("line %d: a character YAML does not allow written as it is (%U, %s): kubectl and Helm refuse it "+
