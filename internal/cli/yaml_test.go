@@ -76,6 +76,7 @@ func TestInputTheAPIServerRefuses(t *testing.T) {
 		// the line or the character before.
 		{"UTF-16 with a byte order mark", utf16Text(configMap+"---\n"+deployment, false, true), []string{"UTF-16", "byte order mark FF FE", "iconv -f UTF-16 -t UTF-8"}},
 		{"UTF-16 big-endian with a byte order mark", utf16Text(configMap+"---\n"+deployment, true, true), []string{"UTF-16", "FE FF"}},
+		{"a later document in UTF-16 after its own byte order mark", configMap + "---\n" + utf16Text(deployment, false, true), []string{"line 8: ", "UTF-16 byte order mark (FF FE) inside the stream"}},
 		{"UTF-16 without a byte order mark", utf16Text(configMap+"---\n"+deployment, false, false), []string{"document 0", "line 1: ", "U+0000", "UTF-16"}},
 		{"a DEL in a ConfigMap", configMap + "  d: \"x\x7fy\"\n---\n" + deployment, []string{"document 0", "line 7: ", "U+007F", `as \u007F`}},
 		{"bytes that are not UTF-8 in the second document", configMap + "---\n" + strings.Replace(deployment, "web", "w\xffb", 1), []string{"document 1", "not UTF-8"}},
