@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/annotations"
+	"github.com/confighash/confighash/internal/yamlnode"
 )
 
 // editor collects byte edits to one document. Each edit method either
@@ -47,7 +48,7 @@ func newEditor(text []byte, root *yaml.Node) *editor {
 		case b >= utf8.RuneSelf:
 			// NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR break lines
 			// for the parser, whose line numbers the edits follow.
-			if n := unicodeBreak(text[i:]); n > 0 {
+			if n := yamlnode.UnicodeBreak(text[i:]); n > 0 {
 				e.lines = append(e.lines, i+n)
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"unicode/utf8"
+
+	"github.com/confighash/confighash/internal/yamlnode"
 )
 
 // header is what a line scan of a document's top level found: its apiVersion
@@ -190,23 +192,8 @@ func below(w uint64, n byte) uint64 {
 // equal marks the bytes of w equal to c.
 func equal(w uint64, c byte) uint64 { return below(w^(onesBytes*uint64(c)), 1) }
 
-// unicodeBreak returns the length of the line break text starts with that
-// YAML 1.1 readers (yaml.v3, and libyaml's ports in kubectl and Helm) count
-// besides "\n" and "\r", also inside a quoted value: NEL (U+0085), LINE
-// SEPARATOR (U+2028) and PARAGRAPH SEPARATOR (U+2029); 0 when it starts
-// with none.
-func unicodeBreak(text []byte) int {
-	switch {
-	case len(text) >= 2 && text[0] == 0xc2 && text[1] == 0x85:
-		return 2
-	case len(text) >= 3 && text[0] == 0xe2 && text[1] == 0x80 && (text[2] == 0xa8 || text[2] == 0xa9):
-		return 3
-	}
-	return 0
-}
-
-// hasUnicodeBreak reports whether text holds a line break unicodeBreak
-// knows. The scans here count lines by "\n" alone.
+// hasUnicodeBreak reports whether text holds a line break
+// yamlnode.UnicodeBreak knows. The scans here count lines by "\n" alone.
 func hasUnicodeBreak(text []byte) bool {
 	for _, lead := range [...]byte{0xc2, 0xe2} {
 		for rest := text; ; {
@@ -214,7 +201,7 @@ func hasUnicodeBreak(text []byte) bool {
 			if i < 0 {
 				break
 			}
-			if unicodeBreak(rest[i:]) > 0 {
+			if yamlnode.UnicodeBreak(rest[i:]) > 0 {
 				return true
 			}
 			rest = rest[i+1:]

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -52,6 +53,9 @@ func TestInputTheAPIServerRefuses(t *testing.T) {
 	// with "{" as JSON (jsonCM), which keeps a NEL in a string that YAML
 	// reads as a line break, and joins a surrogate pair YAML refuses.
 	nelList := jsonList(jsonCM("v\u0085w"), jsonWeb)
+	// the line of the Deployment's name in a stream of configMap and it
+	beforeName, _, _ := strings.Cut(deployment, "  name: web\n")
+	lsLine := strconv.Itoa(strings.Count(configMap+"---\n"+beforeName, "\n") + 1)
 	pairList := jsonList(jsonCM(`v\ud83d\ude00w`), jsonWeb)
 	for _, tc := range []struct {
 		name, input string
@@ -79,6 +83,13 @@ func TestInputTheAPIServerRefuses(t *testing.T) {
 		{"a later document in UTF-16 after its own byte order mark", configMap + "---\n" + utf16Text(deployment, false, true), []string{"line 8: ", "UTF-16 byte order mark (FF FE) inside the stream"}},
 		{"UTF-16 without a byte order mark", utf16Text(configMap+"---\n"+deployment, false, false), []string{"document 0", "line 1: ", "U+0000", "UTF-16"}},
 		{"a DEL in a ConfigMap", configMap + "  d: \"x\x7fy\"\n---\n" + deployment, []string{"document 0", "line 7: ", "U+007F", `as \u007F`}},
+		// YAML, and kubectl, take a line separator for a line break,
+		// which cuts the value in two: the line an editor shows, and the
+		// character named.
+		{"a line separator in a ConfigMap's value", configMap + "  d: x\u2028y\n---\n" + deployment, []string{"document 0", "line 7: ", "U+2028", `as \u2028`}},
+		{"a line separator in the second document", configMap + "---\n" + strings.Replace(deployment, "  name: web\n", "  name: web\u2028x\n", 1),
+			[]string{"document 1", "line " + lsLine + ": ", "(line " + lsLine + " holds U+2028", `as \u2028`}},
+		{"a NEL in a ConfigMap's value, KRM", testtools.ResourceList(configMap+"  d: x\u0085y\n---\n"+deployment, ""), []string{"U+0085", `as \u0085`}},
 		{"bytes that are not UTF-8 in the second document", configMap + "---\n" + strings.Replace(deployment, "web", "w\xffb", 1), []string{"document 1", "not UTF-8"}},
 		{"a DEL in a ConfigMap, KRM", testtools.ResourceList(configMap+"  d: \"x\x7fy\"\n---\n"+deployment, ""), []string{"U+007F", `as \u007F`}},
 		{"items not a list", "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: 5\n", []string{"ResourceList", "items", "not a list"}},

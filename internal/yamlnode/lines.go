@@ -37,12 +37,16 @@ func ShiftLines(n *yaml.Node, by int) {
 var errorLine = regexp.MustCompile(`\bline (\d+):|\blines (\d+) and (\d+)\b`)
 
 // ShiftErrorLine returns err with the first line (or pair of lines) its
-// message names moved by by lines (err itself when it names none or by is
-// 0). The error is rewritten to its message: it wraps nothing a caller
-// tests for.
+// message names moved by by lines, err itself when it names none or by is
+// 0. An error of this package that names two lines (a syntax error next to
+// a line break an editor does not show) has both moved. The error is
+// rewritten to its message: it wraps nothing a caller tests for.
 func ShiftErrorLine(err error, by int) error {
 	if err == nil || by == 0 {
 		return err
+	}
+	if s, ok := err.(interface{ shiftLines(by int) error }); ok {
+		return s.shiftLines(by)
 	}
 	msg := err.Error()
 	loc := errorLine.FindStringSubmatchIndex(msg)

@@ -32,7 +32,9 @@ var parserErrors = []string{
 // errors are returned as they are (yaml.v3's syntax errors quote no text).
 //
 // yaml.v3 writes the line of a parser error (as opposed to a scanner error)
-// counted from 0: ParseError counts it from 1, as every other line is.
+// counted from 0: ParseError counts it from 1, as every other line is. It
+// also takes more than a line feed for a line break (syntaxError): the
+// line a syntax error names is turned into the line an editor shows.
 func ParseError(text []byte, err error) error {
 	if err == nil {
 		return nil
@@ -43,10 +45,8 @@ func ParseError(text []byte, err error) error {
 	}
 	start := strings.Index(msg, "unknown anchor '")
 	if start < 0 || !strings.HasSuffix(msg, "' referenced") {
-		for _, p := range parserErrors {
-			if strings.HasSuffix(msg, ": "+p) && strings.HasPrefix(msg, "yaml: line ") {
-				return ShiftErrorLine(err, 1)
-			}
+		if e := syntaxError(text, msg); e != nil {
+			return e
 		}
 		return err
 	}

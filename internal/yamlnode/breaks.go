@@ -1,0 +1,151 @@
+package yamlnode
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// YAML takes more than a line feed for a line break: a carriage return on
+// its own, and NEL (U+0085), LS (U+2028) and PS (U+2029) written as they
+// are. yaml.v3, and kubectl's YAML reader, count lines by all of them,
+// and a plain or block scalar ends at one: a value copied from a web page
+// or a word processor with such a character in it reads as a value cut in
+// two, and the parser's complaint ("could not find expected ':'") names a
+// line that an editor, which breaks lines at line feeds only, shows
+// elsewhere. confighash names lines as an editor shows them (LineOf).
+
+// syntaxPrefix is how yaml.v3 starts a syntax error: "yaml: line N: ".
+var syntaxPrefix = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// syntaxError returns yaml.v3's syntax error msg with its line counted from
+// 1 and by line feeds, and, when the text up to that line holds a line
+// break YAML reads where an editor sees none, the last such break named
+// with its line and what to write instead; nil when msg is no syntax error.
+func syntaxError(text []byte, msg string) error {
+	m := syntaxPrefix.FindStringSubmatch(msg)
+	if m == nil {
+		return nil
+	}
+	yamlLine, err := strconv.Atoi(m[1])
+	if err != nil {
+		return nil
+	}
+	problem := msg[len(m[0]):]
+	if slices.Contains(parserErrors, problem) {
+		yamlLine++
+	}
+	start, last := yamlLineBounds(text, yamlLine)
+	out := fmt.Sprintf("yaml: line %d: %s", LineOf(text, start), problem)
+	// A break that cut a value cuts it on the line of the error or on one
+	// of the two before it; one further up is in a quoted value or a
+	// comment and has nothing to do with the error.
+	if near, _ := yamlLineBounds(text, yamlLine-2); last < 0 || last < near {
+		return lineError(out)
+	}
+	r, _ := utf8.DecodeRune(text[last:])
+	return breakError{line: LineOf(text, start), problem: problem, at: LineOf(text, last), r: r}
+}
+
+// breakError is a syntax error next to a line break YAML reads where an
+// editor sees none. Its two lines move together (ShiftErrorLine).
+type breakError struct {
+	line    int
+	problem string
+	// at is the line of the break, r the break.
+	at int
+	r  rune
+}
+
+func (e breakError) Error() string {
+	return fmt.Sprintf("yaml: line %d: %s (line %d holds %s written as it is, which YAML, and kubectl, read as a line break; "+
+		"in a value, write it escaped in a double-quoted string, as %s; in a comment, delete it)", e.line, e.problem, e.at, breakName(e.r), breakEscape(e.r))
+}
+
+func (e breakError) shiftLines(by int) error {
+	e.line += by
+	e.at += by
+	return e
+}
+
+// yamlLineBounds returns the offset where yaml.v3's line (counted from 1;
+// one before the first is the first, one past the last is the end of text)
+// starts in text, and the offset of the last line break before its end
+// that is not a line feed (-1 for none).
+func yamlLineBounds(text []byte, line int) (start, last int) {
+	last = -1
+	n := 1
+	for i := 0; i < len(text); {
+		size := yamlBreak(text[i:])
+		if size == 0 {
+			i++
+			continue
+		}
+		if n >= line {
+			return start, last
+		}
+		if text[i] != '\n' && (text[i] != '\r' || size != 2) {
+			last = i
+		}
+		i += size
+		n++
+		start = i
+	}
+	if n < line {
+		start = len(text)
+	}
+	return start, last
+}
+
+// yamlBreak returns the length of the line break YAML reads at the start of
+// b (CR LF, CR, LF, or a UnicodeBreak), 0 for none.
+func yamlBreak(b []byte) int {
+	switch {
+	case len(b) == 0:
+		return 0
+	case b[0] == '\n':
+		return 1
+	case b[0] == '\r':
+		if len(b) > 1 && b[1] == '\n' {
+			return 2
+		}
+		return 1
+	}
+	return UnicodeBreak(b)
+}
+
+// UnicodeBreak returns the length of the line break b starts with that
+// YAML 1.1 readers (yaml.v3, and libyaml's ports in kubectl and Helm) count
+// besides "\n" and "\r", also inside a quoted value: NEL (U+0085), LINE
+// SEPARATOR (U+2028) and PARAGRAPH SEPARATOR (U+2029); 0 when it starts
+// with none.
+func UnicodeBreak(b []byte) int {
+	switch {
+	case len(b) >= 2 && b[0] == 0xc2 && b[1] == 0x85:
+		return 2
+	case len(b) >= 3 && b[0] == 0xe2 && b[1] == 0x80 && (b[2] == 0xa8 || b[2] == 0xa9):
+		return 3
+	}
+	return 0
+}
+
+func breakName(r rune) string {
+	switch r {
+	case '\r':
+		return "a carriage return (U+000D) with no line feed after it"
+	case 0x85:
+		return "U+0085 (NEXT LINE)"
+	case 0x2028:
+		return "U+2028 (LINE SEPARATOR)"
+	}
+	return "U+2029 (PARAGRAPH SEPARATOR)"
+}
+
+func breakEscape(r rune) string {
+	if r == '\r' {
+		return `\r`
+	}
+	return fmt.Sprintf(`\u%04X`, r)
+}
