@@ -37,54 +37,58 @@ func syntaxError(text []byte, msg string) error {
 	if slices.Contains(parserErrors, problem) {
 		yamlLine++
 	}
-	start, last := yamlLineBounds(text, yamlLine)
-	out := fmt.Sprintf("yaml: line %d: %s", LineOf(text, start), problem)
+	start, near, last := yamlLineBounds(text, yamlLine)
+	e := syntaxErr{line: LineOf(text, start), problem: problem}
 	// A break that cut a value cuts it on the line of the error or on one
 	// of the two before it; one further up is in a quoted value or a
 	// comment and has nothing to do with the error.
-	if near, _ := yamlLineBounds(text, yamlLine-2); last < 0 || last < near {
-		return lineError(out)
+	if last >= near {
+		e.at = LineOf(text, last)
+		e.r, _ = utf8.DecodeRune(text[last:])
 	}
-	r, _ := utf8.DecodeRune(text[last:])
-	return breakError{line: LineOf(text, start), problem: problem, at: LineOf(text, last), r: r}
-}
-
-// breakError is a syntax error next to a line break YAML reads where an
-// editor sees none. Its two lines move together (ShiftErrorLine).
-type breakError struct {
-	line    int
-	problem string
-	// at is the line of the break, r the break.
-	at int
-	r  rune
-}
-
-func (e breakError) Error() string {
-	return fmt.Sprintf("yaml: line %d: %s (line %d holds %s written as it is, which YAML, and kubectl, read as a line break; "+
-		"in a value, write it escaped in a double-quoted string, as %s; in a comment, delete it)", e.line, e.problem, e.at, breakName(e.r), breakEscape(e.r))
-}
-
-func (e breakError) shiftLines(by int) error {
-	e.line += by
-	e.at += by
 	return e
 }
 
-// yamlLineBounds returns the offset where yaml.v3's line (counted from 1;
-// one before the first is the first, one past the last is the end of text)
-// starts in text, and the offset of the last line break before its end
-// that is not a line feed (-1 for none).
-func yamlLineBounds(text []byte, line int) (start, last int) {
+// syntaxErr is yaml.v3's syntax error with its line as an editor shows it
+// and, when at is not 0, the line of a break next to it that YAML reads
+// where an editor sees none (r). Its lines move together (ShiftErrorLine).
+type syntaxErr struct {
+	line    int
+	problem string
+	at      int
+	r       rune
+}
+
+func (e syntaxErr) Error() string {
+	msg := fmt.Sprintf("yaml: line %d: %s", e.line, e.problem)
+	if e.at == 0 {
+		return msg
+	}
+	return fmt.Sprintf("%s (line %d holds %s written as it is, which YAML, and kubectl, read as a line break; "+
+		"in a value, write it escaped in a double-quoted string, as %s; in a comment, delete it)", msg, e.at, breakName(e.r), breakEscape(e.r))
+}
+
+func (e syntaxErr) shiftLines(by int) error {
+	e.line += by
+	if e.at != 0 {
+		e.at += by
+	}
+	return e
+}
+
+// yamlLineBounds returns, in one pass, the offsets where yaml.v3's line
+// (counted from 1; one past the last is the end of text) and the line two
+// before it (the first, for a line before the first) start in text, and
+// the offset of the last line break before the line's end that is not a
+// line feed (-1 for none).
+func yamlLineBounds(text []byte, line int) (start, near, last int) {
 	last = -1
 	n := 1
-	for i := 0; i < len(text); {
+	for i := 0; i < len(text) && n < line; {
 		size := yamlBreak(text[i:])
 		if size == 0 {
 			i++
 			continue
-		}
-		if n >= line {
-			return start, last
 		}
 		if text[i] != '\n' && (text[i] != '\r' || size != 2) {
 			last = i
@@ -92,11 +96,17 @@ func yamlLineBounds(text []byte, line int) (start, last int) {
 		i += size
 		n++
 		start = i
+		if n == line-2 {
+			near = i
+		}
 	}
 	if n < line {
 		start = len(text)
+		if n < line-2 {
+			near = len(text)
+		}
 	}
-	return start, last
+	return start, near, last
 }
 
 // yamlBreak returns the length of the line break YAML reads at the start of
