@@ -33,7 +33,10 @@ func CheckEncoding(input []byte) error {
 		}
 	}
 	first := -1
-	for _, m := range byteOrderMarks[2:] {
+	for _, m := range byteOrderMarks {
+		if m.name != "UTF-16" {
+			continue
+		}
 		if i := bytes.Index(input, []byte(m.bom)); i >= 0 && (first < 0 || i < first) {
 			first = i
 		}
