@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/yamlnode"
 )
 
 // Processor is the KRM function. Base holds options from the command line; a
@@ -90,7 +91,7 @@ func Run(p Processor, in io.Reader, out io.Writer) (Results, error) {
 // mode it is in).
 func RunBytes(p Processor, input []byte, out io.Writer) (Results, error) {
 	var buf bytes.Buffer
-	rw, items, err := readResourceList(input, &buf)
+	rw, items, text, err := readResourceList(input, &buf)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +105,8 @@ func RunBytes(p Processor, input []byte, out io.Writer) (Results, error) {
 	}
 	rl := &ResourceList{Items: items, FunctionConfig: rw.FunctionConfig}
 	if err := p.Process(rl); err != nil {
-		return rl.Results, err
+		// The items' lines count in text, as yaml.v3 counts them.
+		return rl.Results, yamlnode.EditorLines(text, err)
 	}
 	if rl.Results.ExitCode() != 0 {
 		return rl.Results, fmt.Errorf("%s", rl.Results.Error())
@@ -123,14 +125,15 @@ func RunBytes(p Processor, input []byte, out io.Writer) (Results, error) {
 
 // readResourceList checks input (checkResourceList) and returns
 // its items, with a ByteReadWriter set up to write the output ResourceList to
-// w. The items are those kyaml's kio.ByteReadWriter would read.
+// w, and the text the items' lines count in (input, or the expanded text).
+// The items are those kyaml's kio.ByteReadWriter would read.
 //
 // The check parses the ResourceList into a tree. Where that tree is what kio
 // would read (one document with nothing to expand, which is the usual case),
 // the items are taken from it, and the input is parsed once; otherwise kio
 // reads the text (the expanded text, when the check expanded anything), a
 // second parse.
-func readResourceList(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, error) {
+func readResourceList(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, []byte, error) {
 	// kio reads the text with CRLF line ends made LF and cuts it at "---"
 	// lines: text without a CR or such a line is one tree as it stands. An
 	// error, or anything to expand, is left to the two reads, whose errors
@@ -140,7 +143,7 @@ func readResourceList(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.R
 	}
 	root, changed, err := checkResourceList(input)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if changed {
 		return readExpanded(root, w)
@@ -169,15 +172,15 @@ func readResourceList(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.R
 			out = append(out, yaml.NewRNode(it))
 		}
 	}
-	return rw, out, nil
+	return rw, out, input, nil
 }
 
 // readResourceListTwice checks input (checkResourceList) and reads it, or
 // the expanded text, with kio.
-func readResourceListTwice(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, error) {
+func readResourceListTwice(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, []byte, error) {
 	root, changed, err := checkResourceList(input)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if changed {
 		return readExpanded(root, w)
@@ -187,22 +190,22 @@ func readResourceListTwice(input []byte, w io.Writer) (*kio.ByteReadWriter, []*y
 
 // readExpanded writes the ResourceList the check expanded anew and reads
 // that text with kio.
-func readExpanded(root *yaml.Node, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, error) {
+func readExpanded(root *yaml.Node, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, []byte, error) {
 	text, err := yaml.NewRNode(root).String()
 	if err != nil {
-		return nil, nil, fmt.Errorf("writing the expanded ResourceList: %w", err)
+		return nil, nil, nil, fmt.Errorf("writing the expanded ResourceList: %w", err)
 	}
 	return readWithKio([]byte(text), w)
 }
 
 // readWithKio reads a checked ResourceList with kio.
-func readWithKio(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, error) {
+func readWithKio(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, []byte, error) {
 	rw := &kio.ByteReadWriter{Reader: bytes.NewReader(input), Writer: w, KeepReaderAnnotations: true, PreserveSeqIndent: true}
 	items, err := rw.Read()
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the ResourceList: %w", err)
+		return nil, nil, nil, fmt.Errorf("reading the ResourceList: %w", err)
 	}
-	return rw, items, nil
+	return rw, items, input, nil
 }
 
 func resultsNode(results Results) (*yaml.RNode, error) {

@@ -64,14 +64,14 @@ func checkResourceList(input []byte) (*yaml.Node, bool, error) {
 			name := strings.TrimSpace(valueOf(yamlnode.Child(it, "kind")) + " " + valueOf(yamlnode.Path(it, "metadata", "name")))
 			r, err := yamlnorm.Normalise(it)
 			if err != nil {
-				return nil, false, fmt.Errorf("ResourceList items[%d] (%s): %w", i, name, err)
+				return nil, false, fmt.Errorf("ResourceList items[%d] (%s): %w", i, name, yamlnode.EditorLines(input, err))
 			}
 			changed = changed || r != nil
 		}
 	}
 	r, err := yamlnorm.Normalise(root)
 	if err != nil {
-		return nil, false, fmt.Errorf("the ResourceList: %w", err)
+		return nil, false, fmt.Errorf("the ResourceList: %w", yamlnode.EditorLines(input, err))
 	}
 	return root, changed || r != nil, nil
 }

@@ -69,6 +69,7 @@ func parseBatch(texts [][]byte) ([]*yaml.RNode, []*yamlnorm.Result, []error) {
 		}
 		if errs[i] == nil {
 			norms[i], errs[i] = yamlnorm.Normalise(nodes[i].YNode())
+			errs[i] = yamlnode.EditorLines(t, errs[i])
 		}
 	}
 	return nodes, norms, errs
@@ -134,7 +135,7 @@ func batchable(text []byte) bool {
 	}
 	// The lines of a batch are counted by "\n" (startLine), the parser's
 	// by every break it knows.
-	if bytes.IndexByte(text, '&') >= 0 || bytes.IndexByte(text, '\r') >= 0 || hasUnicodeBreak(text) {
+	if bytes.IndexByte(text, '&') >= 0 || bytes.IndexByte(text, '\r') >= 0 || yamlnode.HasUnicodeBreak(text) {
 		return false
 	}
 	// A document that does not end with a line break (the last of a stream)

@@ -23,7 +23,7 @@ type header struct {
 // that are not UTF-8 text YAML allows.
 func readHeader(text []byte) (header, bool) {
 	var h header
-	if hasLoneCR(text) || hasUnicodeBreak(text) || indentedStart(text) {
+	if yamlnode.HasLoneCR(text) || yamlnode.HasUnicodeBreak(text) || indentedStart(text) {
 		return h, false
 	}
 	var startsBuf [32]int
@@ -191,41 +191,6 @@ func below(w uint64, n byte) uint64 {
 
 // equal marks the bytes of w equal to c.
 func equal(w uint64, c byte) uint64 { return below(w^(onesBytes*uint64(c)), 1) }
-
-// hasUnicodeBreak reports whether text holds a line break
-// yamlnode.UnicodeBreak knows. The scans here count lines by "\n" alone.
-func hasUnicodeBreak(text []byte) bool {
-	for _, lead := range [...]byte{0xc2, 0xe2} {
-		for rest := text; ; {
-			i := bytes.IndexByte(rest, lead)
-			if i < 0 {
-				break
-			}
-			if yamlnode.UnicodeBreak(rest[i:]) > 0 {
-				return true
-			}
-			rest = rest[i+1:]
-		}
-	}
-	return false
-}
-
-// hasLoneCR reports whether text holds a carriage return that no line feed
-// follows. YAML reads one as a line break; the scans here and the editor
-// count lines by "\n" (a CRLF pair is one break to both).
-func hasLoneCR(text []byte) bool {
-	for i := bytes.IndexByte(text, '\r'); i >= 0; {
-		if i+1 == len(text) || text[i+1] != '\n' {
-			return true
-		}
-		j := bytes.IndexByte(text[i+1:], '\r')
-		if j < 0 {
-			return false
-		}
-		i += 1 + j
-	}
-	return false
-}
 
 // indentedStart reports whether the first line of text that holds
 // anything (firstContent) is indented: the document's root is then not a

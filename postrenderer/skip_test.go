@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/confighash/confighash/internal/yamlnode"
 )
 
 func TestReadHeader(t *testing.T) {
@@ -90,7 +92,7 @@ func TestLoneCarriageReturn(t *testing.T) {
 		"apiVersion: v1\r\r\nkind: Service\r\n":    true,
 		"apiVersion: v1\nkind: Service\nx: a\rb\n": true,
 	} {
-		assert.Equal(t, lone, hasLoneCR([]byte(text)), "%q", text)
+		assert.Equal(t, lone, yamlnode.HasLoneCR([]byte(text)), "%q", text)
 		_, ok := readHeader([]byte(text))
 		assert.Equal(t, !lone, ok, "%q", text)
 	}

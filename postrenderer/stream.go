@@ -144,6 +144,7 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 		if installed, ok := helm4Installed(text); ok {
 			read = installed
 		}
+		d.Text = read
 		// The config scanner reads a name, not kustomize's record of earlier
 		// names: a renamed config is parsed, so references by its old name
 		// resolve as they do in KRM mode.
@@ -220,10 +221,10 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 // chunk's document number.
 func checkSeparators(text []byte, index int, fresh bool) error {
 	if line := markerText(text); line > 0 {
-		return fmt.Errorf("document %d: line %d: text after the document marker \"---\": kubectl and kustomize allow only a comment there; start the document on the next line", index, line)
+		return fmt.Errorf("document %d: %w", index, yamlnode.AtLine(line, errors.New(`text after the document marker "---": kubectl and kustomize allow only a comment there; start the document on the next line`)))
 	}
 	if fresh && gluedComment(text) {
-		return fmt.Errorf("document %d: line 1: kubectl reads \"---#\" here as the first line of the document, which is text to YAML; write \"--- #\"", index)
+		return fmt.Errorf("document %d: %w", index, yamlnode.AtLine(1, errors.New(`kubectl reads "---#" here as the first line of the document, which is text to YAML; write "--- #"`)))
 	}
 	return nil
 }
@@ -287,7 +288,7 @@ func rewrite(text []byte, ws []inject.Workload, opts inject.Options, n annotatio
 			// The parser's line numbers count a lone carriage return as a
 			// line break, the editor's byte offsets do not: such a
 			// document is written anew. One scan serves every workload.
-			if hasLoneCR(text) {
+			if yamlnode.HasLoneCR(text) {
 				inPlace = false
 				break
 			}
@@ -382,7 +383,7 @@ func parse(text []byte) (*yaml.RNode, error) {
 		return nil, err
 	}
 	if _, err := yamlnorm.Normalise(n.YNode()); err != nil {
-		return nil, err
+		return nil, yamlnode.EditorLines(text, err)
 	}
 	return n, nil
 }
@@ -405,7 +406,7 @@ func parseRaw(text []byte) (*yaml.RNode, error) {
 		return nil, yamlnode.ParseError(text, err)
 	}
 	if line := afterEnd(text); line > 0 {
-		return nil, fmt.Errorf("line %d: %w", line, errAnotherDocument)
+		return nil, yamlnode.AtLine(line, errAnotherDocument)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, fmt.Errorf("empty document")

@@ -80,6 +80,16 @@ type Doc struct {
 	// Node was parsed from, when its lines count from that text: errors
 	// about the document add it, to name lines of the stream.
 	LineOffset int
+	// Text is the text Node was parsed from, when its lines count from
+	// that text: errors about the document name its lines as an editor
+	// counts them (yamlnode.EditorLines), not as yaml.v3 does.
+	Text []byte
+}
+
+// lineError returns err, an error about d, with the lines it names turned
+// into lines of the stream as an editor shows them.
+func (d Doc) lineError(err error) error {
+	return yamlnode.ShiftErrorLine(yamlnode.EditorLines(d.Text, err), d.LineOffset)
 }
 
 // Analyze reads a stream without changing it: it indexes its ConfigMaps and
@@ -112,7 +122,7 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 	for i, d := range docs {
 		o, err := identify(d, opts)
 		if err != nil {
-			return nil, yamlnode.ShiftErrorLine(err, d.LineOffset)
+			return nil, d.lineError(err)
 		}
 		objects[i] = o
 		if opts.LeavesOut(d.Node) {
@@ -120,7 +130,7 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 			continue
 		}
 		if err := configs.addDoc(d, o, opts); err != nil {
-			return nil, yamlnode.ShiftErrorLine(err, d.LineOffset)
+			return nil, d.lineError(err)
 		}
 	}
 	// kustomize adds hash suffixes and fixes references to renamed objects
@@ -131,7 +141,7 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 	for _, i := range local {
 		if objects[i].isConfig() {
 			if err := configs.add(docs[i].Node, objects[i], localConfigObject); err != nil {
-				return nil, yamlnode.ShiftErrorLine(err, docs[i].LineOffset)
+				return nil, docs[i].lineError(err)
 			}
 		}
 	}
@@ -156,7 +166,7 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 		}
 		if !objects[i].isList() {
 			if err := add(d.Node, objects[i], -1); err != nil {
-				return nil, yamlnode.ShiftErrorLine(err, d.LineOffset)
+				return nil, d.lineError(err)
 			}
 			continue
 		}
@@ -170,10 +180,10 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 			}
 			o, err := identifyItem(objects[i], sub, opts)
 			if err != nil {
-				return nil, yamlnode.ShiftErrorLine(fmt.Errorf("%s: items[%d]: %w", objects[i], j, err), d.LineOffset)
+				return nil, d.lineError(fmt.Errorf("%s: items[%d]: %w", objects[i], j, err))
 			}
 			if err := add(sub.Node, o, j); err != nil {
-				return nil, yamlnode.ShiftErrorLine(err, d.LineOffset)
+				return nil, d.lineError(err)
 			}
 		}
 	}

@@ -1,12 +1,11 @@
 package inject
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/yaml11"
+	"github.com/confighash/confighash/internal/yamlnode"
 )
 
 // specReader reads the fields of a pod spec that reference ConfigMaps and
@@ -46,7 +45,7 @@ func readPodSpec(n *yaml.Node) (*corev1.PodSpec, error) {
 
 func (r *specReader) fail(what string, n *yaml.Node) {
 	if r.err == nil {
-		r.err = fmt.Errorf("line %d: %s", n.Line, what)
+		r.err = yamlnode.AtNodeLine(n.Line, what)
 	}
 }
 

@@ -152,6 +152,9 @@ func readDocuments(input []byte) ([]*yaml.RNode, error) {
 		if yaml.IsYNodeEmptyDoc(&doc) {
 			continue
 		}
+		if strings.ContainsAny(c.text, "\r\u0085\u2028\u2029") {
+			yamlnode.EditorNodeLines(&doc, []byte(c.text))
+		}
 		yamlnode.ShiftLines(&doc, c.shift)
 		docs = append(docs, yaml.NewRNode(&doc))
 	}

@@ -1,6 +1,7 @@
 package yamlnode
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"slices"
@@ -38,42 +39,19 @@ func syntaxError(text []byte, msg string) error {
 		yamlLine++
 	}
 	start, near, last := yamlLineBounds(text, yamlLine)
-	e := syntaxErr{line: LineOf(text, start), problem: problem}
+	prefix := "yaml: line "
 	// A break that cut a value cuts it on the line of the error or on one
 	// of the two before it; one further up is in a quoted value or a
 	// comment and has nothing to do with the error.
-	if last >= near {
-		e.at = LineOf(text, last)
-		e.r, _ = utf8.DecodeRune(text[last:])
+	if last < near {
+		return &LineError{parts: []string{prefix, ": " + problem}, lines: []int{LineOf(text, start)}}
 	}
-	return e
-}
-
-// syntaxErr is yaml.v3's syntax error with its line as an editor shows it
-// and, when at is not 0, the line of a break next to it that YAML reads
-// where an editor sees none (r). Its lines move together (ShiftErrorLine).
-type syntaxErr struct {
-	line    int
-	problem string
-	at      int
-	r       rune
-}
-
-func (e syntaxErr) Error() string {
-	msg := fmt.Sprintf("yaml: line %d: %s", e.line, e.problem)
-	if e.at == 0 {
-		return msg
+	r, _ := utf8.DecodeRune(text[last:])
+	return &LineError{
+		parts: []string{prefix, ": " + problem + " (line ", " holds " + breakName(r) + " written as it is, which YAML, and kubectl, read as a line break; " +
+			"in a value, write it escaped in a double-quoted string, as " + breakEscape(r) + "; in a comment, delete it)"},
+		lines: []int{LineOf(text, start), LineOf(text, last)},
 	}
-	return fmt.Sprintf("%s (line %d holds %s written as it is, which YAML, and kubectl, read as a line break; "+
-		"in a value, write it escaped in a double-quoted string, as %s; in a comment, delete it)", msg, e.at, breakName(e.r), breakEscape(e.r))
-}
-
-func (e syntaxErr) shiftLines(by int) error {
-	e.line += by
-	if e.at != 0 {
-		e.at += by
-	}
-	return e
 }
 
 // yamlLineBounds returns, in one pass, the offsets where yaml.v3's line
@@ -139,6 +117,41 @@ func UnicodeBreak(b []byte) int {
 		return 3
 	}
 	return 0
+}
+
+// HasUnicodeBreak reports whether text holds a line break UnicodeBreak
+// knows.
+func HasUnicodeBreak(text []byte) bool {
+	for _, lead := range [...]byte{0xc2, 0xe2} {
+		for rest := text; ; {
+			i := bytes.IndexByte(rest, lead)
+			if i < 0 {
+				break
+			}
+			if UnicodeBreak(rest[i:]) > 0 {
+				return true
+			}
+			rest = rest[i+1:]
+		}
+	}
+	return false
+}
+
+// HasLoneCR reports whether text holds a carriage return that no line feed
+// follows, which YAML reads as a line break (a CRLF pair is one break, as
+// to an editor).
+func HasLoneCR(text []byte) bool {
+	for i := bytes.IndexByte(text, '\r'); i >= 0; {
+		if i+1 == len(text) || text[i+1] != '\n' {
+			return true
+		}
+		j := bytes.IndexByte(text[i+1:], '\r')
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
+	}
+	return false
 }
 
 func breakName(r rune) string {

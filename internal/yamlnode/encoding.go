@@ -44,6 +44,6 @@ func CheckEncoding(input []byte) error {
 	if first < 0 {
 		return nil
 	}
-	return fmt.Errorf("line %d: a UTF-16 byte order mark (% X) inside the stream, before text in UTF-16: confighash reads "+
-		"UTF-8 only; convert that part (iconv -f UTF-16 -t UTF-8)", LineOf(input, first), input[first:first+2])
+	return AtLine(LineOf(input, first), fmt.Errorf("a UTF-16 byte order mark (% X) inside the stream, before text in UTF-16: confighash reads "+
+		"UTF-8 only; convert that part (iconv -f UTF-16 -t UTF-8)", input[first:first+2]))
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"unicode"
 )
 
@@ -109,7 +108,7 @@ func CheckJSONPrefix(input []byte) error {
 	if first < 0 {
 		return nil
 	}
-	return fmt.Errorf("line %d: %w", LineOf(text, first), cause)
+	return AtLine(LineOf(text, first), cause)
 }
 
 // surrogateEscape returns the offset of the first \u escape of a UTF-16

@@ -2,7 +2,9 @@ package yamlnode
 
 import (
 	"bytes"
+	"errors"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,21 +34,163 @@ func ShiftLines(n *yaml.Node, by int) {
 	}
 }
 
-// errorLine is a line, or a pair of lines, that yaml.v3, yamlnorm and the
-// readers write into an error: "line 3:", "lines 3 and 5".
+// EditorNodeLines turns the lines of n and of every node below it, parsed
+// from text, from yaml.v3's into an editor's (see EditorLines), for a tree
+// no byte edit is placed by. Aliases are not followed, as by ShiftLines.
+func EditorNodeLines(n *yaml.Node, text []byte) {
+	if !HasLoneCR(text) && !HasUnicodeBreak(text) {
+		return
+	}
+	table := editorLines(text)
+	var walk func(*yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n == nil {
+			return
+		}
+		n.Line = editorLine(table, n.Line)
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(n)
+}
+
+// editorLines returns the line an editor shows each of yaml.v3's lines of
+// text on: at index i, that of yaml.v3's line i+1.
+func editorLines(text []byte) []int {
+	table := []int{1}
+	line := 1
+	for i := 0; i < len(text); {
+		size := yamlBreak(text[i:])
+		if size == 0 {
+			i++
+			continue
+		}
+		if text[i] == '\n' || size == 2 && text[i] == '\r' {
+			line++
+		}
+		i += size
+		table = append(table, line)
+	}
+	return table
+}
+
+// editorLine returns the editor's line for yaml.v3's line in table; a line
+// the table does not hold (none, 0) as it is.
+func editorLine(table []int, line int) int {
+	if line < 1 || line > len(table) {
+		return line
+	}
+	return table[line-1]
+}
+
+// LineError is an error that names lines of the input: one ("line 3:
+// ...") or two ("... (lines 3 and 5) ..."). The lines are numbers kept
+// apart from the text around them, which may quote a key of the input
+// (`key "line 3:" appears twice`): ShiftErrorLine and EditorLines move
+// the lines and never read the text.
+type LineError struct {
+	// parts is the text around the lines: parts[0], lines[0], parts[1],
+	// and so on; one more part than lines.
+	parts []string
+	lines []int
+	// nodes says the lines are yaml.v3's, as a node holds them, which
+	// counts a NEL, LS, PS or lone carriage return as a line break
+	// (EditorLines turns them into an editor's).
+	nodes bool
+	err   error
+}
+
+// AtLine returns err as found at line, counted as an editor counts lines
+// (LineOf): "line N: " and err's message. It wraps err.
+func AtLine(line int, err error) error {
+	return &LineError{parts: []string{"line ", ": " + err.Error()}, lines: []int{line}, err: err}
+}
+
+// AtNodeLine returns "line N: msg" for line as a yaml.v3 node holds it.
+func AtNodeLine(line int, msg string) error {
+	return &LineError{parts: []string{"line ", ": " + msg}, lines: []int{line}, nodes: true}
+}
+
+// AtNodeLines returns before, "lines F and S", after, for lines as yaml.v3
+// nodes hold them.
+func AtNodeLines(before string, first, second int, after string) error {
+	return &LineError{parts: []string{before + "lines ", " and ", after}, lines: []int{first, second}, nodes: true}
+}
+
+func (e *LineError) Error() string {
+	var b strings.Builder
+	for i, l := range e.lines {
+		b.WriteString(e.parts[i])
+		b.WriteString(strconv.Itoa(l))
+	}
+	b.WriteString(e.parts[len(e.lines)])
+	return b.String()
+}
+
+func (e *LineError) Unwrap() error { return e.err }
+
+// relocate returns err, which is le or wraps it, as one LineError: the
+// text of err's message around le's lines, each line mapped by f. It
+// returns nil when err's message does not hold le's.
+func relocate(err error, le *LineError, f func(int) int) *LineError {
+	moved := &LineError{parts: slices.Clone(le.parts), lines: make([]int, len(le.lines)), nodes: le.nodes, err: le.err}
+	for i, l := range le.lines {
+		moved.lines[i] = f(l)
+	}
+	if e, ok := err.(*LineError); ok && e == le { //nolint:errorlint // is err le itself, not one it wraps
+		return moved
+	}
+	msg, inner := err.Error(), le.Error()
+	i := strings.LastIndex(msg, inner)
+	if i < 0 {
+		return nil
+	}
+	moved.parts[0] = msg[:i] + moved.parts[0]
+	moved.parts[len(moved.parts)-1] += msg[i+len(inner):]
+	return moved
+}
+
+// EditorLines returns err with the node lines of a LineError it holds
+// turned into lines as an editor counts them in text, the text the nodes
+// were parsed from (their lines not yet shifted). Other errors, lines
+// already an editor's, and errors about a text where the two count alike
+// are returned as they are.
+func EditorLines(text []byte, err error) error {
+	var le *LineError
+	if !errors.As(err, &le) || !le.nodes || (!HasLoneCR(text) && !HasUnicodeBreak(text)) {
+		return err
+	}
+	table := editorLines(text)
+	moved := relocate(err, le, func(line int) int { return editorLine(table, line) })
+	if moved == nil {
+		return err
+	}
+	moved.nodes = false
+	return moved
+}
+
+// errorLine is a line, or a pair of lines, as yaml.v3 writes them into an
+// error ("line 3:"); other packages' errors are read for it.
 var errorLine = regexp.MustCompile(`\bline (\d+):|\blines (\d+) and (\d+)\b`)
 
-// ShiftErrorLine returns err with the first line (or pair of lines) its
-// message names moved by by lines, err itself when it names none or by is
-// 0. An error of this package that names two lines (a syntax error next to
-// a line break an editor does not show) has both moved. The error is
-// rewritten to its message: it wraps nothing a caller tests for.
+// ShiftErrorLine returns err with the lines it names moved by by lines,
+// err itself when it names none or by is 0. The lines of a LineError it
+// holds are moved as numbers (the result's message is err's; it unwraps
+// to what the LineError wrapped), and the lines are then the stream's,
+// not yaml.v3's of the document (EditorLines comes first). In another
+// error, the first line or pair of lines its message names is moved.
 func ShiftErrorLine(err error, by int) error {
 	if err == nil || by == 0 {
 		return err
 	}
-	if s, ok := err.(interface{ shiftLines(by int) error }); ok {
-		return s.shiftLines(by)
+	var le *LineError
+	if errors.As(err, &le) {
+		if moved := relocate(err, le, func(line int) int { return line + by }); moved != nil {
+			moved.nodes = false
+			return moved
+		}
+		return err
 	}
 	msg := err.Error()
 	loc := errorLine.FindStringSubmatchIndex(msg)
@@ -69,9 +213,5 @@ func ShiftErrorLine(err error, by int) error {
 		last = end
 	}
 	b.WriteString(msg[last:])
-	return lineError(b.String())
+	return errors.New(b.String())
 }
-
-type lineError string
-
-func (e lineError) Error() string { return string(e) }

@@ -2,6 +2,7 @@ package yamlnode_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -53,4 +54,72 @@ func TestShiftErrorLine(t *testing.T) {
 		assert.Equal(t, tt.want, yamlnode.ShiftErrorLine(errors.New(tt.msg), tt.by).Error(), tt.msg)
 	}
 	assert.NoError(t, yamlnode.ShiftErrorLine(nil, 3))
+}
+
+// TestLineErrorMoves: the lines of a LineError move as numbers, through
+// the errors that wrap it, and never the text around them, which may
+// quote a key that reads like a line.
+func TestLineErrorMoves(t *testing.T) {
+	cause := errors.New("the cause")
+	tests := []struct {
+		name string
+		err  error
+		by   int
+		want string
+	}{
+		{"one line", yamlnode.AtLine(3, cause), 4, "line 7: the cause"},
+		{"wrapped, the wrapper's text quoting a line", fmt.Errorf(`key "line 3:": %w`, yamlnode.AtLine(3, cause)), 4, `key "line 3:": line 7: the cause`},
+		{"two node lines, the text quoting a line", yamlnode.AtNodeLines(`key "line 3:" appears twice (`, 8, 9, ")"), 10, `key "line 3:" appears twice (lines 18 and 19)`},
+		{"a node line, wrapped twice", fmt.Errorf("document 1: %w", fmt.Errorf("data: %w", yamlnode.AtNodeLine(2, "lines 5 and 6: a value"))), 1, "document 1: data: line 3: lines 5 and 6: a value"},
+		{"text after the wrapped error", fmt.Errorf("[%w] (lines 1 and 2)", yamlnode.AtLine(5, cause)), 1, "[line 6: the cause] (lines 1 and 2)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			moved := yamlnode.ShiftErrorLine(tt.err, tt.by)
+			assert.Equal(t, tt.want, moved.Error())
+			// Moved again: the result is itself a LineError.
+			assert.Equal(t, yamlnode.ShiftErrorLine(tt.err, tt.by+2).Error(), yamlnode.ShiftErrorLine(moved, 2).Error())
+			if errors.Is(tt.err, cause) {
+				assert.ErrorIs(t, moved, cause)
+			}
+		})
+	}
+}
+
+// TestEditorLines: lines a yaml.v3 node holds, which count a NEL, LS, PS
+// and a lone carriage return as line breaks, become the lines an editor
+// shows; lines already an editor's, and text without such a break, stay.
+func TestEditorLines(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		// marker is the key whose line the node holds.
+		marker string
+		want   int
+	}{
+		{"line feeds only", "a: 1\nb: 2\nc: 3\n", "c", 3},
+		{"CRLF", "a: 1\r\nb: 2\r\nc: 3\r\n", "c", 3},
+		{"a quoted LINE SEPARATOR", "a: \"x\u2028y\"\nb: 2\nc: 3\n", "c", 3},
+		{"a quoted NEL and PARAGRAPH SEPARATOR", "a: \"x\u0085y\u2029z\"\nc: 3\n", "c", 2},
+		{"a quoted lone carriage return", "a: \"x\ry\"\r\nc: 3\n", "c", 2},
+		{"a break between two comments", "# x\u2028# y\nc: 3\n", "c", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var doc yaml.Node
+			require.NoError(t, yaml.Unmarshal([]byte(tc.text), &doc))
+			key := doc.Content[0].Content[len(doc.Content[0].Content)-2]
+			require.Equal(t, tc.marker, key.Value)
+
+			err := fmt.Errorf("document 2: %w", yamlnode.AtNodeLine(key.Line, "a problem"))
+			mapped := yamlnode.EditorLines([]byte(tc.text), err)
+			assert.Equal(t, fmt.Sprintf("document 2: line %d: a problem", tc.want), mapped.Error())
+			// Shifted after: the stream's line.
+			assert.Equal(t, fmt.Sprintf("document 2: line %d: a problem", tc.want+5), yamlnode.ShiftErrorLine(mapped, 5).Error())
+			// A line already an editor's is left as it is.
+			editor := yamlnode.AtLine(key.Line, errors.New("a problem"))
+			assert.Equal(t, editor.Error(), yamlnode.EditorLines([]byte(tc.text), editor).Error())
+
+			yamlnode.EditorNodeLines(&doc, []byte(tc.text))
+			assert.Equal(t, tc.want, key.Line, "the tree")
+		})
+	}
 }

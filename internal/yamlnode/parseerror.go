@@ -52,7 +52,7 @@ func ParseError(text []byte, err error) error {
 	}
 	name := msg[start+len("unknown anchor '") : len(msg)-len("' referenced")]
 	if i := bytes.Index(text, []byte("*"+name)); i >= 0 {
-		return fmt.Errorf("line %d: %s", bytes.Count(text[:i], []byte{'\n'})+1, UnknownAlias)
+		return AtLine(LineOf(text, i), errors.New(UnknownAlias))
 	}
 	return errors.New(UnknownAlias)
 }
@@ -80,8 +80,8 @@ func characterError(text []byte, msg string) error {
 		r, size := utf8.DecodeRune(text[i:])
 		switch {
 		case r == utf8.RuneError && size <= 1:
-			return fmt.Errorf("line %d: bytes that are not UTF-8: YAML refuses them (so do kubectl and Helm where they read YAML); "+
-				"save the text as UTF-8, and binary content base64-encoded, in a ConfigMap's binaryData or a Secret's data", LineOf(text, i))
+			return AtLine(LineOf(text, i), errors.New("bytes that are not UTF-8: YAML refuses them (so do kubectl and Helm where they read YAML); "+
+				"save the text as UTF-8, and binary content base64-encoded, in a ConfigMap's binaryData or a Secret's data"))
 		case !yamlAllows(r):
 			what := "a control character"
 			switch {
@@ -90,8 +90,8 @@ func characterError(text []byte, msg string) error {
 			case r > 0x9f:
 				what = "a noncharacter"
 			}
-			return fmt.Errorf("line %d: a character YAML does not allow written as it is (%U, %s): kubectl and Helm refuse it "+
-				"in YAML too; write it escaped in a double-quoted string, as \\u%04X", LineOf(text, i), r, what, r)
+			return AtLine(LineOf(text, i), fmt.Errorf("a character YAML does not allow written as it is (%U, %s): kubectl and Helm refuse it "+
+				"in YAML too; write it escaped in a double-quoted string, as \\u%04X", r, what, r))
 		}
 		i += size
 	}

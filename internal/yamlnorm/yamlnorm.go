@@ -92,7 +92,7 @@ func check(n *yaml.Node) (bool, error) {
 			}
 			name := keyName(k)
 			if line, dup := earlier(n.Content[:i], name, k.Line, &seen); dup {
-				return false, &pathError{msg: fmt.Sprintf("key %q appears twice (lines %d and %d); the API server would keep only one", name, line, k.Line)}
+				return false, &pathError{err: yamlnode.AtNodeLines(fmt.Sprintf("key %q appears twice (", name), line, k.Line, "); the API server would keep only one")}
 			}
 			s, err := check(n.Content[i+1])
 			if err != nil {
@@ -146,7 +146,7 @@ func earlier(before []*yaml.Node, name string, line int, seen *map[string]int) (
 // found, collected innermost first as check returns.
 type pathError struct {
 	segments []string
-	msg      string
+	err      error
 }
 
 func (e *pathError) Error() string {
@@ -156,10 +156,12 @@ func (e *pathError) Error() string {
 	}
 	path := strings.TrimPrefix(b.String(), ".")
 	if path == "" {
-		return e.msg
+		return e.err.Error()
 	}
-	return path + ": " + e.msg
+	return path + ": " + e.err.Error()
 }
+
+func (e *pathError) Unwrap() error { return e.err }
 
 // within adds the segment leading to where err was found.
 func within(err error, segment string) error {
@@ -197,13 +199,13 @@ func expandedSize(n *yaml.Node, memo map[*yaml.Node]int) (int, error) {
 	line := n.Line
 	if n.Kind == yaml.AliasNode {
 		if n.Alias == nil {
-			return 0, fmt.Errorf("line %d: %s", line, yamlnode.UnknownAlias)
+			return 0, yamlnode.AtNodeLine(line, yamlnode.UnknownAlias)
 		}
 		n = n.Alias
 	}
 	switch size, seen := memo[n]; {
 	case seen && size == inProgress:
-		return 0, fmt.Errorf("line %d: %s", line, yamlnode.SelfAlias)
+		return 0, yamlnode.AtNodeLine(line, yamlnode.SelfAlias)
 	case seen:
 		return size, nil
 	}
@@ -320,11 +322,11 @@ func (x *expander) merge(n *yaml.Node) error {
 			}
 		}
 		if len(maps) == 0 && v.Kind != yaml.SequenceNode {
-			return fmt.Errorf("line %d: a merge key (<<) takes a map or a list of maps", k.Line)
+			return yamlnode.AtNodeLine(k.Line, "a merge key (<<) takes a map or a list of maps")
 		}
 		for _, m := range maps {
 			if m.Kind != yaml.MappingNode {
-				return fmt.Errorf("line %d: a merge key (<<) takes a map or a list of maps", k.Line)
+				return yamlnode.AtNodeLine(k.Line, "a merge key (<<) takes a map or a list of maps")
 			}
 			for j := 0; j+1 < len(m.Content); j += 2 {
 				set(x.copy(m.Content[j]), x.copy(m.Content[j+1]))
