@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
@@ -40,6 +41,9 @@ func FuzzProcess(f *testing.F) {
 		cm + "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  labels: &l {app: d}\nspec:\n  selector: {matchLabels: *l}\n  template:\n    metadata:\n      labels: *l\n    spec:\n      containers:\n      - &c {name: a, envFrom: [{configMapRef: {name: c}}]}\n      initContainers: [*c]\n",
 		cm + "apiVersion: apps/v1\nkind: Deployment\nmetadata: &m\n  name: d\nspec:\n  template:\n    metadata: *m\n",
 		cm + "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  name: e\nspec: {}\nspec: {}\n",
+		// Lines ended by carriage returns alone: two documents to YAML,
+		// one to kubectl, Helm and kustomize (refused).
+		strings.ReplaceAll(cm+fmt.Sprintf(dep, ""), "\n", "\r"),
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\nx:\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n  b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n  c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n  d: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n",
 	} {
 		f.Add([]byte(in))

@@ -408,6 +408,9 @@ func parseRaw(text []byte) (*yaml.RNode, error) {
 	if line := afterEnd(text); line > 0 {
 		return nil, yamlnode.AtLine(line, errAnotherDocument)
 	}
+	if err := yamlnode.LoneCRDocument(text); err != nil {
+		return nil, err
+	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, fmt.Errorf("empty document")
 	}

@@ -92,6 +92,13 @@ func TestInputTheAPIServerRefuses(t *testing.T) {
 		{"a NEL in a ConfigMap's value, KRM", testtools.ResourceList(configMap+"  d: x\u0085y\n---\n"+deployment, ""), []string{"U+0085", `as \u0085`}},
 		{"bytes that are not UTF-8 in the second document", configMap + "---\n" + strings.Replace(deployment, "web", "w\xffb", 1), []string{"document 1", "not UTF-8"}},
 		{"a DEL in a ConfigMap, KRM", testtools.ResourceList(configMap+"  d: \"x\x7fy\"\n---\n"+deployment, ""), []string{"U+007F", `as \u007F`}},
+		// A "---" line ended by a carriage return alone separates two
+		// documents to YAML, none to kubectl, Helm and kustomize, which
+		// cut streams at line feeds and drop the second document.
+		{"a stream whose lines end with carriage returns", strings.ReplaceAll(configMap+"---\n"+deployment, "\n", "\r"),
+			[]string{"document 0", "more YAML at line 7 (counting each carriage return", "drop the rest", `tr '\r' '\n'`}},
+		{"a separator line ended by a carriage return", strings.Replace(configMap+"---\n"+deployment, "  k: v\n---\n", "  k: v\r---\r", 1),
+			[]string{"document 0", "more YAML at line 7 (counting each carriage return", "drop the rest"}},
 		{"items not a list", "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: 5\n", []string{"ResourceList", "items", "not a list"}},
 		{"items a map", "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: {a: b}\n", []string{"ResourceList", "items", "not a list"}},
 		{"item not an object", "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [5]\n", []string{"items[0]", "not an object"}},

@@ -146,6 +146,11 @@ func readDocuments(input []byte) ([]*yaml.RNode, error) {
 		case err != nil:
 			return nil, fmt.Errorf("document %d: %w", len(docs), yamlnode.ShiftErrorLine(yamlnode.ParseError([]byte(c.text), err), c.shift))
 		}
+		if strings.Contains(c.text, "\r") {
+			if err := yamlnode.LoneCRDocument([]byte(c.text)); err != nil {
+				return nil, fmt.Errorf("document %d: %w", len(docs), yamlnode.ShiftErrorLine(err, c.shift))
+			}
+		}
 		if err := nothingAfter(dec); err != nil {
 			return nil, fmt.Errorf("document %d: %w", len(docs), err)
 		}

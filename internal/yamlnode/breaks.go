@@ -2,11 +2,15 @@ package yamlnode
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	yaml "go.yaml.in/yaml/v3"
 )
 
 // YAML takes more than a line feed for a line break: a carriage return on
@@ -21,23 +25,34 @@ import (
 // syntaxPrefix is how yaml.v3 starts a syntax error: "yaml: line N: ".
 var syntaxPrefix = regexp.MustCompile(`^yaml: line (\d+): `)
 
+// yamlErrorLine returns the line, counted from 1 as yaml.v3 counts lines,
+// of its syntax error msg; 0 when msg is none.
+func yamlErrorLine(msg string) int {
+	m := syntaxPrefix.FindStringSubmatch(msg)
+	if m == nil {
+		return 0
+	}
+	line, err := strconv.Atoi(m[1])
+	if err != nil {
+		return 0
+	}
+	// A parser error (as opposed to a scanner error) counts from 0.
+	if slices.Contains(parserErrors, msg[len(m[0]):]) {
+		line++
+	}
+	return line
+}
+
 // syntaxError returns yaml.v3's syntax error msg with its line counted from
 // 1 and by line feeds, and, when the text up to that line holds a line
 // break YAML reads where an editor sees none, the last such break named
 // with its line and what to write instead; nil when msg is no syntax error.
 func syntaxError(text []byte, msg string) error {
-	m := syntaxPrefix.FindStringSubmatch(msg)
-	if m == nil {
+	yamlLine := yamlErrorLine(msg)
+	if yamlLine == 0 {
 		return nil
 	}
-	yamlLine, err := strconv.Atoi(m[1])
-	if err != nil {
-		return nil
-	}
-	problem := msg[len(m[0]):]
-	if slices.Contains(parserErrors, problem) {
-		yamlLine++
-	}
+	problem := msg[len(syntaxPrefix.FindString(msg)):]
 	start, near, last := yamlLineBounds(text, yamlLine)
 	prefix := "yaml: line "
 	// A break that cut a value cuts it on the line of the error or on one
@@ -152,6 +167,50 @@ func HasLoneCR(text []byte) bool {
 		i += 1 + j
 	}
 	return false
+}
+
+// LoneCRDocument returns an error when text, a document of a stream cut at
+// line feeds (as kubectl, Helm and kustomize cut one), holds more than one
+// document to YAML, after a "---" (or "...") line ended by a carriage
+// return alone (a file saved with old Mac line ends, say); nil otherwise,
+// and for text whose first document YAML cannot read (the parse reports
+// that). The three tools read only the first document of such text,
+// dropping the rest without a word.
+func LoneCRDocument(text []byte) error {
+	if !HasLoneCR(text) {
+		return nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(text))
+	var first yaml.Node
+	if dec.Decode(&first) != nil {
+		return nil
+	}
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			// Text after the first document that is no document to
+			// YAML either ("..." and then no "---").
+			if line := yamlErrorLine(err.Error()); line > 0 {
+				return moreDocuments(line)
+			}
+			return nil
+		case len(next.Content) > 0 && next.Content[0].Tag != "!!null":
+			return moreDocuments(next.Line)
+		}
+	}
+}
+
+func moreDocuments(line int) error {
+	return &LineError{parts: []string{"more YAML at line ",
+		" (counting each carriage return as a line end, as YAML does) after the first document, past a document marker line " +
+			"that ends with a carriage return alone; kubectl, Helm and kustomize, which cut a stream into documents at line feeds, " +
+			"read the first document and drop the rest without a word: end the lines with line feeds (in a file of carriage " +
+			"returns only: tr '\\r' '\\n')"},
+		lines: []int{line}}
 }
 
 func breakName(r rune) string {

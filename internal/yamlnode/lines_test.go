@@ -123,3 +123,36 @@ func TestEditorLines(t *testing.T) {
 		})
 	}
 }
+
+// TestLoneCRDocument: text cut at line feeds (as kubectl, Helm and
+// kustomize cut a stream) that YAML reads as two documents, since a
+// carriage return alone ends a marker line, is refused at the line YAML
+// gives the second document's start; other carriage returns are not.
+func TestLoneCRDocument(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		line       int // 0: no error
+	}{
+		{"line feeds", "a: 1\n---\nb: 2\n", 0},
+		{"CRLF", "a: 1\r\nb: 2\r\n", 0},
+		{"one document of carriage returns", "a: 1\rb: 2\r", 0},
+		{"a carriage return in a quoted value", "a: \"x\ry\"\nb: 2\n", 0},
+		{"a marker that ends the text", "a: 1\r---\r", 0},
+		{"a marker and a comment after it", "a: 1\r---\r# only a comment\r", 0},
+		{"two documents", "a: 1\r  # c\rb: 2\r---\r\rc: 3\r", 4},
+		{"a marker between line feeds and a carriage return", "a: 1\nb: 2\r--- \rc: 3\n", 3},
+		{"after an end marker", "a: 1\r...\rc: 3\r", 3},
+		{"YAML that does not parse", "a: [\r---\rb: 2\r", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := yamlnode.LoneCRDocument([]byte(tc.text))
+			if tc.line == 0 {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), fmt.Sprintf("more YAML at line %d (counting each carriage return", tc.line))
+			assert.Contains(t, err.Error(), "drop the rest")
+		})
+	}
+}
