@@ -28,7 +28,7 @@ func lineOfNth(t *testing.T, s, marker string, nth int) int {
 // TestErrorLines: a line an error names is the line an editor shows. The
 // message may quote a key of the input that reads like a line ("line 3:"),
 // which must come out as written while the lines move with the document's
-// place in the stream; and a line break YAML reads where an editor sees
+// place in the stream, also in a message that names no line; and a line break YAML reads where an editor sees
 // none (NEL, LS, PS written as they are, a lone carriage return, all
 // allowed in a quoted value) must not move the lines after it. Both in a
 // plain stream and in a ResourceList, and in every command that reads one.
@@ -53,6 +53,8 @@ func TestErrorLines(t *testing.T) {
 	}{
 		{"a key that reads like a line, in the second document", configMap + "---\n" + twiceNamedLikeALine,
 			`data: key "line 3:" appears twice (lines %d and %d)`, []want{{`"line 3:"`, 1}, {`"line 3:"`, 2}}},
+		{"a key that reads like a line, in an error that names no line", configMap + "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s\ndata:\n  \"line 3:\": \"!!!\"\n",
+			`data.line 3:: not valid base64`, nil},
 		{"a key written twice after a quoted LINE SEPARATOR", deployment + "---\n" + twoKeys(annotated(configMap, "a\u2028b")),
 			`key "k" appears twice (lines %d and %d)`, []want{{"  k: v", 1}, {"  k: again", 1}}},
 		{"a key written twice after a quoted NEL and PS", twoKeys(annotated(configMap, "a\u0085b\u2029c")) + "---\n" + deployment,

@@ -3,7 +3,6 @@ package yamlnode
 import (
 	"bytes"
 	"errors"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -170,48 +169,25 @@ func EditorLines(text []byte, err error) error {
 	return moved
 }
 
-// errorLine is a line, or a pair of lines, as yaml.v3 writes them into an
-// error ("line 3:"); other packages' errors are read for it.
-var errorLine = regexp.MustCompile(`\bline (\d+):|\blines (\d+) and (\d+)\b`)
-
-// ShiftErrorLine returns err with the lines it names moved by by lines,
-// err itself when it names none or by is 0. The lines of a LineError it
-// holds are moved as numbers (the result's message is err's; it unwraps
-// to what the LineError wrapped), and the lines are then the stream's,
-// not yaml.v3's of the document (EditorLines comes first). In another
-// error, the first line or pair of lines its message names is moved.
+// ShiftErrorLine returns err with the lines of a LineError it holds moved
+// by by lines, as numbers: the result's message is err's, and it unwraps to
+// what the LineError wrapped. The lines are then the stream's, not
+// yaml.v3's of the document (EditorLines comes first). Any other error
+// names no line (yaml.v3's syntax errors are made LineErrors by
+// ParseError) and is returned as it is: its text may quote a key of the
+// input that reads like a line, `data.line 3:`, which is not one.
 func ShiftErrorLine(err error, by int) error {
 	if err == nil || by == 0 {
 		return err
 	}
 	var le *LineError
-	if errors.As(err, &le) {
-		if moved := relocate(err, le, func(line int) int { return line + by }); moved != nil {
-			moved.nodes = false
-			return moved
-		}
+	if !errors.As(err, &le) {
 		return err
 	}
-	msg := err.Error()
-	loc := errorLine.FindStringSubmatchIndex(msg)
-	if loc == nil {
+	moved := relocate(err, le, func(line int) int { return line + by })
+	if moved == nil {
 		return err
 	}
-	var b strings.Builder
-	last := 0
-	for g := 1; g < len(loc)/2; g++ {
-		start, end := loc[2*g], loc[2*g+1]
-		if start < 0 {
-			continue
-		}
-		n, convErr := strconv.Atoi(msg[start:end])
-		if convErr != nil {
-			return err
-		}
-		b.WriteString(msg[last:start])
-		b.WriteString(strconv.Itoa(n + by))
-		last = end
-	}
-	b.WriteString(msg[last:])
-	return errors.New(b.String())
+	moved.nodes = false
+	return moved
 }
