@@ -68,8 +68,9 @@ func parseBatch(texts [][]byte) ([]*yaml.RNode, []*yamlnorm.Result, []error) {
 			nodes[i], errs[i] = parseRaw(t)
 		}
 		if errs[i] == nil {
-			norms[i], errs[i] = yamlnorm.Normalise(nodes[i].YNode())
-			errs[i] = yamlnode.EditorLines(t, errs[i])
+			if norms[i], errs[i] = yamlnorm.Normalise(nodes[i].YNode()); errs[i] != nil {
+				errs[i] = yamlnode.EditorLines(t, errs[i])
+			}
 		}
 	}
 	return nodes, norms, errs

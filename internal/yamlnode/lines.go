@@ -156,6 +156,9 @@ func relocate(err error, le *LineError, f func(int) int) *LineError {
 // already an editor's, and errors about a text where the two count alike
 // are returned as they are.
 func EditorLines(text []byte, err error) error {
+	if err == nil {
+		return nil // before le, which escapes to the heap
+	}
 	var le *LineError
 	if !errors.As(err, &le) || !le.nodes || (!HasLoneCR(text) && !HasUnicodeBreak(text)) {
 		return err
