@@ -169,16 +169,10 @@ func readDocuments(input []byte) ([]*yaml.RNode, error) {
 // nothingAfter returns an error when dec holds another document that is
 // not empty (a "---" that ends the input starts an empty one).
 func nothingAfter(dec *yaml.Decoder) error {
-	for {
-		var next yaml.Node
-		err := dec.Decode(&next)
-		switch {
-		case errors.Is(err, io.EOF):
-			return nil
-		case err != nil || !yaml.IsYNodeEmptyDoc(&next):
-			return errors.New(`another document follows this one without a "---" line between them: kubectl applies every object of a JSON stream, while Helm and kustomize read only the first; separate the documents with "---"`)
-		}
+	if _, more := yamlnode.AnotherDocument(dec); more {
+		return errors.New(`another document follows this one without a "---" line between them: kubectl applies every object of a JSON stream, while Helm and kustomize read only the first; separate the documents with "---"`)
 	}
+	return nil
 }
 
 // resourceListItems checks a ResourceList as ReadObjects checks a stream

@@ -185,21 +185,28 @@ func LoneCRDocument(text []byte) error {
 	if dec.Decode(&first) != nil {
 		return nil
 	}
+	if line, more := AnotherDocument(dec); more && line > 0 {
+		return moreDocuments(line)
+	}
+	return nil
+}
+
+// AnotherDocument reads on from dec, past a document decoded from it, and
+// reports whether more than empty documents follow: one that holds
+// something, or text YAML cannot read as a document ("..." and then no
+// "---"). line is yaml.v3's line of where it starts, or of its error; 0
+// when yaml.v3 names none.
+func AnotherDocument(dec *yaml.Decoder) (line int, more bool) {
 	for {
 		var next yaml.Node
 		err := dec.Decode(&next)
 		switch {
 		case errors.Is(err, io.EOF):
-			return nil
+			return 0, false
 		case err != nil:
-			// Text after the first document that is no document to
-			// YAML either ("..." and then no "---").
-			if line := yamlErrorLine(err.Error()); line > 0 {
-				return moreDocuments(line)
-			}
-			return nil
+			return yamlErrorLine(err.Error()), true
 		case len(next.Content) > 0 && next.Content[0].Tag != "!!null":
-			return moreDocuments(next.Line)
+			return next.Line, true
 		}
 	}
 }
