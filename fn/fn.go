@@ -91,7 +91,7 @@ func Run(p Processor, in io.Reader, out io.Writer) (Results, error) {
 // mode it is in).
 func RunBytes(p Processor, input []byte, out io.Writer) (Results, error) {
 	var buf bytes.Buffer
-	rw, items, text, err := readResourceList(input, &buf)
+	rw, items, err := readResourceList(input, &buf)
 	if err != nil {
 		return nil, err
 	}
@@ -105,8 +105,8 @@ func RunBytes(p Processor, input []byte, out io.Writer) (Results, error) {
 	}
 	rl := &ResourceList{Items: items, FunctionConfig: rw.FunctionConfig}
 	if err := p.Process(rl); err != nil {
-		// The items' lines count in text, as yaml.v3 counts them.
-		return rl.Results, yamlnode.EditorLines(text, err)
+		// The items' lines are those yaml.v3 counts in input.
+		return rl.Results, yamlnode.EditorLines(input, err)
 	}
 	if rl.Results.ExitCode() != 0 {
 		return rl.Results, fmt.Errorf("%s", rl.Results.Error())
@@ -125,15 +125,15 @@ func RunBytes(p Processor, input []byte, out io.Writer) (Results, error) {
 
 // readResourceList checks input (checkResourceList) and returns
 // its items, with a ByteReadWriter set up to write the output ResourceList to
-// w, and the text the items' lines count in (input, or the expanded text).
-// The items are those kyaml's kio.ByteReadWriter would read.
+// w. The items are those kyaml's kio.ByteReadWriter would read, with the
+// lines yaml.v3 counts in input.
 //
 // The check parses the ResourceList into a tree. Where that tree is what kio
 // would read (one document with nothing to expand, which is the usual case),
 // the items are taken from it, and the input is parsed once; otherwise kio
 // reads the text (the expanded text, when the check expanded anything), a
 // second parse.
-func readResourceList(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, []byte, error) {
+func readResourceList(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, error) {
 	// kio reads the text with CRLF line ends made LF and cuts it at "---"
 	// lines: text without a CR or such a line is one tree as it stands. An
 	// error, or anything to expand, is left to the two reads, whose errors
@@ -143,10 +143,10 @@ func readResourceList(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.R
 	}
 	root, changed, err := checkResourceList(input)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	if changed {
-		return readExpanded(root, w)
+		return readChecked(input, root, true, w)
 	}
 	node := yaml.NewRNode(root)
 	meta, err := node.GetMeta()
@@ -156,7 +156,7 @@ func readResourceList(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.R
 	// not unwrap, is left to kio.
 	if (err != nil && !stderrors.Is(err, yaml.ErrMissingMetadata)) || node.Field("metadata") != nil ||
 		(meta.Kind != kio.ResourceListKind && meta.Kind != "List") || (items == nil && fc == nil) {
-		return readWithKio(input, w)
+		return readChecked(input, root, false, w)
 	}
 	rw := &kio.ByteReadWriter{Writer: w, KeepReaderAnnotations: true, PreserveSeqIndent: true,
 		WrappingKind: meta.Kind, WrappingAPIVersion: meta.APIVersion}
@@ -172,40 +172,59 @@ func readResourceList(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.R
 			out = append(out, yaml.NewRNode(it))
 		}
 	}
-	return rw, out, input, nil
+	return rw, out, nil
 }
 
 // readResourceListTwice checks input (checkResourceList) and reads it, or
 // the expanded text, with kio.
-func readResourceListTwice(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, []byte, error) {
+func readResourceListTwice(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, error) {
 	root, changed, err := checkResourceList(input)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
+	return readChecked(input, root, changed, w)
+}
+
+// readChecked reads the ResourceList the check parsed into root with kio:
+// the expanded text when the check changed anything, input otherwise. kio
+// cuts the text at its "---" lines and unwraps the items, which leaves
+// their lines its own: they are made those of root, the lines yaml.v3
+// counts in input.
+func readChecked(input []byte, root *yaml.Node, changed bool, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, error) {
+	read := readWithKio
 	if changed {
-		return readExpanded(root, w)
+		read = func(_ []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, error) { return readExpanded(root, w) }
 	}
-	return readWithKio(input, w)
+	rw, items, err := read(input, w)
+	if err != nil {
+		return nil, nil, err
+	}
+	if checked := yamlnode.Child(root, "items"); checked != nil && len(checked.Content) == len(items) {
+		for i, it := range items {
+			yamlnode.CopyLines(it.YNode(), checked.Content[i])
+		}
+	}
+	return rw, items, nil
 }
 
 // readExpanded writes the ResourceList the check expanded anew and reads
 // that text with kio.
-func readExpanded(root *yaml.Node, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, []byte, error) {
+func readExpanded(root *yaml.Node, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, error) {
 	text, err := yaml.NewRNode(root).String()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("writing the expanded ResourceList: %w", err)
+		return nil, nil, fmt.Errorf("writing the expanded ResourceList: %w", err)
 	}
 	return readWithKio([]byte(text), w)
 }
 
 // readWithKio reads a checked ResourceList with kio.
-func readWithKio(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, []byte, error) {
+func readWithKio(input []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, error) {
 	rw := &kio.ByteReadWriter{Reader: bytes.NewReader(input), Writer: w, KeepReaderAnnotations: true, PreserveSeqIndent: true}
 	items, err := rw.Read()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("reading the ResourceList: %w", err)
+		return nil, nil, fmt.Errorf("reading the ResourceList: %w", err)
 	}
-	return rw, items, input, nil
+	return rw, items, nil
 }
 
 func resultsNode(results Results) (*yaml.RNode, error) {

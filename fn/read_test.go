@@ -19,8 +19,8 @@ import (
 // wrapping, the written ResourceList or the error.
 func readBoth(input []byte) error {
 	var once, twice bytes.Buffer
-	rw1, items1, _, err1 := readResourceList(input, &once)
-	rw2, items2, _, err2 := readResourceListTwice(input, &twice)
+	rw1, items1, err1 := readResourceList(input, &once)
+	rw2, items2, err2 := readResourceListTwice(input, &twice)
 	if (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
 		return fmt.Errorf("errors differ: once %w, twice %w", err1, err2)
 	}

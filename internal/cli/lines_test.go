@@ -61,15 +61,21 @@ func TestErrorLines(t *testing.T) {
 			`key "k" appears twice (lines %d and %d)`, []want{{"  k: v", 1}, {"  k: again", 1}}},
 		{"a key written twice after a quoted lone carriage return", twoKeys(annotated(configMap, "a\rb")) + "---\n" + deployment,
 			`key "k" appears twice (lines %d and %d)`, []want{{"  k: v", 1}, {"  k: again", 1}}},
+		{"a pod spec field", configMap + "---\n" + notAList,
+			"line %d: envFrom: expected a list", []want{{"envFrom: 5", 1}}},
 		{"a pod spec field after a quoted NEL", configMap + "---\n" + annotated(notAList, "a\u0085b"),
 			"line %d: envFrom: expected a list", []want{{"envFrom: 5", 1}}},
 		{"a merge key after a quoted PARAGRAPH SEPARATOR", annotated(badMerge, "a\u2029b") + "---\n" + deployment,
 			"line %d: a merge key (<<) takes a map", []want{{"<<: 5", 1}}},
 	} {
-		for _, mode := range []string{"stream", "KRM"} {
+		for _, mode := range []string{"stream", "KRM", "KRM after a comment and ---"} {
 			input := tc.stream
-			if mode == "KRM" {
+			switch mode {
+			case "KRM":
 				input = testtools.ResourceList(tc.stream, "")
+			case "KRM after a comment and ---":
+				// kio reads the document after a "---" line on its own.
+				input = "# saved from kpt\n---\n" + testtools.ResourceList(tc.stream, "")
 			}
 			lines := make([]any, len(tc.markers))
 			for i, m := range tc.markers {

@@ -33,6 +33,52 @@ func ShiftLines(n *yaml.Node, by int) {
 	}
 }
 
+// CopyLines gives dst, a tree parsed from text written from src (or from
+// another cut of the same text), the lines of src: node for node, mapping
+// entries matched by key and sequence items by position. A node of dst
+// that src does not have (an annotation added on the way) keeps its line.
+func CopyLines(dst, src *yaml.Node) {
+	if dst == nil || src == nil {
+		return
+	}
+	if src.Kind == yaml.AliasNode && src.Alias != nil && dst.Kind != yaml.AliasNode {
+		src = src.Alias
+	}
+	dst.Line = src.Line
+	switch {
+	case dst.Kind == yaml.MappingNode && src.Kind == yaml.MappingNode:
+		// The keys are in the same order but where a key was added: each
+		// is looked for where the last one matched, then from the start.
+		next := 0
+		for i := 0; i+1 < len(dst.Content); i += 2 {
+			j := keyAt(src.Content, dst.Content[i].Value, next)
+			if j < 0 {
+				continue
+			}
+			CopyLines(dst.Content[i], src.Content[j])
+			CopyLines(dst.Content[i+1], src.Content[j+1])
+			next = j + 2
+		}
+	case dst.Kind == src.Kind && len(dst.Content) == len(src.Content):
+		for i := range dst.Content {
+			CopyLines(dst.Content[i], src.Content[i])
+		}
+	}
+}
+
+// keyAt returns the index in content, a mapping's, of key, looked for from
+// from on and then from the start; -1 when it is none of its keys.
+func keyAt(content []*yaml.Node, key string, from int) int {
+	for _, start := range [2]int{from, 0} {
+		for j := start; j+1 < len(content); j += 2 {
+			if content[j].Value == key {
+				return j
+			}
+		}
+	}
+	return -1
+}
+
 // EditorNodeLines turns the lines of n and of every node below it, parsed
 // from text, from yaml.v3's into an editor's (see EditorLines), for a tree
 // no byte edit is placed by. Aliases are not followed, as by ShiftLines.

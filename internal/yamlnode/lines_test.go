@@ -156,3 +156,28 @@ func TestLoneCRDocument(t *testing.T) {
 		})
 	}
 }
+
+// TestCopyLines: a tree read from another text of the same content (kio's
+// cut of a ResourceList, an expanded text) takes the lines of the tree
+// read from the input, key by key, with a key the input lacks left as it
+// is.
+func TestCopyLines(t *testing.T) {
+	var src, dst yaml.Node
+	require.NoError(t, yaml.Unmarshal([]byte("# input\n---\na: 1\nb:\n  c:\n  - x\n  - y\nd: e\n"), &src))
+	require.NoError(t, yaml.Unmarshal([]byte("{b: {c: [x, y]}, added: 0, a: 1, d: e}\n"), &dst))
+	yamlnode.CopyLines(&dst, &src)
+	root := dst.Content[0]
+	for _, tc := range []struct {
+		path []string
+		line int
+	}{
+		{[]string{"a"}, 3},
+		{[]string{"b"}, 5}, // the value's line: a block mapping starts on the line after its key
+		{[]string{"b", "c"}, 6},
+		{[]string{"d"}, 8},
+		{[]string{"added"}, 1},
+	} {
+		assert.Equal(t, tc.line, yamlnode.Path(root, tc.path...).Line, tc.path)
+	}
+	assert.Equal(t, 7, yamlnode.Path(root, "b", "c").Content[1].Line, "the second item")
+}
