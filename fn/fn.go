@@ -105,6 +105,11 @@ func RunBytes(p Processor, input []byte, out io.Writer) (Results, error) {
 	}
 	rl := &ResourceList{Items: items, FunctionConfig: rw.FunctionConfig}
 	if err := p.Process(rl); err != nil {
+		// kustomize and kpt mark each item with its index: the input is
+		// theirs, written anew, and its lines are in no file of the user's.
+		if bytes.Contains(input, []byte("config.kubernetes.io/index:")) {
+			return rl.Results, yamlnode.WithoutNodeLine(err)
+		}
 		// The items' lines are those yaml.v3 counts in input.
 		return rl.Results, yamlnode.EditorLines(input, err)
 	}

@@ -94,3 +94,19 @@ func TestErrorLines(t *testing.T) {
 		}
 	}
 }
+
+// TestOrchestratorInputNamesNoLine: a ResourceList whose items carry the
+// index annotation kustomize and kpt write is theirs, written anew: its
+// lines are in no file of the user's, so an error names the object and the
+// field without one. A ResourceList without it keeps the line
+// (TestErrorLines).
+func TestOrchestratorInputNamesNoLine(t *testing.T) {
+	notAList := strings.Replace(deployment, "        envFrom:\n        - configMapRef:\n            name: cfg\n", "        envFrom: 5\n", 1)
+	indexed := strings.Replace(notAList, "metadata:\n", "metadata:\n  annotations:\n    config.kubernetes.io/index: '1'\n", 1)
+	code, out, errOut := run(t, testtools.ResourceList(configMap+"---\n"+indexed, ""))
+	assert.Equal(t, 1, code, errOut)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "Deployment web")
+	assert.Contains(t, errOut, "spec.template.spec: envFrom: expected a list")
+	assert.NotContains(t, errOut, "line ")
+}

@@ -218,6 +218,29 @@ func EditorLines(text []byte, err error) error {
 	return moved
 }
 
+// WithoutNodeLine returns err without the "line N: " of a LineError it
+// holds that names one line as a yaml.v3 node holds it, for a text the
+// user does not see (the ResourceList kustomize or kpt pipes to a
+// function): the rest of the message names the object and field. Other
+// errors are returned as they are.
+func WithoutNodeLine(err error) error {
+	if err == nil {
+		return nil // before le, which escapes to the heap
+	}
+	var le *LineError
+	if !errors.As(err, &le) || !le.nodes || len(le.lines) != 1 ||
+		!strings.HasSuffix(le.parts[0], "line ") || !strings.HasPrefix(le.parts[1], ": ") {
+		return err
+	}
+	msg, inner := err.Error(), le.Error()
+	i := strings.LastIndex(msg, inner)
+	if i < 0 {
+		return err
+	}
+	without := strings.TrimSuffix(le.parts[0], "line ") + le.parts[1][len(": "):]
+	return errors.New(msg[:i] + without + msg[i+len(inner):])
+}
+
 // ShiftErrorLine returns err with the lines of a LineError it holds moved
 // by by lines, as numbers: the result's message is err's, and it unwraps to
 // what the LineError wrapped. The lines are then the stream's, not

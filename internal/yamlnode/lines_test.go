@@ -181,3 +181,21 @@ func TestCopyLines(t *testing.T) {
 	}
 	assert.Equal(t, 7, yamlnode.Path(root, "b", "c").Content[1].Line, "the second item")
 }
+
+// TestWithoutNodeLine: for a text the user does not see, a node's one line
+// is left out of the message; lines an editor counts in the user's input,
+// and two lines, stay.
+func TestWithoutNodeLine(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("Deployment web: spec: %w", yamlnode.AtNodeLine(39, "envFrom: expected a list")), "Deployment web: spec: envFrom: expected a list"},
+		{yamlnode.AtLine(3, errors.New("a syntax error")), "line 3: a syntax error"},
+		{yamlnode.AtNodeLines(`key "k" appears twice (`, 3, 4, ")"), `key "k" appears twice (lines 3 and 4)`},
+		{errors.New("line 5: only text"), "line 5: only text"},
+	} {
+		assert.Equal(t, tc.want, yamlnode.WithoutNodeLine(tc.err).Error())
+	}
+	assert.NoError(t, yamlnode.WithoutNodeLine(nil))
+}
