@@ -18,11 +18,29 @@ import (
 
 var hashLine = regexp.MustCompile(`confighash\.dev/hash: ['"]?(v1-sha256:[0-9a-f]{64})`)
 
+// kustomizeBuild runs kustomize build with exec functions in dir and
+// returns its output, failing the test if the build fails.
 func kustomizeBuild(t *testing.T, dir string) string {
 	t.Helper()
-	res := testtools.Run(t, dir, nil, nil, testtools.Tool(t, "kustomize"), "build", "--enable-alpha-plugins", "--enable-exec", ".")
+	res := kustomizeRun(t, dir)
 	require.Zero(t, res.ExitCode, res.Stderr)
 	return res.Stdout
+}
+
+// kustomizeRun runs kustomize build with exec functions in dir, successful
+// or not.
+func kustomizeRun(t *testing.T, dir string) testtools.Result {
+	t.Helper()
+	return testtools.Run(t, dir, nil, nil, testtools.Tool(t, "kustomize"), "build", "--enable-alpha-plugins", "--enable-exec", ".")
+}
+
+// editedTree copies testdata/kustomize/<tree> and replaces old with new in
+// its file.
+func editedTree(t *testing.T, tree, file, old, new string) string {
+	t.Helper()
+	dir := copyTree(t, filepath.Join("..", "testdata", "kustomize", tree))
+	edit(t, filepath.Join(dir, file), old, new)
+	return dir
 }
 
 func hashes(t *testing.T, out string) []string {

@@ -441,34 +441,46 @@ func TestKustomizeChangedAfterFunction(t *testing.T) {
 	}
 }
 
-// TestKustomizeFunctionAsGenerator: listed under generators: instead of
-// transformers:, confighash gets from kustomize no resources, only its own
-// functionConfig, and has nothing to hash. The build still succeeds (as
-// kustomize runs it, it is not wrong input), but confighash says why no
-// workload got a hash and what to write instead.
-func TestKustomizeFunctionAsGenerator(t *testing.T) {
-	dir := copyTree(t, filepath.Join("..", "testdata", "kustomize", "prefix"))
-	edit(t, filepath.Join(dir, "kustomization.yaml"), "transformers:\n", "generators:\n")
-	res := testtools.Run(t, dir, nil, nil, testtools.Tool(t, "kustomize"), "build", "--enable-alpha-plugins", "--enable-exec", ".")
-	require.Zero(t, res.ExitCode, res.Stderr)
-	assert.NotContains(t, res.Stdout, "confighash.dev/")
-	assert.Contains(t, res.Stderr, "listed under generators:")
-	assert.Contains(t, res.Stderr, "list it under transformers:")
-	assert.NotContains(t, res.Stderr, "s3cr3t")
-}
-
-// TestKustomizeErrorNamesNoHiddenLine: an error in a resource, found by the
-// function while kustomize runs it, names the object and the field. The
-// line of the ResourceList kustomize piped to the function is in no file
-// the user has (kustomize writes every resource anew, keys sorted, with
-// its own annotations), so no line is named: before, "line 39" for a
-// field on line 16 of deployment.yaml.
-func TestKustomizeErrorNamesNoHiddenLine(t *testing.T) {
-	dir := copyTree(t, filepath.Join("..", "testdata", "kustomize", "prefix"))
-	edit(t, filepath.Join(dir, "deployment.yaml"), "        envFrom:\n        - configMapRef: {name: cfg}\n", "        envFrom: 5\n")
-	res := testtools.Run(t, dir, nil, nil, testtools.Tool(t, "kustomize"), "build", "--enable-alpha-plugins", "--enable-exec", ".")
-	require.NotZero(t, res.ExitCode, res.Stdout)
-	assert.Contains(t, res.Stderr, "Deployment prod-web")
-	assert.Contains(t, res.Stderr, "spec.template.spec: envFrom: expected a list")
-	assert.NotContains(t, res.Stderr, "line ")
+// TestKustomizeMessages: what confighash says through kustomize build when
+// something is off, and that a secret value is never in it.
+func TestKustomizeMessages(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		file, old, new string
+		fails          bool
+		want, notWant  []string
+	}{
+		// Listed under generators: instead of transformers:, confighash
+		// gets from kustomize no resources, only its own functionConfig,
+		// and has nothing to hash. The build still succeeds (as kustomize
+		// runs it, it is not wrong input), but confighash says why no
+		// workload got a hash and what to write instead.
+		{name: "the function as a generator", file: "kustomization.yaml", old: "transformers:\n", new: "generators:\n",
+			want: []string{"listed under generators:", "list it under transformers:"}, notWant: []string{"s3cr3t"}},
+		// An error in a resource names the object and the field. The line
+		// of the ResourceList kustomize piped to the function is in no
+		// file the user has (kustomize writes every resource anew, keys
+		// sorted, with its own annotations), so no line is named: before,
+		// "line 39" for a field on line 16 of deployment.yaml.
+		{name: "an error in a resource names no hidden line", file: "deployment.yaml",
+			old: "        envFrom:\n        - configMapRef: {name: cfg}\n", new: "        envFrom: 5\n", fails: true,
+			want: []string{"Deployment prod-web", "spec.template.spec: envFrom: expected a list"}, notWant: []string{"line ", "s3cr3t"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := kustomizeRun(t, editedTree(t, "prefix", tc.file, tc.old, tc.new))
+			if tc.fails {
+				require.NotZero(t, res.ExitCode, res.Stdout)
+				assert.Empty(t, res.Stdout)
+			} else {
+				require.Zero(t, res.ExitCode, res.Stderr)
+				assert.NotContains(t, res.Stdout, "confighash.dev/")
+			}
+			for _, w := range tc.want {
+				assert.Contains(t, res.Stderr, w)
+			}
+			for _, w := range tc.notWant {
+				assert.NotContains(t, res.Stderr, w)
+			}
+		})
+	}
 }
