@@ -196,11 +196,14 @@ func readResourceListTwice(input []byte, w io.Writer) (*kio.ByteReadWriter, []*y
 // their lines its own: they are made those of root, the lines yaml.v3
 // counts in input.
 func readChecked(input []byte, root *yaml.Node, changed bool, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, error) {
-	read := readWithKio
+	var rw *kio.ByteReadWriter
+	var items []*yaml.RNode
+	var err error
 	if changed {
-		read = func(_ []byte, w io.Writer) (*kio.ByteReadWriter, []*yaml.RNode, error) { return readExpanded(root, w) }
+		rw, items, err = readExpanded(root, w)
+	} else {
+		rw, items, err = readWithKio(input, w)
 	}
-	rw, items, err := read(input, w)
 	if err != nil {
 		return nil, nil, err
 	}

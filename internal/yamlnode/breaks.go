@@ -25,22 +25,23 @@ import (
 // syntaxPrefix is how yaml.v3 starts a syntax error: "yaml: line N: ".
 var syntaxPrefix = regexp.MustCompile(`^yaml: line (\d+): `)
 
-// yamlErrorLine returns the line, counted from 1 as yaml.v3 counts lines,
-// of its syntax error msg; 0 when msg is none.
-func yamlErrorLine(msg string) int {
+// yamlSyntax returns the line, counted from 1 as yaml.v3 counts lines, and
+// the problem of its syntax error msg; line 0 when msg is none.
+func yamlSyntax(msg string) (line int, problem string) {
 	m := syntaxPrefix.FindStringSubmatch(msg)
 	if m == nil {
-		return 0
+		return 0, ""
 	}
 	line, err := strconv.Atoi(m[1])
 	if err != nil {
-		return 0
+		return 0, ""
 	}
+	problem = msg[len(m[0]):]
 	// A parser error (as opposed to a scanner error) counts from 0.
-	if slices.Contains(parserErrors, msg[len(m[0]):]) {
+	if slices.Contains(parserErrors, problem) {
 		line++
 	}
-	return line
+	return line, problem
 }
 
 // syntaxError returns yaml.v3's syntax error msg with its line counted from
@@ -48,11 +49,10 @@ func yamlErrorLine(msg string) int {
 // break YAML reads where an editor sees none, the last such break named
 // with its line and what to write instead; nil when msg is no syntax error.
 func syntaxError(text []byte, msg string) error {
-	yamlLine := yamlErrorLine(msg)
+	yamlLine, problem := yamlSyntax(msg)
 	if yamlLine == 0 {
 		return nil
 	}
-	problem := msg[len(syntaxPrefix.FindString(msg)):]
 	start, near, last := yamlLineBounds(text, yamlLine)
 	prefix := "yaml: line "
 	// A break that cut a value cuts it on the line of the error or on one
@@ -204,7 +204,8 @@ func AnotherDocument(dec *yaml.Decoder) (line int, more bool) {
 		case errors.Is(err, io.EOF):
 			return 0, false
 		case err != nil:
-			return yamlErrorLine(err.Error()), true
+			line, _ := yamlSyntax(err.Error())
+			return line, true
 		case len(next.Content) > 0 && next.Content[0].Tag != "!!null":
 			return next.Line, true
 		}

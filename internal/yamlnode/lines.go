@@ -83,7 +83,7 @@ func keyAt(content []*yaml.Node, key string, from int) int {
 // from text, from yaml.v3's into an editor's (see EditorLines), for a tree
 // no byte edit is placed by. Aliases are not followed, as by ShiftLines.
 func EditorNodeLines(n *yaml.Node, text []byte) {
-	if !HasLoneCR(text) && !HasUnicodeBreak(text) {
+	if !hasHiddenBreak(text) {
 		return
 	}
 	table := editorLines(text)
@@ -99,6 +99,11 @@ func EditorNodeLines(n *yaml.Node, text []byte) {
 	}
 	walk(n)
 }
+
+// hasHiddenBreak reports whether text holds a line break yaml.v3 counts
+// and an editor does not (a NEL, LS or PS, or a lone carriage return):
+// without one, the two count lines alike.
+func hasHiddenBreak(text []byte) bool { return HasLoneCR(text) || HasUnicodeBreak(text) }
 
 // editorLines returns the line an editor shows each of yaml.v3's lines of
 // text on: at index i, that of yaml.v3's line i+1.
@@ -206,7 +211,7 @@ func EditorLines(text []byte, err error) error {
 		return nil // before le, which escapes to the heap
 	}
 	var le *LineError
-	if !errors.As(err, &le) || !le.nodes || (!HasLoneCR(text) && !HasUnicodeBreak(text)) {
+	if !errors.As(err, &le) || !le.nodes || !hasHiddenBreak(text) {
 		return err
 	}
 	table := editorLines(text)
@@ -232,13 +237,11 @@ func WithoutNodeLine(err error) error {
 		!strings.HasSuffix(le.parts[0], "line ") || !strings.HasPrefix(le.parts[1], ": ") {
 		return err
 	}
-	msg, inner := err.Error(), le.Error()
-	i := strings.LastIndex(msg, inner)
-	if i < 0 {
+	moved := relocate(err, le, func(line int) int { return line })
+	if moved == nil {
 		return err
 	}
-	without := strings.TrimSuffix(le.parts[0], "line ") + le.parts[1][len(": "):]
-	return errors.New(msg[:i] + without + msg[i+len(inner):])
+	return errors.New(strings.TrimSuffix(moved.parts[0], "line ") + moved.parts[1][len(": "):])
 }
 
 // ShiftErrorLine returns err with the lines of a LineError it holds moved
