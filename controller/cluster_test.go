@@ -190,12 +190,7 @@ func TestArgoRollout(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	require.NoError(t, e.apply(kubetest.RolloutCRD, "kubectl"))
-	gvr := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
-	eventually(t, "the Rollout CRD to be served", func(ctx context.Context) (bool, error) {
-		_, err := e.dyn.Resource(gvr).Namespace(e.ns).List(ctx, metav1.ListOptions{})
-		return err == nil, nil
-	})
-	e.mapper.Reset()
+	kubetest.WaitDiscovered(t, e.mapper, controller.RolloutGVK)
 	r := e.start(e.testOptions())
 	manifest := kubetest.Workload{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: workloadName, Namespace: e.ns, Replicas: 1,
 		Spec: []string{"strategy: {canary: {}}"}, EnvFrom: []string{"{configMapRef: {name: app-config}}"}}
@@ -207,6 +202,7 @@ func TestArgoRollout(t *testing.T) {
 	mark := r.obs.mark()
 	e.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "debug" })
 	rolled, _ := r.obs.waitFor(t, mark, "the Rollout rolled", rollout("rolled"))
+	gvr := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
 	u, err := e.dyn.Resource(gvr).Namespace(e.ns).Get(ctx, "web", metav1.GetOptions{})
 	require.NoError(t, err)
 	got, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", "confighash.dev/controller-hash")

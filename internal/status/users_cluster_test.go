@@ -196,12 +196,7 @@ func TestStatusOfArgoRollouts(t *testing.T) {
 	require.NoError(t, err, "no Rollout CRD served")
 
 	require.NoError(t, kubetest.Apply(ctx, dyn, mapper, bytes.NewReader([]byte(kubetest.RolloutCRD)), kubetest.ApplyOptions{FieldManager: "kubectl"}))
-	gvr := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
-	kubetest.EventuallyTrue(t, 30*time.Second, 200*time.Millisecond, "the Rollout CRD is served", func() bool {
-		_, err := dyn.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
-		return err == nil
-	})
-	mapper.Reset()
+	kubetest.WaitDiscovered(t, mapper, schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Rollout"})
 	stream := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {LOG_LEVEL: info, UNUSED: x}\n---\n" +
 		kubetest.Workload{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: "canary", Replicas: 2,
 			Spec: []string{"strategy: {canary: {}}"}, Env: []string{kubetest.EnvKey("app", "LOG_LEVEL")}}.YAML()
