@@ -108,7 +108,7 @@ func RunBytes(p Processor, input []byte, out io.Writer) (Results, error) {
 		// kustomize and kpt mark each item with its index: the input is
 		// theirs, written anew, and its lines are in no file of the user's.
 		if bytes.Contains(input, []byte("config.kubernetes.io/index:")) {
-			return rl.Results, yamlnode.WithoutNodeLine(err)
+			return rl.Results, yamlnode.WithoutNodeLines(err)
 		}
 		// The items' lines are those yaml.v3 counts in input.
 		return rl.Results, yamlnode.EditorLines(input, err)

@@ -68,9 +68,7 @@ func parseBatch(texts [][]byte) ([]*yaml.RNode, []*yamlnorm.Result, []error) {
 			nodes[i], errs[i] = parseRaw(t)
 		}
 		if errs[i] == nil {
-			if norms[i], errs[i] = yamlnorm.Normalise(nodes[i].YNode()); errs[i] != nil {
-				errs[i] = yamlnode.EditorLines(t, errs[i])
-			}
+			norms[i], errs[i] = yamlnorm.Normalise(nodes[i].YNode())
 		}
 	}
 	return nodes, norms, errs

@@ -21,6 +21,29 @@ const postrenderFilename = "postrenderer.helm.sh/postrender-filename"
 // that keeps its final line breaks (|+, |2+, |+2).
 var changingBlock = regexp.MustCompile(`(?m)[ \t](>[-+1-9]{0,2}|\|[1-9]?\+|\|\+[1-9])[ \t]*(#.*)?\r?$`)
 
+// fromHelm4 reports whether text, a document, holds Helm 4's annotation:
+// Helm 4 wrote it for its post-renderer.
+func fromHelm4(text []byte) bool { return bytes.Contains(text, []byte(postrenderFilename+":")) }
+
+// helm4Filename returns the template file Helm 4's annotation in text, a
+// document from Helm 4, names; "" when a line scan does not find it (in
+// a flow mapping, say). kyaml writes the annotation as a block mapping
+// entry, its value plain or quoted.
+func helm4Filename(text []byte) string {
+	for line := range bytes.Lines(text) {
+		_, value, ok := bytes.Cut(line, []byte(postrenderFilename+":"))
+		if !ok {
+			continue
+		}
+		var name string
+		if yaml.Unmarshal(value, &name) != nil {
+			return ""
+		}
+		return name
+	}
+	return ""
+}
+
 // helm4Installed returns the text of a ConfigMap or Secret from Helm 4's
 // stream as Helm 4 will install it, when that can differ from the text it
 // sent. Helm 4 reads its post-renderer's output with kyaml and writes each
@@ -42,7 +65,7 @@ var changingBlock = regexp.MustCompile(`(?m)[ \t](>[-+1-9]{0,2}|\|[1-9]?\+|\|\+[
 // but not in what Helm 4 stores. So a document with an anchor is read as
 // Helm 4 stores it too.
 func helm4Installed(text []byte) ([]byte, bool) {
-	if !bytes.Contains(text, []byte(postrenderFilename+":")) || !changingBlock.Match(text) && bytes.IndexByte(text, '&') < 0 {
+	if !fromHelm4(text) || !changingBlock.Match(text) && bytes.IndexByte(text, '&') < 0 {
 		return nil, false
 	}
 	nodes, err := kio.ParseAll(string(text))

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -154,6 +155,21 @@ func copyChart(t *testing.T, src string) string {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// lineOf returns the line of text (counted from 1) that holds the nth
+// (from 0) occurrence of marker.
+func lineOf(t *testing.T, text, marker string, nth int) int {
+	t.Helper()
+	at := 0
+	for range nth + 1 {
+		i := strings.Index(text[at:], marker)
+		if i < 0 {
+			t.Fatalf("%q: occurrence %d not in:\n%s", marker, nth, text)
+		}
+		at += i + len(marker)
+	}
+	return strings.Count(text[:at], "\n") + 1
 }
 
 func writeFile(t *testing.T, path, content string) {
@@ -315,7 +331,15 @@ func TestHashFollowsContent(t *testing.T) {
 
 // TestFailureReachesUser feeds the post-renderer bad input under both Helm
 // versions: helm must fail, print no manifest, and show confighash's reason.
+// An error about a document names its template file under both versions.
+// Under Helm 3 a line it names is the line of `helm template`'s output
+// (what Helm 3 pipes to its post-renderer); Helm 4 writes the documents
+// anew, with its annotation, before its post-renderer runs, so there an
+// error names the object and field and no line of a text nobody sees.
 func TestFailureReachesUser(t *testing.T) {
+	const badDeployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: broken\nspec:\n" +
+		"  selector: {matchLabels: {app: broken}}\n  template:\n    metadata: {labels: {app: broken}}\n" +
+		"    spec:\n      containers:\n      - name: c\n        image: nginx\n        envFrom: 5\n"
 	cases := []struct {
 		name     string
 		versions []int
@@ -323,6 +347,10 @@ func TestFailureReachesUser(t *testing.T) {
 		args     []string
 		env      []string
 		want     string // in helm's standard error
+		// lines, when set, finds the lines the error names in the chart's
+		// plain render (helm template without a post-renderer): Helm 3's
+		// message names them, Helm 4's names no line.
+		lines func(plain string) string
 	}{
 		{name: "Secret data that is not base64", versions: []int{3, 4},
 			edit: func(t *testing.T, chart string) {
@@ -336,6 +364,29 @@ func TestFailureReachesUser(t *testing.T) {
 			},
 			args: []string{"--values", "bad-values.yaml"},
 			want: "data.FEATURES: expected a string"},
+		{name: "a pod spec field of the wrong type", versions: []int{3, 4},
+			edit: func(t *testing.T, chart string) {
+				writeFile(t, filepath.Join(chart, "templates", "broken.yaml"), badDeployment)
+			},
+			want: "greeter/templates/broken.yaml): spec.template.spec: ",
+			lines: func(plain string) string {
+				return fmt.Sprintf("line %d: envFrom: expected a list", lineOf(t, plain, "envFrom: 5", 0))
+			}},
+		{name: "a ConfigMap key written twice", versions: []int{3, 4},
+			edit: func(t *testing.T, chart string) {
+				writeFile(t, filepath.Join(chart, "templates", "twice.yaml"),
+					"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: twice\ndata:\n  a: \"1\"\n  a: \"2\"\n")
+			},
+			want: `greeter/templates/twice.yaml: data: key "a" appears twice`,
+			lines: func(plain string) string {
+				return fmt.Sprintf("(lines %d and %d)", lineOf(t, plain, `a: "1"`, 0), lineOf(t, plain, `a: "2"`, 0))
+			}},
+		{name: "a ConfigMap written twice", versions: []int{3, 4},
+			edit: func(t *testing.T, chart string) {
+				cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: twice\ndata: {a: \"1\"}\n"
+				writeFile(t, filepath.Join(chart, "templates", "twice.yaml"), cm+"---\n"+cm)
+			},
+			want: "greeter/templates/twice.yaml): the stream holds this ConfigMap twice"},
 		{name: "confighash binary missing", versions: []int{4},
 			env:  []string{"CONFIGHASH_BIN=/nonexistent/confighash"},
 			want: "cannot find the confighash binary at /nonexistent/confighash"},
@@ -359,6 +410,17 @@ func TestFailureReachesUser(t *testing.T) {
 				}
 				if !strings.Contains(res.Stderr, tc.want) {
 					t.Errorf("stderr does not say %q:\n%s", tc.want, res.Stderr)
+				}
+				if tc.lines == nil {
+					return
+				}
+				plain := testtools.Run(t, chart, h.Env, nil, h.Bin, "template", release, chart, "--namespace", namespace).Stdout
+				lines := tc.lines(plain)
+				if version == 3 && !strings.Contains(res.Stderr, lines) {
+					t.Errorf("Helm 3: stderr does not name the lines of helm template's output, %q:\n%s", lines, res.Stderr)
+				}
+				if version == 4 && regexp.MustCompile(`\bline \d|\blines \d`).MatchString(res.Stderr) {
+					t.Errorf("Helm 4: stderr names a line of the text Helm 4 writes for its post-renderer:\n%s", res.Stderr)
 				}
 			})
 		}

@@ -141,8 +141,16 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 		}
 		d := inject.Doc{Index: index, Path: sourceComment(text), LineOffset: offset}
 		read := text // as it will be installed; the output is edited from text
-		if installed, ok := helm4Installed(text); ok {
-			read = installed
+		if fromHelm4(text) {
+			// Helm 4 wrote the text anew: it sends no "# Source:"
+			// comment, and its lines are no user's.
+			d.Unseen = true
+			if d.Path == "" {
+				d.Path = helm4Filename(text)
+			}
+			if installed, ok := helm4Installed(text); ok {
+				read = installed
+			}
 		}
 		d.Text = read
 		// The config scanner reads a name, not kustomize's record of earlier
@@ -164,7 +172,7 @@ func process(input []byte, opts inject.Options) (output, *inject.Report, error) 
 	for j, n := range nodes {
 		d := &docs[parsedDoc[j]]
 		if errs[j] != nil {
-			return output{}, nil, fmt.Errorf("%s: %w", where(*d), yamlnode.ShiftErrorLine(errs[j], d.LineOffset))
+			return output{}, nil, fmt.Errorf("%s: %w", where(*d), d.Lines(errs[j]))
 		}
 		d.Node = n
 		normOf[d.Index] = norms[j]

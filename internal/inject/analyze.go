@@ -84,11 +84,21 @@ type Doc struct {
 	// that text: errors about the document name its lines as an editor
 	// counts them (yamlnode.EditorLines), not as yaml.v3 does.
 	Text []byte
+	// Unseen says the text is one its user does not see: Helm 4 writes
+	// each document anew, with its annotation, before its post-renderer
+	// runs. Errors about the document name no line a node holds
+	// (yamlnode.WithoutNodeLines); the object, field or key they name
+	// finds it in the template.
+	Unseen bool
 }
 
-// lineError returns err, an error about d, with the lines it names turned
-// into lines of the stream as an editor shows them.
-func (d Doc) lineError(err error) error {
+// Lines returns err, an error about d, with the lines it names turned into
+// lines of the stream as an editor shows them, or left out where the
+// user does not see the text (Unseen).
+func (d Doc) Lines(err error) error {
+	if d.Unseen {
+		err = yamlnode.WithoutNodeLines(err)
+	}
 	return yamlnode.ShiftErrorLine(yamlnode.EditorLines(d.Text, err), d.LineOffset)
 }
 
@@ -122,7 +132,7 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 	for i, d := range docs {
 		o, err := identify(d, opts)
 		if err != nil {
-			return nil, d.lineError(err)
+			return nil, d.Lines(err)
 		}
 		objects[i] = o
 		if opts.LeavesOut(d.Node) {
@@ -130,7 +140,7 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 			continue
 		}
 		if err := configs.addDoc(d, o, opts); err != nil {
-			return nil, d.lineError(err)
+			return nil, d.Lines(err)
 		}
 	}
 	// kustomize adds hash suffixes and fixes references to renamed objects
@@ -141,7 +151,7 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 	for _, i := range local {
 		if objects[i].isConfig() {
 			if err := configs.add(docs[i].Node, objects[i], localConfigObject); err != nil {
-				return nil, docs[i].lineError(err)
+				return nil, docs[i].Lines(err)
 			}
 		}
 	}
@@ -166,7 +176,7 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 		}
 		if !objects[i].isList() {
 			if err := add(d.Node, objects[i], -1); err != nil {
-				return nil, d.lineError(err)
+				return nil, d.Lines(err)
 			}
 			continue
 		}
@@ -180,10 +190,10 @@ func AnalyzeDocs(docs []Doc, opts Options) (*Report, error) {
 			}
 			o, err := identifyItem(objects[i], sub, opts)
 			if err != nil {
-				return nil, d.lineError(fmt.Errorf("%s: items[%d]: %w", objects[i], j, err))
+				return nil, d.Lines(fmt.Errorf("%s: items[%d]: %w", objects[i], j, err))
 			}
 			if err := add(sub.Node, o, j); err != nil {
-				return nil, d.lineError(err)
+				return nil, d.Lines(err)
 			}
 		}
 	}

@@ -148,24 +148,26 @@ type LineError struct {
 	// counts a NEL, LS, PS or lone carriage return as a line break
 	// (EditorLines turns them into an editor's).
 	nodes bool
-	err   error
+	// bare is the message without its lines (WithoutNodeLines).
+	bare string
+	err  error
 }
 
 // AtLine returns err as found at line, counted as an editor counts lines
 // (LineOf): "line N: " and err's message. It wraps err.
 func AtLine(line int, err error) error {
-	return &LineError{parts: []string{"line ", ": " + err.Error()}, lines: []int{line}, err: err}
+	return &LineError{parts: []string{"line ", ": " + err.Error()}, lines: []int{line}, bare: err.Error(), err: err}
 }
 
 // AtNodeLine returns "line N: msg" for line as a yaml.v3 node holds it.
 func AtNodeLine(line int, msg string) error {
-	return &LineError{parts: []string{"line ", ": " + msg}, lines: []int{line}, nodes: true}
+	return &LineError{parts: []string{"line ", ": " + msg}, lines: []int{line}, nodes: true, bare: msg}
 }
 
-// AtNodeLines returns before, "lines F and S", after, for lines as yaml.v3
-// nodes hold them.
+// AtNodeLines returns before, " (lines F and S)", after, for lines as
+// yaml.v3 nodes hold them.
 func AtNodeLines(before string, first, second int, after string) error {
-	return &LineError{parts: []string{before + "lines ", " and ", after}, lines: []int{first, second}, nodes: true}
+	return &LineError{parts: []string{before + " (lines ", " and ", ")" + after}, lines: []int{first, second}, nodes: true, bare: before + after}
 }
 
 func (e *LineError) Error() string {
@@ -184,7 +186,7 @@ func (e *LineError) Unwrap() error { return e.err }
 // text of err's message around le's lines, each line mapped by f. It
 // returns nil when err's message does not hold le's.
 func relocate(err error, le *LineError, f func(int) int) *LineError {
-	moved := &LineError{parts: slices.Clone(le.parts), lines: make([]int, len(le.lines)), nodes: le.nodes, err: le.err}
+	moved := &LineError{parts: slices.Clone(le.parts), lines: make([]int, len(le.lines)), nodes: le.nodes, bare: le.bare, err: le.err}
 	for i, l := range le.lines {
 		moved.lines[i] = f(l)
 	}
@@ -223,26 +225,37 @@ func EditorLines(text []byte, err error) error {
 	return moved
 }
 
-// WithoutNodeLine returns err without the "line N: " of a LineError it
-// holds that names one line as a yaml.v3 node holds it, for a text the
-// user does not see (the ResourceList kustomize or kpt pipes to a
-// function): the rest of the message names the object and field. Other
-// errors are returned as they are.
-func WithoutNodeLine(err error) error {
+// WithoutNodeLines returns err without the lines of a LineError it holds
+// that names lines as yaml.v3's nodes hold them, for a text the user does
+// not see (the ResourceList kustomize or kpt pipes to a function, the
+// documents Helm 4 writes anew for its post-renderer): the rest of the
+// message names the object, the field or the key. Other errors, and lines
+// of the user's own text (a syntax error's), are returned as they are.
+func WithoutNodeLines(err error) error {
 	if err == nil {
 		return nil // before le, which escapes to the heap
 	}
 	var le *LineError
-	if !errors.As(err, &le) || !le.nodes || len(le.lines) != 1 ||
-		!strings.HasSuffix(le.parts[0], "line ") || !strings.HasPrefix(le.parts[1], ": ") {
+	if !errors.As(err, &le) || !le.nodes {
 		return err
 	}
-	moved := relocate(err, le, func(line int) int { return line })
-	if moved == nil {
+	msg, inner := err.Error(), le.Error()
+	i := strings.LastIndex(msg, inner)
+	if i < 0 {
 		return err
 	}
-	return errors.New(strings.TrimSuffix(moved.parts[0], "line ") + moved.parts[1][len(": "):])
+	return &bareError{msg: msg[:i] + le.bare + msg[i+len(inner):], err: le.err}
 }
+
+// bareError is a message whose lines were left out, wrapping what the
+// LineError wrapped.
+type bareError struct {
+	msg string
+	err error
+}
+
+func (e *bareError) Error() string { return e.msg }
+func (e *bareError) Unwrap() error { return e.err }
 
 // ShiftErrorLine returns err with the lines of a LineError it holds moved
 // by by lines, as numbers: the result's message is err's, and it unwraps to

@@ -69,7 +69,7 @@ func TestLineErrorMoves(t *testing.T) {
 	}{
 		{"one line", yamlnode.AtLine(3, cause), 4, "line 7: the cause"},
 		{"wrapped, the wrapper's text quoting a line", fmt.Errorf(`key "line 3:": %w`, yamlnode.AtLine(3, cause)), 4, `key "line 3:": line 7: the cause`},
-		{"two node lines, the text quoting a line", yamlnode.AtNodeLines(`key "line 3:" appears twice (`, 8, 9, ")"), 10, `key "line 3:" appears twice (lines 18 and 19)`},
+		{"two node lines, the text quoting a line", yamlnode.AtNodeLines(`key "line 3:" appears twice`, 8, 9, ""), 10, `key "line 3:" appears twice (lines 18 and 19)`},
 		{"a node line, wrapped twice", fmt.Errorf("document 1: %w", fmt.Errorf("data: %w", yamlnode.AtNodeLine(2, "lines 5 and 6: a value"))), 1, "document 1: data: line 3: lines 5 and 6: a value"},
 		{"text after the wrapped error", fmt.Errorf("[%w] (lines 1 and 2)", yamlnode.AtLine(5, cause)), 1, "[line 6: the cause] (lines 1 and 2)"},
 	}
@@ -182,20 +182,28 @@ func TestCopyLines(t *testing.T) {
 	assert.Equal(t, 7, yamlnode.Path(root, "b", "c").Content[1].Line, "the second item")
 }
 
-// TestWithoutNodeLine: for a text the user does not see, a node's one line
-// is left out of the message; lines an editor counts in the user's input,
-// and two lines, stay.
-func TestWithoutNodeLine(t *testing.T) {
+// TestWithoutNodeLines: for a text the user does not see, the lines a
+// node holds are left out of the message, one or two, wrapped or not, and
+// the error still unwraps to what it wrapped; lines an editor counts in the
+// user's input stay.
+func TestWithoutNodeLines(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
 		want string
 	}{
 		{fmt.Errorf("Deployment web: spec: %w", yamlnode.AtNodeLine(39, "envFrom: expected a list")), "Deployment web: spec: envFrom: expected a list"},
 		{yamlnode.AtLine(3, errors.New("a syntax error")), "line 3: a syntax error"},
-		{yamlnode.AtNodeLines(`key "k" appears twice (`, 3, 4, ")"), `key "k" appears twice (lines 3 and 4)`},
+		{yamlnode.AtNodeLines(`key "k" appears twice`, 3, 4, "; one is kept"), `key "k" appears twice; one is kept`},
+		{fmt.Errorf("document 2: data: %w", yamlnode.AtNodeLines(`key "line 3:" appears twice`, 3, 4, "")), `document 2: data: key "line 3:" appears twice`},
 		{errors.New("line 5: only text"), "line 5: only text"},
 	} {
-		assert.Equal(t, tc.want, yamlnode.WithoutNodeLine(tc.err).Error())
+		assert.Equal(t, tc.want, yamlnode.WithoutNodeLines(tc.err).Error())
 	}
-	assert.NoError(t, yamlnode.WithoutNodeLine(nil))
+	require.NoError(t, yamlnode.WithoutNodeLines(nil))
+	cause := errors.New("cause")
+	wrapped := fmt.Errorf("x: %w", yamlnode.AtLine(2, cause))
+	assert.Same(t, wrapped, yamlnode.WithoutNodeLines(wrapped), "an editor's line stays")
+	le := yamlnode.AtNodeLine(2, "msg")
+	var target *yamlnode.LineError
+	assert.NotErrorAs(t, yamlnode.WithoutNodeLines(le), &target, "no line left to move")
 }

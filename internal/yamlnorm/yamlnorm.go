@@ -92,7 +92,7 @@ func check(n *yaml.Node) (bool, error) {
 			}
 			name := keyName(k)
 			if line, dup := earlier(n.Content[:i], name, k.Line, &seen); dup {
-				return false, &pathError{err: yamlnode.AtNodeLines(fmt.Sprintf("key %q appears twice (", name), line, k.Line, "); the API server would keep only one")}
+				return false, &pathError{err: yamlnode.AtNodeLines(fmt.Sprintf("key %q appears twice", name), line, k.Line, "; the API server would keep only one")}
 			}
 			s, err := check(n.Content[i+1])
 			if err != nil {
