@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/confighash/confighash/controller"
 	"github.com/confighash/confighash/hashing"
+	"github.com/confighash/confighash/internal/testing/cptest"
 	"github.com/confighash/confighash/internal/testing/kubetest"
 	"github.com/confighash/confighash/internal/testing/testtools"
 	"github.com/confighash/confighash/internal/testing/vectors"
@@ -181,6 +183,51 @@ func TestCronJob(t *testing.T) {
 	cj, err := e.cs.BatchV1().CronJobs(e.ns).Get(context.Background(), "nightly", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, rolled.Decision.Record.ControllerHash, cj.Spec.JobTemplate.Spec.Template.Annotations["confighash.dev/controller-hash"])
+}
+
+// TestArgoRolloutsInstalledLater starts the controller (auto mode, through
+// Run) on a control plane that serves no Rollouts, then installs the CRD:
+// the controller sets itself up again within its recheck and rolls a
+// Rollout for a config edit, with no restart of the process. Before, a
+// Rollout CRD installed after the controller was never managed until
+// someone restarted it.
+func TestArgoRolloutsInstalledLater(t *testing.T) {
+	e := envOn(t, cptest.Private(t))
+	opts := e.testOptions()
+	opts.ArgoRolloutsRecheck = 200 * time.Millisecond
+	r := e.startRun(opts)
+	require.NoError(t, e.apply(render(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other, namespace: %s}\ndata: {A: a}\n---\n", e.ns)+
+		kubetest.Workload{APIVersion: "apps/v1", Kind: "Deployment", Name: "before", Namespace: e.ns, Replicas: 1,
+			EnvFrom: []string{"{configMapRef: {name: other}}"}}.YAML()), "kubectl"))
+	r.obs.waitFor(t, 0, "the Deployment in sync before the CRD", func(o controller.Outcome) bool {
+		return o.Request.Kind == "Deployment" && o.Result == "in_sync"
+	})
+
+	require.NoError(t, e.apply(kubetest.RolloutCRD, "kubectl"))
+	kubetest.WaitDiscovered(t, e.mapper, controller.RolloutGVK)
+	manifest := kubetest.Workload{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: workloadName, Namespace: e.ns, Replicas: 1,
+		Spec: []string{"strategy: {canary: {}}"}, EnvFrom: []string{"{configMapRef: {name: app-config}}"}}
+	require.NoError(t, e.apply(render(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-config, namespace: %s}\ndata: {LOG_LEVEL: info}\n---\n", e.ns)+manifest.YAML()), "argocd-controller"))
+	rollout := func(result string) func(controller.Outcome) bool {
+		return func(o controller.Outcome) bool { return o.Request.Kind == "Rollout" && o.Result == result }
+	}
+	r.obs.waitFor(t, 0, "the Rollout in sync", rollout("in_sync"))
+	mark := r.obs.mark()
+	e.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "debug" })
+	rolled, _ := r.obs.waitFor(t, mark, "the Rollout rolled", rollout("rolled"))
+	gvr := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
+	u, err := e.dyn.Resource(gvr).Namespace(e.ns).Get(context.Background(), workloadName, metav1.GetOptions{})
+	require.NoError(t, err)
+	got, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", "confighash.dev/controller-hash")
+	assert.Equal(t, rolled.Decision.Record.ControllerHash, got)
+	assert.Contains(t, r.logs.String(), "Argo Rollouts' CRD is served now")
+
+	// The Deployment managed before is still managed, by the new manager.
+	mark = r.obs.mark()
+	e.editConfigMap("other", func(cm *corev1.ConfigMap) { cm.Data["A"] = "b" })
+	r.obs.waitFor(t, mark, "the Deployment rolled after the set-up", func(o controller.Outcome) bool {
+		return o.Request.Kind == "Deployment" && o.Result == "rolled"
+	})
 }
 
 // TestArgoRollout serves a Rollout CRD (the schema-less shape of Argo's),

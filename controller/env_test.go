@@ -194,6 +194,25 @@ func (e *env) start(opts controller.Options) *running {
 // startLogging is start with the log level given.
 func (e *env) startLogging(opts controller.Options, level string) *running {
 	e.t.Helper()
+	r, opts := e.prepare(opts, level)
+	mgr, _, err := controller.NewManager(opts)
+	if err != nil {
+		e.t.Fatalf("new manager: %v", err)
+	}
+	return e.launch(r, mgr.Start)
+}
+
+// startRun is start through controller.Run, which sets up the manager
+// again when Argo Rollouts' CRD comes to be served.
+func (e *env) startRun(opts controller.Options) *running {
+	e.t.Helper()
+	r, opts := e.prepare(opts, controllercmd.LogLevelDebug)
+	return e.launch(r, func(ctx context.Context) error { return controller.Run(ctx, opts) })
+}
+
+// prepare returns a running controller's record, not yet started, and
+// opts with its metrics registry, observer and logger.
+func (e *env) prepare(opts controller.Options, level string) (*running, controller.Options) {
 	r := &running{reg: prometheus.NewRegistry(), obs: &observer{}, logs: &kubetest.LockedBuffer{}, done: make(chan error, 1)}
 	if opts.RESTConfig == nil {
 		opts.RESTConfig = e.cfg
@@ -201,13 +220,15 @@ func (e *env) startLogging(opts controller.Options, level string) *running {
 	opts.Registry = r.reg
 	opts.Observer = r.obs.add
 	opts.Logger = controllercmd.NewLogger(r.logs, controllercmd.LogFormatText, level)
-	mgr, _, err := controller.NewManager(opts)
-	if err != nil {
-		e.t.Fatalf("new manager: %v", err)
-	}
+	return r, opts
+}
+
+// launch runs start in the background until stop or the end of the test.
+func (e *env) launch(r *running, start func(context.Context) error) *running {
+	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	go func() { r.done <- mgr.Start(ctx) }()
+	go func() { r.done <- start(ctx) }()
 	e.t.Cleanup(func() {
 		r.stop(e.t)
 		if e.t.Failed() || os.Getenv("CONFIGHASH_TEST_LOGS") != "" {

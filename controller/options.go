@@ -17,23 +17,26 @@ import (
 
 // Defaults of the options a user can set.
 const (
-	DefaultLeaderElectionID   = "confighash-controller"
-	DefaultMetricsAddress     = ":8080"
-	DefaultHealthAddress      = ":8081"
-	DefaultCoalesceWindow     = 10 * time.Second
-	DefaultMinRollInterval    = 30 * time.Second
-	DefaultRolloutsPerSecond  = 5
-	DefaultRolloutBurst       = 20
-	DefaultConcurrency        = 4
-	DefaultLeaseDuration      = 15 * time.Second
-	DefaultRenewDeadline      = 10 * time.Second
-	DefaultRetryPeriod        = 2 * time.Second
-	ArgoRolloutsAuto          = "auto"
-	ArgoRolloutsEnabled       = "enabled"
-	ArgoRolloutsDisabled      = "disabled"
-	controllerName            = "confighash"
-	defaultFieldManager       = "confighash-controller"
-	maxPendingChangesPerEntry = 16
+	DefaultLeaderElectionID  = "confighash-controller"
+	DefaultMetricsAddress    = ":8080"
+	DefaultHealthAddress     = ":8081"
+	DefaultCoalesceWindow    = 10 * time.Second
+	DefaultMinRollInterval   = 30 * time.Second
+	DefaultRolloutsPerSecond = 5
+	DefaultRolloutBurst      = 20
+	DefaultConcurrency       = 4
+	DefaultLeaseDuration     = 15 * time.Second
+	DefaultRenewDeadline     = 10 * time.Second
+	DefaultRetryPeriod       = 2 * time.Second
+	// DefaultArgoRolloutsRecheck is how often Run asks whether Argo
+	// Rollouts' CRD is served, where it was not at start (auto mode).
+	DefaultArgoRolloutsRecheck = time.Minute
+	ArgoRolloutsAuto           = "auto"
+	ArgoRolloutsEnabled        = "enabled"
+	ArgoRolloutsDisabled       = "disabled"
+	controllerName             = "confighash"
+	defaultFieldManager        = "confighash-controller"
+	maxPendingChangesPerEntry  = 16
 )
 
 // Options configure the controller. The flags of confighash-controller
@@ -106,6 +109,10 @@ type Options struct {
 	Logger logr.Logger
 	// Observer, when set, is called after every reconcile with its outcome.
 	Observer func(Outcome)
+	// ArgoRolloutsRecheck is how often Run, in auto mode with no Rollout
+	// CRD served at start, asks discovery whether it is served now; zero
+	// or less: DefaultArgoRolloutsRecheck.
+	ArgoRolloutsRecheck time.Duration
 	// FieldManager names the controller's writes; default
 	// confighash-controller.
 	FieldManager string
@@ -157,6 +164,9 @@ func (o Options) Complete() (Options, error) {
 	}
 	if o.RolloutsPerSecond <= 0 {
 		o.RolloutsPerSecond = d.RolloutsPerSecond
+	}
+	if o.ArgoRolloutsRecheck <= 0 {
+		o.ArgoRolloutsRecheck = DefaultArgoRolloutsRecheck
 	}
 	if o.RolloutBurst <= 0 {
 		o.RolloutBurst = 1

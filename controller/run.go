@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -42,15 +43,34 @@ const recorderName = controllerName + "-controller"
 
 // Run builds the manager and runs it until ctx is done.
 //
+// In auto mode for Argo Rollouts, when the API server does not serve the
+// Rollout CRD at start, Run asks discovery every ArgoRolloutsRecheck
+// whether it does now; once it does, Run stops the manager and sets up a
+// new one that manages Rollouts too, so Argo Rollouts installed after
+// confighash needs no restart. The new manager starts from live state, as
+// any start does (a config edited in between rolls its workloads).
+//
 // Like the rest of the package it reads no flag, environment variable or
 // in-pod file and sets no process-wide logger: confighash-controller
 // (internal/controllercmd) does, and hands in plain options with a Logger.
 func Run(ctx context.Context, opts Options) error {
-	mgr, _, err := NewManager(opts)
-	if err != nil {
-		return err
+	for {
+		mgr, r, err := NewManager(opts)
+		if err != nil {
+			return err
+		}
+		if r.opts.ArgoRollouts == ArgoRolloutsAuto && r.kinds[RolloutGVK.Kind] == nil {
+			w := &rolloutWatch{config: mgr.GetConfig(), every: r.opts.ArgoRolloutsRecheck, log: r.log}
+			if err := mgr.Add(w); err != nil {
+				return fmt.Errorf("adding the Argo Rollouts recheck: %w", err)
+			}
+		}
+		err = mgr.Start(ctx)
+		if !errors.Is(err, errRolloutsServed) || ctx.Err() != nil {
+			return err
+		}
+		r.log.Info("Argo Rollouts' CRD is served now: setting up again to manage Rollouts too")
 	}
-	return mgr.Start(ctx)
 }
 
 // NewManager builds a controller-runtime manager with the confighash
@@ -296,8 +316,8 @@ func Setup(mgr manager.Manager, opts Options) (*Reconciler, error) {
 }
 
 // rolloutKind returns the Argo Rollout kind when it should be managed: when
-// enabled, or in auto mode when the API server serves it (checked once, at
-// start; installing the CRD later needs a restart).
+// enabled, or in auto mode when the API server serves it (checked when the
+// manager is set up; Run sets one up again when the CRD comes later).
 func rolloutKind(mgr manager.Manager, opts Options) (*workloadKind, error) {
 	if opts.ArgoRollouts == ArgoRolloutsDisabled {
 		return nil, nil

@@ -1,0 +1,66 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+)
+
+// errRolloutsServed stops a manager set up without Rollouts once their CRD
+// is served: Run sets up a new one.
+var errRolloutsServed = errors.New("argo rollouts' CRD is served now")
+
+// rolloutWatch asks discovery every so often whether the API server serves
+// Argo Rollouts' Rollout kind, and returns errRolloutsServed once it does.
+// It runs on every replica, leader or not, so a standby that takes over
+// manages Rollouts too.
+type rolloutWatch struct {
+	config *rest.Config
+	every  time.Duration
+	log    logr.Logger
+}
+
+func (w *rolloutWatch) NeedLeaderElection() bool { return false }
+
+func (w *rolloutWatch) Start(ctx context.Context) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(w.config)
+	if err != nil {
+		return err
+	}
+	t := time.NewTicker(w.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		served, err := servesKind(dc, RolloutGVK.GroupVersion().String(), RolloutGVK.Kind)
+		switch {
+		case served:
+			return errRolloutsServed
+		case err != nil && !apierrors.IsNotFound(err):
+			w.log.V(1).Info("asking whether Argo Rollouts' CRD is served", "error", err.Error())
+		}
+	}
+}
+
+// servesKind reports whether discovery lists kind in groupVersion; a
+// group version not served at all is a NotFound error.
+func servesKind(dc discovery.DiscoveryInterface, groupVersion, kind string) (bool, error) {
+	list, err := dc.ServerResourcesForGroupVersion(groupVersion)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range list.APIResources {
+		if r.Kind == kind {
+			return true, nil
+		}
+	}
+	return false, nil
+}
