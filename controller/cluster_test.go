@@ -190,7 +190,8 @@ func TestCronJob(t *testing.T) {
 // the controller sets itself up again within its recheck and rolls a
 // Rollout for a config edit, with no restart of the process. Before, a
 // Rollout CRD installed after the controller was never managed until
-// someone restarted it.
+// someone restarted it. The CRD then removed, it sets up again without
+// Rollouts and still rolls the Deployment it managed.
 func TestArgoRolloutsInstalledLater(t *testing.T) {
 	e := envOn(t, cptest.Private(t))
 	opts := e.testOptions()
@@ -223,11 +224,21 @@ func TestArgoRolloutsInstalledLater(t *testing.T) {
 	assert.Contains(t, r.logs.String(), "Argo Rollouts' CRD is served now")
 
 	// The Deployment managed before is still managed, by the new manager.
+	deployment := func(o controller.Outcome) bool { return o.Request.Kind == "Deployment" && o.Result == "rolled" }
 	mark = r.obs.mark()
 	e.editConfigMap("other", func(cm *corev1.ConfigMap) { cm.Data["A"] = "b" })
-	r.obs.waitFor(t, mark, "the Deployment rolled after the set-up", func(o controller.Outcome) bool {
-		return o.Request.Kind == "Deployment" && o.Result == "rolled"
+	r.obs.waitFor(t, mark, "the Deployment rolled after the set-up", deployment)
+
+	// Argo Rollouts removed: the controller sets up again without them,
+	// and goes on managing the Deployment.
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	require.NoError(t, e.dyn.Resource(crds).Delete(context.Background(), "rollouts.argoproj.io", metav1.DeleteOptions{}))
+	kubetest.EventuallyTrue(t, time.Minute, 100*time.Millisecond, "the set-up without Rollouts", func() bool {
+		return strings.Contains(r.logs.String(), "Argo Rollouts' CRD is no longer served")
 	})
+	mark = r.obs.mark()
+	e.editConfigMap("other", func(cm *corev1.ConfigMap) { cm.Data["A"] = "c" })
+	r.obs.waitFor(t, mark, "the Deployment rolled after Argo Rollouts went", deployment)
 }
 
 // TestArgoRollout serves a Rollout CRD (the schema-less shape of Argo's),

@@ -11,17 +11,21 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// errRolloutsServed stops a manager set up without Rollouts once their CRD
-// is served: Run sets up a new one.
-var errRolloutsServed = errors.New("argo rollouts' CRD is served now")
+// errRolloutsChanged stops a manager set up in auto mode once Argo
+// Rollouts' CRD has come or gone: Run sets up a new one.
+var errRolloutsChanged = errors.New("argo rollouts' CRD came or went")
 
 // rolloutWatch asks discovery every so often whether the API server serves
-// Argo Rollouts' Rollout kind, and returns errRolloutsServed once it does.
-// It runs on every replica, leader or not, so a standby that takes over
-// manages Rollouts too.
+// Argo Rollouts' Rollout kind, and returns errRolloutsChanged once the
+// answer is no longer served (the manager manages Rollouts and their CRD
+// was removed) or served (it does not, and the CRD was installed). An
+// error other than NotFound answers nothing. It runs on every replica,
+// leader or not, so a standby that takes over manages what the leader
+// does.
 type rolloutWatch struct {
 	config *rest.Config
 	every  time.Duration
+	served bool
 	log    logr.Logger
 }
 
@@ -41,11 +45,12 @@ func (w *rolloutWatch) Start(ctx context.Context) error {
 		case <-t.C:
 		}
 		served, err := servesKind(dc, RolloutGVK.GroupVersion().String(), RolloutGVK.Kind)
-		switch {
-		case served:
-			return errRolloutsServed
-		case err != nil && !apierrors.IsNotFound(err):
+		if err != nil && !apierrors.IsNotFound(err) {
 			w.log.V(1).Info("asking whether Argo Rollouts' CRD is served", "error", err.Error())
+			continue
+		}
+		if served != w.served {
+			return errRolloutsChanged
 		}
 	}
 }

@@ -43,11 +43,11 @@ const recorderName = controllerName + "-controller"
 
 // Run builds the manager and runs it until ctx is done.
 //
-// In auto mode for Argo Rollouts, when the API server does not serve the
-// Rollout CRD at start, Run asks discovery every ArgoRolloutsRecheck
-// whether it does now; once it does, Run stops the manager and sets up a
-// new one that manages Rollouts too, so Argo Rollouts installed after
-// confighash needs no restart. The new manager starts from live state, as
+// In auto mode for Argo Rollouts, Run asks discovery every
+// ArgoRolloutsRecheck whether the API server serves the Rollout CRD; when
+// the answer changes, Run stops the manager and sets up a new one, with
+// Rollouts or without: Argo Rollouts installed after confighash, or
+// removed, needs no restart. The new manager starts from live state, as
 // any start does (a config edited in between rolls its workloads).
 //
 // Like the rest of the package it reads no flag, environment variable or
@@ -59,17 +59,22 @@ func Run(ctx context.Context, opts Options) error {
 		if err != nil {
 			return err
 		}
-		if r.opts.ArgoRollouts == ArgoRolloutsAuto && r.kinds[RolloutGVK.Kind] == nil {
-			w := &rolloutWatch{config: mgr.GetConfig(), every: r.opts.ArgoRolloutsRecheck, log: r.log}
+		managed := r.kinds[RolloutGVK.Kind] != nil
+		if r.opts.ArgoRollouts == ArgoRolloutsAuto {
+			w := &rolloutWatch{config: mgr.GetConfig(), every: r.opts.ArgoRolloutsRecheck, served: managed, log: r.log}
 			if err := mgr.Add(w); err != nil {
 				return fmt.Errorf("adding the Argo Rollouts recheck: %w", err)
 			}
 		}
 		err = mgr.Start(ctx)
-		if !errors.Is(err, errRolloutsServed) || ctx.Err() != nil {
+		if !errors.Is(err, errRolloutsChanged) || ctx.Err() != nil {
 			return err
 		}
-		r.log.Info("Argo Rollouts' CRD is served now: setting up again to manage Rollouts too")
+		if managed {
+			r.log.Info("Argo Rollouts' CRD is no longer served: setting up again without Rollouts")
+		} else {
+			r.log.Info("Argo Rollouts' CRD is served now: setting up again to manage Rollouts too")
+		}
 	}
 }
 
