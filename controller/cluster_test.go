@@ -206,26 +206,12 @@ func TestArgoRolloutsInstalledLater(t *testing.T) {
 
 	require.NoError(t, e.apply(kubetest.RolloutCRD, "kubectl"))
 	kubetest.WaitDiscovered(t, e.mapper, controller.RolloutGVK)
-	manifest := kubetest.Workload{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: workloadName, Namespace: e.ns, Replicas: 1,
-		Spec: []string{"strategy: {canary: {}}"}, EnvFrom: []string{"{configMapRef: {name: app-config}}"}}
-	require.NoError(t, e.apply(render(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-config, namespace: %s}\ndata: {LOG_LEVEL: info}\n---\n", e.ns)+manifest.YAML()), "argocd-controller"))
-	rollout := func(result string) func(controller.Outcome) bool {
-		return func(o controller.Outcome) bool { return o.Request.Kind == "Rollout" && o.Result == result }
-	}
-	r.obs.waitFor(t, 0, "the Rollout in sync", rollout("in_sync"))
-	mark := r.obs.mark()
-	e.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "debug" })
-	rolled, _ := r.obs.waitFor(t, mark, "the Rollout rolled", rollout("rolled"))
-	gvr := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
-	u, err := e.dyn.Resource(gvr).Namespace(e.ns).Get(context.Background(), workloadName, metav1.GetOptions{})
-	require.NoError(t, err)
-	got, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", "confighash.dev/controller-hash")
-	assert.Equal(t, rolled.Decision.Record.ControllerHash, got)
+	rolloutRollsForAnEdit(t, e, r)
 	assert.Contains(t, r.logs.String(), "Argo Rollouts' CRD is served now")
 
 	// The Deployment managed before is still managed, by the new manager.
 	deployment := func(o controller.Outcome) bool { return o.Request.Kind == "Deployment" && o.Result == "rolled" }
-	mark = r.obs.mark()
+	mark := r.obs.mark()
 	e.editConfigMap("other", func(cm *corev1.ConfigMap) { cm.Data["A"] = "b" })
 	r.obs.waitFor(t, mark, "the Deployment rolled after the set-up", deployment)
 
@@ -246,10 +232,17 @@ func TestArgoRolloutsInstalledLater(t *testing.T) {
 // template.
 func TestArgoRollout(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
 	require.NoError(t, e.apply(kubetest.RolloutCRD, "kubectl"))
 	kubetest.WaitDiscovered(t, e.mapper, controller.RolloutGVK)
 	r := e.start(e.testOptions())
+	rolloutRollsForAnEdit(t, e, r)
+}
+
+// rolloutRollsForAnEdit applies a rendered Rollout that reads a ConfigMap,
+// waits for the controller to find it in sync, edits the ConfigMap and
+// checks the controller's roll reached the Rollout's pod template.
+func rolloutRollsForAnEdit(t *testing.T, e *env, r *running) {
+	t.Helper()
 	manifest := kubetest.Workload{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout", Name: workloadName, Namespace: e.ns, Replicas: 1,
 		Spec: []string{"strategy: {canary: {}}"}, EnvFrom: []string{"{configMapRef: {name: app-config}}"}}
 	require.NoError(t, e.apply(render(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-config, namespace: %s}\ndata: {LOG_LEVEL: info}\n---\n", e.ns)+manifest.YAML()), "argocd-controller"))
@@ -261,7 +254,7 @@ func TestArgoRollout(t *testing.T) {
 	e.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "debug" })
 	rolled, _ := r.obs.waitFor(t, mark, "the Rollout rolled", rollout("rolled"))
 	gvr := schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
-	u, err := e.dyn.Resource(gvr).Namespace(e.ns).Get(ctx, "web", metav1.GetOptions{})
+	u, err := e.dyn.Resource(gvr).Namespace(e.ns).Get(context.Background(), workloadName, metav1.GetOptions{})
 	require.NoError(t, err)
 	got, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", "confighash.dev/controller-hash")
 	assert.Equal(t, rolled.Decision.Record.ControllerHash, got)
