@@ -28,8 +28,8 @@ const (
 	DefaultLeaseDuration     = 15 * time.Second
 	DefaultRenewDeadline     = 10 * time.Second
 	DefaultRetryPeriod       = 2 * time.Second
-	// DefaultArgoRolloutsRecheck is how often Run asks whether Argo
-	// Rollouts' CRD is served, where it was not at start (auto mode).
+	// DefaultArgoRolloutsRecheck is how often Run asks, in auto mode,
+	// whether Argo Rollouts' CRD has come or gone.
 	DefaultArgoRolloutsRecheck = time.Minute
 	ArgoRolloutsAuto           = "auto"
 	ArgoRolloutsEnabled        = "enabled"
@@ -109,9 +109,9 @@ type Options struct {
 	Logger logr.Logger
 	// Observer, when set, is called after every reconcile with its outcome.
 	Observer func(Outcome)
-	// ArgoRolloutsRecheck is how often Run, in auto mode with no Rollout
-	// CRD served at start, asks discovery whether it is served now; zero
-	// or less: DefaultArgoRolloutsRecheck.
+	// ArgoRolloutsRecheck is how often Run, in auto mode, asks discovery
+	// whether the Rollout CRD has come or gone; zero or less:
+	// DefaultArgoRolloutsRecheck.
 	ArgoRolloutsRecheck time.Duration
 	// FieldManager names the controller's writes; default
 	// confighash-controller.

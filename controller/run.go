@@ -322,7 +322,7 @@ func Setup(mgr manager.Manager, opts Options) (*Reconciler, error) {
 
 // rolloutKind returns the Argo Rollout kind when it should be managed: when
 // enabled, or in auto mode when the API server serves it (checked when the
-// manager is set up; Run sets one up again when the CRD comes later).
+// manager is set up; Run sets one up again when the CRD comes or goes).
 func rolloutKind(mgr manager.Manager, opts Options) (*workloadKind, error) {
 	if opts.ArgoRollouts == ArgoRolloutsDisabled {
 		return nil, nil
