@@ -26,14 +26,24 @@ var changingBlock = regexp.MustCompile(`(?m)[ \t](>[-+1-9]{0,2}|\|[1-9]?\+|\|\+[
 func fromHelm4(text []byte) bool { return bytes.Contains(text, []byte(postrenderFilename+":")) }
 
 // helm4Filename returns the template file Helm 4's annotation in text, a
-// document from Helm 4, names; "" when a line scan does not find it (in
-// a flow mapping, say). kyaml writes the annotation as a block mapping
-// entry, its value plain or quoted.
+// document from Helm 4, names: the value after the first
+// "postrenderer.helm.sh/postrender-filename:" on a line, read as YAML; ""
+// when no line has it or its value is not a string. It names the
+// document's file where Helm 4 sends no "# Source:" comment.
 func helm4Filename(text []byte) string {
 	for line := range bytes.Lines(text) {
 		_, value, ok := bytes.Cut(line, []byte(postrenderFilename+":"))
 		if !ok {
 			continue
+		}
+		// The usual value, written by yaml.v3 in single quotes, is read
+		// without a YAML parser (this runs for every document Helm 4
+		// sends); any other goes through one.
+		value = bytes.TrimSpace(value)
+		if inner, ok := bytes.CutPrefix(value, []byte("'")); ok {
+			if inner, ok := bytes.CutSuffix(inner, []byte("'")); ok && !bytes.Contains(inner, []byte("'")) {
+				return string(inner)
+			}
 		}
 		var name string
 		if yaml.Unmarshal(value, &name) != nil {

@@ -109,3 +109,28 @@ func dataOf(t *testing.T, text string) map[string]any {
 	}
 	return obj.Data
 }
+
+// TestHelm4Filename: the template file Helm 4's annotation names, as Helm 4
+// writes it (single quotes) and as YAML may write it otherwise.
+func TestHelm4Filename(t *testing.T) {
+	doc := func(value string) []byte {
+		return []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    " + postrenderFilename + ": " + value + "\n")
+	}
+	for _, tc := range []struct {
+		text []byte
+		want string
+	}{
+		{doc("'chart/templates/cm.yaml'"), "chart/templates/cm.yaml"},
+		{doc("chart/templates/cm.yaml"), "chart/templates/cm.yaml"},
+		{doc(`"chart/templates/it's.yaml"`), "chart/templates/it's.yaml"},
+		{doc("'chart/templates/it''s.yaml'"), "chart/templates/it's.yaml"},
+		{doc("'chart/templates/cm.yaml'  # a comment"), "chart/templates/cm.yaml"},
+		{[]byte("metadata: {annotations: {" + postrenderFilename + ": 'c/templates/x.yaml'}}\n"), "c/templates/x.yaml"},
+		{doc("[not, a, name]"), ""},
+		{[]byte("metadata:\n  name: a\n"), ""},
+	} {
+		if got := helm4Filename(tc.text); got != tc.want {
+			t.Errorf("%q: got %q, want %q", tc.text, got, tc.want)
+		}
+	}
+}

@@ -55,3 +55,38 @@ func TestErrorsNameLinesOfTheStream(t *testing.T) {
 		})
 	}
 }
+
+// TestHelm4ErrorsNameTheFileAndNoLine: in the stream Helm 4 writes anew for
+// its post-renderer (each document with its annotation, no "# Source:"
+// comment), an error names the template file from the annotation and no
+// line of that text, which no command prints; the object, field or key
+// it names finds the place in the template.
+func TestHelm4ErrorsNameTheFileAndNoLine(t *testing.T) {
+	meta := func(name, file string) string {
+		return "metadata:\n  name: " + name + "\n  annotations:\n    postrenderer.helm.sh/postrender-filename: '" + file + "'\n"
+	}
+	const cm = "apiVersion: v1\nkind: ConfigMap\n"
+	first := "---\n" + cm + meta("a", "chart/templates/a.yaml") + "data:\n  k: v\n"
+	deploy := "apiVersion: apps/v1\nkind: Deployment\n" + meta("web", "chart/templates/web.yaml") +
+		"spec:\n  template:\n    spec:\n      containers:\n      - name: c\n"
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"a key written twice", cm + meta("b", "chart/templates/b.yaml") + "data:\n  k: v\n  k: w\n",
+			`document 1, chart/templates/b.yaml: data: key "k" appears twice; the API server would keep only one`},
+		{"a field of the wrong type", deploy + "        envFrom: [{configMapRef: {name: 1}}]\n",
+			"Deployment web (document 1, chart/templates/web.yaml): spec.template.spec: name: expected a string"},
+		{"a merge key that merges no map", cm + meta("m", "chart/templates/m.yaml") + "data:\n  <<: 5\n",
+			"document 1, chart/templates/m.yaml: a merge key (<<) takes a map or a list of maps"},
+		{"a ConfigMap written twice, read by the scanner", cm + meta("a", "chart/templates/again.yaml") + "data:\n  k: v\n",
+			"ConfigMap a (document 1, chart/templates/again.yaml): the stream holds this ConfigMap twice"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := postrenderer.Process([]byte(first+"---\n"+tc.doc), inject.Options{})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NotRegexp(t, `\blines? \d`, err.Error())
+		})
+	}
+}
