@@ -464,7 +464,7 @@ func TestKustomizeMessages(t *testing.T) {
 		// "line 39" for a field on line 16 of deployment.yaml.
 		{name: "an error in a resource names no hidden line", file: "deployment.yaml",
 			old: "        envFrom:\n        - configMapRef: {name: cfg}\n", new: "        envFrom: 5\n", fails: true,
-			want: []string{"Deployment prod-web", "spec.template.spec: envFrom: expected a list"}, notWant: []string{"line ", "s3cr3t"}},
+			want: []string{"Deployment prod-web", "spec.template.spec: containers[0].envFrom: expected a list"}, notWant: []string{"line ", "s3cr3t"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := kustomizeRun(t, editedTree(t, "prefix", tc.file, tc.old, tc.new))

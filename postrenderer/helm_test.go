@@ -370,7 +370,7 @@ func TestFailureReachesUser(t *testing.T) {
 			},
 			want: "greeter/templates/broken.yaml): spec.template.spec: ",
 			lines: func(plain string) string {
-				return fmt.Sprintf("line %d: envFrom: expected a list", lineOf(t, plain, "envFrom: 5", 0))
+				return fmt.Sprintf("line %d: containers[0].envFrom: expected a list", lineOf(t, plain, "envFrom: 5", 0))
 			}},
 		{name: "a ConfigMap key written twice", versions: []int{3, 4},
 			edit: func(t *testing.T, chart string) {

@@ -62,9 +62,9 @@ func TestErrorLines(t *testing.T) {
 		{"a key written twice after a quoted lone carriage return", twoKeys(annotated(configMap, "a\rb")) + "---\n" + deployment,
 			`key "k" appears twice (lines %d and %d)`, []want{{"  k: v", 1}, {"  k: again", 1}}},
 		{"a pod spec field", configMap + "---\n" + notAList,
-			"line %d: envFrom: expected a list", []want{{"envFrom: 5", 1}}},
+			"line %d: containers[0].envFrom: expected a list", []want{{"envFrom: 5", 1}}},
 		{"a pod spec field after a quoted NEL", configMap + "---\n" + annotated(notAList, "a\u0085b"),
-			"line %d: envFrom: expected a list", []want{{"envFrom: 5", 1}}},
+			"line %d: containers[0].envFrom: expected a list", []want{{"envFrom: 5", 1}}},
 		{"a merge key after a quoted PARAGRAPH SEPARATOR", annotated(badMerge, "a\u2029b") + "---\n" + deployment,
 			"line %d: a merge key (<<) takes a map", []want{{"<<: 5", 1}}},
 	} {
@@ -107,6 +107,6 @@ func TestOrchestratorInputNamesNoLine(t *testing.T) {
 	assert.Equal(t, 1, code, errOut)
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, "Deployment web")
-	assert.Contains(t, errOut, "spec.template.spec: envFrom: expected a list")
+	assert.Contains(t, errOut, "spec.template.spec: containers[0].envFrom: expected a list")
 	assert.NotContains(t, errOut, "line ")
 }

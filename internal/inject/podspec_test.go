@@ -87,18 +87,25 @@ func TestPodSpecReaderReadsYAML11Booleans(t *testing.T) {
 	}
 }
 
-// TestPodSpecReaderErrorsNameTheField: a refused reference names the field
-// that is wrong and its line.
+// TestPodSpecReaderErrorsNameTheField: a refused reference names the path
+// to the field that is wrong, from the pod spec, and its line: where no
+// line can be given (a text the user does not see), the path alone finds
+// the field.
 func TestPodSpecReaderErrorsNameTheField(t *testing.T) {
 	tests := []struct{ spec, want string }{
-		{"spec:\n  volumes:\n  - configMap: c\n", "line 3: configMap: expected an object"},
-		{"spec:\n  volumes:\n  - secret: {secretName: s, items: x}\n", "line 3: items: expected a list"},
-		{"spec:\n  volumes:\n  - projected: {sources: [{configMap: {name: 1}}]}\n", "line 3: name: expected a string"},
-		{"spec:\n  containers:\n  - env: [{valueFrom: {secretKeyRef: [s]}}]\n", "line 3: keyRef: expected an object"},
-		{"spec:\n  containers:\n  - env: [{valueFrom: {configMapKeyRef: {name: c, key: 1}}}]\n", "line 3: key: expected a string"},
-		{"spec:\n  containers:\n  - envFrom: [{secretRef: {name: s, optional: \"yes\"}}]\n", "line 3: optional: expected true or false"},
-		{"spec:\n  containers:\n  - envFrom: [{secretRef: {name: s, optional: !!str on}}]\n", "line 3: optional: expected true or false"},
-		{"spec:\n  containers:\n  - envFrom: [{secretRef: {name: s, optional: 1}}]\n", "line 3: optional: expected true or false"},
+		{"spec:\n  volumes:\n  - configMap: c\n", "line 3: volumes[0].configMap: expected an object"},
+		{"spec:\n  volumes:\n  - secret: {secretName: s, items: x}\n", "line 3: volumes[0].secret.items: expected a list"},
+		{"spec:\n  volumes:\n  - projected: {sources: [{configMap: {name: 1}}]}\n", "line 3: volumes[0].projected.sources[0].configMap.name: expected a string"},
+		{"spec:\n  volumes:\n  - name: a\n  - secret: {items: [{key: k}, {key: [k]}]}\n", "line 4: volumes[1].secret.items[1].key: expected a string"},
+		{"spec:\n  containers:\n  - env: [{valueFrom: {secretKeyRef: [s]}}]\n", "line 3: containers[0].env[0].valueFrom.secretKeyRef: expected an object"},
+		{"spec:\n  containers:\n  - env: [{valueFrom: {configMapKeyRef: {name: c, key: 1}}}]\n", "line 3: containers[0].env[0].valueFrom.configMapKeyRef.key: expected a string"},
+		{"spec:\n  containers:\n  - envFrom: [{secretRef: {name: s, optional: \"yes\"}}]\n", "line 3: containers[0].envFrom[0].secretRef.optional: expected true or false"},
+		{"spec:\n  containers:\n  - envFrom: [{secretRef: {name: s, optional: !!str on}}]\n", "line 3: containers[0].envFrom[0].secretRef.optional: expected true or false"},
+		{"spec:\n  containers:\n  - envFrom: [{secretRef: {name: s, optional: 1}}]\n", "line 3: containers[0].envFrom[0].secretRef.optional: expected true or false"},
+		{"spec:\n  containers:\n  - name: a\n  - name: b\n    envFrom: 5\n", "line 5: containers[1].envFrom: expected a list"},
+		{"spec:\n  initContainers: [{name: 1}]\n", "line 2: initContainers[0].name: expected a string"},
+		{"spec:\n  imagePullSecrets: [{name: [x]}]\n", "line 2: imagePullSecrets[0].name: expected a string"},
+		{"spec:\n  volumes: 5\n", "line 2: volumes: expected a list"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

@@ -661,7 +661,7 @@ func TestReadAsTheAPIServerStores(t *testing.T) {
 		{"malformed YAML in the third document", strings.Replace(base, "kind: Deployment\nmetadata: {name: web, namespace: shop}", "kind: Deployment\nmetadata: {name: web, namespace: shop", 1),
 			[]string{"new: reading the render: document 2", fmt.Sprintf("yaml: line %d: did not find expected ',' or '}'", fileLine(base, strings.Index(base, "metadata: {name: web, namespace: shop}")))}},
 		{"a field of the wrong type in the third document", strings.Replace(base, "image: web:1\n", "image: web:1\n        envFrom: [{configMapRef: {name: 1}}]\n", 1),
-			[]string{"new: Deployment shop/web (document 2)", fmt.Sprintf("line %d: name: expected a string", fileLine(base, strings.Index(base, "image: web:1"))+1)}},
+			[]string{"new: Deployment shop/web (document 2)", fmt.Sprintf("line %d: containers[0].envFrom[0].configMapRef.name: expected a string", fileLine(base, strings.Index(base, "image: web:1"))+1)}},
 		{"a workload twice", base + "---\n" + web + webOnward, []string{"new: Deployment shop/web is in the render twice (documents 2 and "}},
 		{"key twice in a pod template, ResourceList", testtools.ResourceList(strings.Replace(base, "        image: web:1\n", "        image: web:1\n        image: web:2\n", 1), ""),
 			[]string{"new: ResourceList items[2]", `key "image" appears twice`}},
