@@ -77,7 +77,7 @@ func TestHelm4ErrorsNameTheFileAndNoLine(t *testing.T) {
 		{"a field of the wrong type", deploy + "        envFrom: [{configMapRef: {name: 1}}]\n",
 			"Deployment web (document 1, chart/templates/web.yaml): spec.template.spec: containers[0].envFrom[0].configMapRef.name: expected a string"},
 		{"a merge key that merges no map", cm + meta("m", "chart/templates/m.yaml") + "data:\n  <<: 5\n",
-			"document 1, chart/templates/m.yaml: a merge key (<<) takes a map or a list of maps"},
+			"document 1, chart/templates/m.yaml: data: a merge key (<<) takes a map or a list of maps"},
 		{"a ConfigMap written twice, read by the scanner", cm + meta("a", "chart/templates/again.yaml") + "data:\n  k: v\n",
 			"ConfigMap a (document 1, chart/templates/again.yaml): the stream holds this ConfigMap twice"},
 	}

@@ -90,6 +90,9 @@ func check(n *yaml.Node) (bool, error) {
 			if k.Tag == mergeTag || k.Kind == yaml.AliasNode {
 				special = true
 			}
+			if k.Tag == mergeTag && !mergeable(n.Content[i+1]) {
+				return false, &pathError{err: yamlnode.AtNodeLine(k.Line, mergeTakesMaps)}
+			}
 			name := keyName(k)
 			if line, dup := earlier(n.Content[:i], name, k.Line, &seen); dup {
 				return false, &pathError{err: yamlnode.AtNodeLines(fmt.Sprintf("key %q appears twice", name), line, k.Line, "; the API server would keep only one")}
@@ -110,6 +113,37 @@ func check(n *yaml.Node) (bool, error) {
 		special = special || s
 	}
 	return special, nil
+}
+
+// mergeTakesMaps is the error for a merge key whose value is not a map or
+// a list of maps.
+const mergeTakesMaps = "a merge key (<<) takes a map or a list of maps"
+
+// mergeable reports whether v, a merge key's value as written, is a map or
+// a list of maps, aliases followed. An alias to no anchor is left to
+// CheckAliases.
+func mergeable(v *yaml.Node) bool {
+	isMap := func(n *yaml.Node) bool {
+		if n.Kind == yaml.AliasNode {
+			if n.Alias == nil {
+				return true
+			}
+			n = n.Alias
+		}
+		return n.Kind == yaml.MappingNode
+	}
+	if v.Kind == yaml.AliasNode && v.Alias != nil {
+		v = v.Alias
+	}
+	if v.Kind != yaml.SequenceNode {
+		return isMap(v)
+	}
+	for _, item := range v.Content {
+		if !isMap(item) {
+			return false
+		}
+	}
+	return true
 }
 
 // smallMapping is the size up to which check looks for a repeated key by
@@ -322,11 +356,11 @@ func (x *expander) merge(n *yaml.Node) error {
 			}
 		}
 		if len(maps) == 0 && v.Kind != yaml.SequenceNode {
-			return yamlnode.AtNodeLine(k.Line, "a merge key (<<) takes a map or a list of maps")
+			return yamlnode.AtNodeLine(k.Line, mergeTakesMaps)
 		}
 		for _, m := range maps {
 			if m.Kind != yaml.MappingNode {
-				return yamlnode.AtNodeLine(k.Line, "a merge key (<<) takes a map or a list of maps")
+				return yamlnode.AtNodeLine(k.Line, mergeTakesMaps)
 			}
 			for j := 0; j+1 < len(m.Content); j += 2 {
 				set(x.copy(m.Content[j]), x.copy(m.Content[j+1]))

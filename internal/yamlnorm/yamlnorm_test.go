@@ -92,7 +92,9 @@ func TestNormaliseRefuses(t *testing.T) {
 		{"in a list", "items:\n- a: 1\n  a: 2\n", `items[0]: key "a" appears twice`},
 		{"two merge keys", "a: &a {x: 1}\nb:\n  <<: *a\n  <<: *a\n", `b: key "<<" appears twice`},
 		{"billion laughs", bomb, "excessive aliasing"},
-		{"merge of a scalar", "a: &a x\nb:\n  <<: *a\n", "merge key"},
+		{"merge of a scalar", "a: &a x\nb:\n  <<: *a\n", "b: line 3: a merge key (<<) takes a map or a list of maps"},
+		{"merge of a number, deep", "spec:\n  template:\n    metadata:\n      labels:\n        <<: 5\n", "spec.template.metadata.labels: line 5: a merge key"},
+		{"merge of a list holding a scalar", "a: &a {x: 1}\nitems:\n- b:\n    <<: [*a, 2]\n", "items[0].b: line 4: a merge key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := asJSON(t, tc.text)
