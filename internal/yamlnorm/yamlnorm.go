@@ -346,22 +346,19 @@ func (x *expander) merge(n *yaml.Node) error {
 			set(k, v)
 			continue
 		}
-		var maps []*yaml.Node
-		switch v.Kind {
-		case yaml.MappingNode:
-			maps = []*yaml.Node{v}
-		case yaml.SequenceNode:
+		// check refused such a value where the tree wrote "<<"; an alias
+		// key that names a "<<" becomes one only here.
+		if !mergeable(v) {
+			return yamlnode.AtNodeLine(k.Line, mergeTakesMaps)
+		}
+		maps := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			maps = maps[:0]
 			for j := len(v.Content) - 1; j >= 0; j-- {
 				maps = append(maps, v.Content[j])
 			}
 		}
-		if len(maps) == 0 && v.Kind != yaml.SequenceNode {
-			return yamlnode.AtNodeLine(k.Line, mergeTakesMaps)
-		}
 		for _, m := range maps {
-			if m.Kind != yaml.MappingNode {
-				return yamlnode.AtNodeLine(k.Line, mergeTakesMaps)
-			}
 			for j := 0; j+1 < len(m.Content); j += 2 {
 				set(x.copy(m.Content[j]), x.copy(m.Content[j+1]))
 			}
