@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -24,6 +25,7 @@ var errRolloutsChanged = errors.New("argo rollouts' CRD came or went")
 // does.
 type rolloutWatch struct {
 	config *rest.Config
+	client *http.Client // the manager's, so the recheck reuses its connections
 	every  time.Duration
 	served bool
 	log    logr.Logger
@@ -32,7 +34,7 @@ type rolloutWatch struct {
 func (w *rolloutWatch) NeedLeaderElection() bool { return false }
 
 func (w *rolloutWatch) Start(ctx context.Context) error {
-	dc, err := discovery.NewDiscoveryClientForConfig(w.config)
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(w.config, w.client)
 	if err != nil {
 		return err
 	}

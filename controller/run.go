@@ -61,7 +61,7 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		managed := r.kinds[RolloutGVK.Kind] != nil
 		if r.opts.ArgoRollouts == ArgoRolloutsAuto {
-			w := &rolloutWatch{config: mgr.GetConfig(), every: r.opts.ArgoRolloutsRecheck, served: managed, log: r.log}
+			w := &rolloutWatch{config: mgr.GetConfig(), client: mgr.GetHTTPClient(), every: r.opts.ArgoRolloutsRecheck, served: managed, log: r.log}
 			if err := mgr.Add(w); err != nil {
 				return fmt.Errorf("adding the Argo Rollouts recheck: %w", err)
 			}
