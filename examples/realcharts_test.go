@@ -833,8 +833,13 @@ func checkRealRender(t *testing.T, h3, h4 testtools.Helm, chart string, hashed, 
 	}
 	assert.Equal(t, realObjects(t, plain4), realObjects(t, post4), "helm4: the objects differ from the render without confighash in more than its annotations")
 
-	// Helm 3 installs its hooks as rendered, so verify what it sent.
-	for _, out := range []struct{ name, stream string }{{"helm3", helmSends(t, post3, 3, true)}, {"helm4", post4}} {
+	// Verify what each Helm sent: Helm 3 installs its hooks as rendered,
+	// and a hook config Helm 4 does not create on install and on upgrade
+	// is one the post-renderer left external (docs/helm.md).
+	for _, out := range []struct{ name, stream string }{{"helm3", helmSends(t, post3, 3, true)}, {"helm4", helmSends(t, post4, 4, true)}} {
+		if out.stream == "" {
+			continue // only hooks, which Helm 3 does not send: verify refuses an empty stream
+		}
 		res := testtools.Run(t, "", nil, []byte(out.stream), testtools.Tool(t, "confighash"), "verify", "--namespace", realNamespace)
 		assert.Zero(t, res.ExitCode, "%s: confighash verify: %s", out.name, res.Stderr)
 	}
