@@ -49,16 +49,9 @@ const randomTreesEnv = "CONFIGHASH_RANDOM_TREES"
 // workloads that read it in the render.
 func TestKustomizeRandomTrees(t *testing.T) {
 	t.Parallel()
-	seeds := randomSeeds(t)
+	seeds := randomSeeds(t, randomTreesEnv, "1-50")
 	var stats randomStats
-	t.Run("trees", func(t *testing.T) {
-		for _, seed := range seeds {
-			t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
-				t.Parallel()
-				checkRandomTree(t, seed, &stats)
-			})
-		}
-	})
+	runSeeds(t, "trees", seeds, func(t *testing.T, seed uint64) { checkRandomTree(t, seed, &stats) })
 	t.Logf("%d trees: %d built and checked (%d writing namespace: default, %d with the functionConfig's namespace default), %d refused by kustomize; "+
 		"%d workloads, %d hashed, %d with an external list; %d value edits, %d of which moved a hash; "+
 		"in the built trees %d references filled by replacements, %d created by replacements, %d configs renamed by one, %d patches by selector, %d local-config configs or generators",
@@ -70,28 +63,44 @@ func TestKustomizeRandomTrees(t *testing.T) {
 	}
 }
 
-// randomSeeds reads randomTreesEnv.
-func randomSeeds(t *testing.T) []uint64 {
+// randomSeeds reads the seeds a random test runs from the environment
+// variable env: a range (1-500) or a comma-separated list (17,42); def when
+// it is unset.
+func randomSeeds(t *testing.T, env, def string) []uint64 {
 	t.Helper()
-	spec := os.Getenv(randomTreesEnv)
+	spec := os.Getenv(env)
 	if spec == "" {
-		spec = "1-50"
+		spec = def
 	}
 	var seeds []uint64
 	for _, part := range strings.Split(spec, ",") {
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.ParseUint(strings.TrimSpace(lo), 10, 64)
-		require.NoError(t, err, "%s=%s", randomTreesEnv, spec)
+		require.NoError(t, err, "%s=%s", env, spec)
 		b := a
 		if isRange {
 			b, err = strconv.ParseUint(strings.TrimSpace(hi), 10, 64)
-			require.NoError(t, err, "%s=%s", randomTreesEnv, spec)
+			require.NoError(t, err, "%s=%s", env, spec)
 		}
 		for s := a; s <= b; s++ {
 			seeds = append(seeds, s)
 		}
 	}
 	return seeds
+}
+
+// runSeeds runs check for each seed, in parallel subtests of a subtest
+// named group, and returns when all have run.
+func runSeeds(t *testing.T, group string, seeds []uint64, check func(t *testing.T, seed uint64)) {
+	t.Helper()
+	t.Run(group, func(t *testing.T) {
+		for _, seed := range seeds {
+			t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+				t.Parallel()
+				check(t, seed)
+			})
+		}
+	})
 }
 
 // randomStats counts what the trees held, for the log.
@@ -207,7 +216,7 @@ func readersOf(t *testing.T, before, after, value string) []string {
 	}
 	var readers []string
 	for _, n := range nodes {
-		tpl, ok := testtools.PodTemplate(t, n, podTemplatePaths)
+		tpl, ok := testtools.PodTemplate(t, n, hashedTemplatePaths)
 		if !ok {
 			continue
 		}
@@ -587,84 +596,26 @@ func (g *treeGen) configRef(configs []genConfig) (kind, name string) {
 // some by a name a replacement fills in (a slot).
 func (g *treeGen) workload(w genWorkload, configs []genConfig) map[string]any {
 	podSpec := podSpecPath(w.kind)
-	// slot returns the name a reference writes: cname, or REPLACED at
-	// path (below the pod spec) for a replacement to fill.
-	slot := func(kind, cname, path string) string {
-		if !g.chance(0.15) {
-			return cname
-		}
-		g.slots = append(g.slots, replSlot{w: w, kind: kind, path: podSpec + "." + path})
-		return "REPLACED"
-	}
-	container := func(name string) map[string]any {
-		c := map[string]any{"name": name, "image": "example/" + name + ":1"}
-		list := "containers"
-		if name == "init" {
-			list = "initContainers"
-		}
-		at := list + ".[name=" + name + "]."
-		var env, envFrom []any
-		for range g.r.IntN(4) {
-			kind, cname := g.configRef(configs)
-			ref := map[string]any{}
-			if g.chance(0.2) {
-				ref["optional"] = true
+	draws := podSpecDraws{
+		r: g.r, keys: configKeys[:3], itemKeys: configKeys,
+		config: func(secret bool) (string, string) {
+			if secret {
+				return g.configRef(slices.DeleteFunc(slices.Clone(configs), func(c genConfig) bool { return c.kind != "Secret" }))
 			}
-			if g.chance(0.4) {
-				ref["name"] = slot(kind, cname, fmt.Sprintf("%senvFrom.%d.%s.name", at, len(envFrom), refField(kind, "Ref")))
-				envFrom = append(envFrom, map[string]any{refField(kind, "Ref"): ref})
-				continue
+			return g.configRef(configs)
+		},
+		// A reference writes cname, or REPLACED at path for a
+		// replacement to fill (a slot).
+		name: func(kind, cname, path string) string {
+			if !g.chance(0.15) {
+				return cname
 			}
-			ref["key"] = pick(g, configKeys[:3])
-			env = append(env, map[string]any{"name": fmt.Sprintf("E%d", len(env)), "valueFrom": map[string]any{refField(kind, "KeyRef"): ref}})
-			ref["name"] = slot(kind, cname, fmt.Sprintf("%senv.[name=E%d].valueFrom.%s.name", at, len(env)-1, refField(kind, "KeyRef")))
-		}
-		if len(env) > 0 {
-			c["env"] = env
-		}
-		if len(envFrom) > 0 {
-			c["envFrom"] = envFrom
-		}
-		return c
+			g.slots = append(g.slots, replSlot{w: w, kind: kind, path: podSpec + "." + path})
+			return "REPLACED"
+		},
 	}
-	spec := map[string]any{"containers": []any{container("main")}}
-	if g.chance(0.2) {
-		spec["initContainers"] = []any{container("init")}
-	}
-	var volumes []any
-	for i := range g.r.IntN(3) {
-		kind, cname := g.configRef(configs)
-		vol := map[string]any{"name": fmt.Sprintf("v%d", i)}
-		src := map[string]any{}
-		nameField := "name"
-		if kind == "Secret" {
-			nameField = "secretName"
-		}
-		if g.chance(0.4) {
-			src["items"] = []any{map[string]any{"key": pick(g, configKeys), "path": "f"}}
-		}
-		if g.chance(0.2) {
-			src["optional"] = true
-		}
-		field := strings.ToLower(kind[:1]) + kind[1:]
-		if g.chance(0.3) {
-			src["name"] = slot(kind, cname, fmt.Sprintf("volumes.[name=v%d].projected.sources.0.%s.name", i, field))
-			vol["projected"] = map[string]any{"sources": []any{map[string]any{field: src}}}
-		} else {
-			src[nameField] = slot(kind, cname, fmt.Sprintf("volumes.[name=v%d].%s.%s", i, field, nameField))
-			vol[field] = src
-		}
-		volumes = append(volumes, vol)
-	}
-	if len(volumes) > 0 {
-		spec["volumes"] = volumes
-	}
-	if g.chance(0.2) {
-		_, cname := g.configRef(slices.DeleteFunc(slices.Clone(configs), func(c genConfig) bool { return c.kind != "Secret" }))
-		spec["imagePullSecrets"] = []any{map[string]any{"name": cname}}
-	}
+	spec := draws.podSpec()
 	labels := map[string]any{"app": w.name}
-	template := map[string]any{"metadata": map[string]any{"labels": labels}, "spec": spec}
 	md := map[string]any{"name": w.name}
 	if w.namespace != "" {
 		md["namespace"] = w.namespace
@@ -672,20 +623,7 @@ func (g *treeGen) workload(w genWorkload, configs []genConfig) map[string]any {
 	if w.tier != "" {
 		md["labels"] = map[string]any{"tier": w.tier}
 	}
-	obj := map[string]any{"kind": w.kind, "metadata": md}
-	switch w.kind {
-	case "CronJob":
-		spec["restartPolicy"] = "Never"
-		obj["apiVersion"] = "batch/v1"
-		obj["spec"] = map[string]any{"schedule": "0 * * * *", "jobTemplate": map[string]any{"spec": map[string]any{"template": template}}}
-	case "StatefulSet":
-		obj["apiVersion"] = "apps/v1"
-		obj["spec"] = map[string]any{"serviceName": w.name, "selector": map[string]any{"matchLabels": labels}, "template": template}
-	default:
-		obj["apiVersion"] = "apps/v1"
-		obj["spec"] = map[string]any{"selector": map[string]any{"matchLabels": labels}, "template": template}
-	}
-	return obj
+	return workloadObject(w.kind, w.name, md, labels, nil, spec)
 }
 
 // podSpecPath is the path of a workload kind's pod spec, as replacements
@@ -699,14 +637,6 @@ func podSpecPath(kind string) string {
 
 // tier returns a workload's tier label: front, back or none.
 func (g *treeGen) tier() string { return pick(g, []string{"front", "back", ""}) }
-
-// refField is configMapRef, secretKeyRef and the like.
-func refField(kind, suffix string) string {
-	if kind == "Secret" {
-		return "secret" + suffix
-	}
-	return "configMap" + suffix
-}
 
 // overlay writes a kustomization over children: sometimes a name prefix
 // (always when variant), suffix or namespace, generators merging into,
