@@ -1,0 +1,367 @@
+package examples_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	k8syaml "sigs.k8s.io/yaml"
+
+	"github.com/confighash/confighash/internal/testing/testtools"
+)
+
+// randomChartsEnv names the seeds TestHelmRandomCharts runs (randomSeeds).
+const randomChartsEnv = "CONFIGHASH_RANDOM_CHARTS"
+
+// TestHelmRandomCharts renders seeded random charts with the real Helm 3
+// and Helm 4 and confighash, and checks each as TestRealCharts checks the
+// charts projects ship (checkRealRender: only confighash's annotations
+// added, verify passes, every hash and external list is the one computed
+// from the objects Helm sends, the KRM function and both Helms agree).
+// The charts hold ConfigMaps and Secrets written the ways charts write them
+// (quote, toYaml, block scalars, b64enc into data, stringData, binaryData),
+// some of them hooks for various events, some naming the release namespace
+// and some none; Deployments, StatefulSets, DaemonSets, CronJobs and Jobs
+// (some of them hooks) reading them every way a pod spec can, optional or
+// not, and configs the chart does not hold; pod templates with labels, an
+// empty metadata or Helm's checksum/config annotation. The workloads each
+// Helm hashes must be the ones the generator's model says: Helm 3 sends no
+// hooks; Helm 4 sends them all and counts a hook config only when Helm
+// creates it on install and on upgrade (docs/helm.md). Then values are
+// changed with --set, and exactly the workloads that read them must move.
+//
+// A workload that is no hook reads no hook config Helm creates on install
+// and on upgrade: Helm 3 leaves such a config out of what it sends, Helm 4
+// does not, so the two Helms record different external lists for it, as
+// docs/helm.md says, which checkRealRender would hold against them.
+func TestHelmRandomCharts(t *testing.T) {
+	t.Parallel()
+	seeds := randomSeeds(t, randomChartsEnv, "1-16")
+	var stats chartStats
+	runSeeds(t, "charts", seeds, func(t *testing.T, seed uint64) {
+		checkRandomChart(t, realHelm(t, 3), helmWithIdentity(t, 4), seed, &stats)
+	})
+	t.Logf("%d charts: %d configs (%d hooks), %d workloads (%d hooks); hashed by Helm 3: %d, by Helm 4: %d; %d value edits, %d of which moved a hash",
+		len(seeds), stats.configs.Load(), stats.configHooks.Load(), stats.workloads.Load(), stats.workloadHooks.Load(),
+		stats.hashed3.Load(), stats.hashed4.Load(), stats.edits.Load(), stats.moved.Load())
+}
+
+// chartStats counts what the charts held, for the log.
+type chartStats struct {
+	configs, configHooks, workloads, workloadHooks, hashed3, hashed4, edits, moved atomic.Int64
+}
+
+// checkRandomChart writes seed's chart, checks its renders and changes
+// values in it (TestHelmRandomCharts).
+func checkRandomChart(t *testing.T, h3, h4 testtools.Helm, seed uint64, stats *chartStats) {
+	t.Helper()
+	g := newChartGen(seed)
+	g.generate()
+	chart := filepath.Join(t.TempDir(), "random")
+	writeTree(t, chart, g.files)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("seed %d (%s=%d reruns it); the chart:\n%s", seed, randomChartsEnv, seed, g.dump())
+		}
+	})
+	hashed3, hashed4, hooks := g.hashed()
+	stats.configs.Add(int64(len(g.configs)))
+	stats.workloads.Add(int64(len(g.workloads)))
+	for _, c := range g.configs {
+		if c.hook != "" {
+			stats.configHooks.Add(1)
+		}
+	}
+	for _, w := range g.workloads {
+		if w.hook {
+			stats.workloadHooks.Add(1)
+		}
+	}
+	stats.hashed3.Add(int64(len(hashed3)))
+	stats.hashed4.Add(int64(len(hashed4)))
+
+	base3, base4 := checkRealRender(t, h3, h4, chart, hashed3, hooks, nil, nil)
+	if t.Failed() {
+		return
+	}
+	before3, before4 := realTemplate(t, h3, chart, true), realTemplate(t, h4, chart, true)
+	for _, i := range g.r.Perm(len(g.tokens))[:min(2, len(g.tokens))] {
+		tok := g.tokens[i]
+		set := []string{"--set", fmt.Sprintf("cfg.%s.%s=%sq", tok.config, tok.key, tok.value)}
+		name := fmt.Sprintf("seed %d: %s", seed, strings.Join(set, " "))
+		after3, after4 := realTemplate(t, h3, chart, true, set...), realTemplate(t, h4, chart, true, set...)
+		moved3 := readersOf(t, helmSends(t, before3, 3, false), helmSends(t, after3, 3, false), tok.value)
+		moved4 := readersOf(t, helmSends(t, before4, 4, false), helmSends(t, after4, 4, false), tok.value)
+		assertMoved(t, name+": helm3", namespaced(base3), namespaced(testtools.PodHashes(t, configsAndWorkloads(after3))), moved3)
+		assertMoved(t, name+": helm4", namespaced(base4), namespaced(testtools.PodHashes(t, configsAndWorkloads(after4))), moved4)
+		stats.edits.Add(1)
+		if len(moved3)+len(moved4) > 0 {
+			stats.moved.Add(1)
+		}
+	}
+}
+
+// chartGen writes one random chart.
+type chartGen struct {
+	r         *rand.Rand
+	configs   []chartConfig
+	workloads []chartWorkload
+	// values are the config values, by config and key, as values.yaml
+	// holds them under cfg.
+	values map[string]map[string]string
+	tokens []chartToken
+	files  map[string]string
+}
+
+// chartConfig is a ConfigMap or Secret of a random chart.
+type chartConfig struct {
+	kind, name string
+	keys       []string
+	// hook is its helm.sh/hook annotation; "" for none.
+	hook       string
+	namespaced bool
+}
+
+// chartWorkload is a workload of a random chart and the configs of the
+// chart it reads (indices into chartGen.configs).
+type chartWorkload struct {
+	kind, name       string
+	hook, namespaced bool
+	reads            []int
+}
+
+// chartToken is a value of values.yaml that a config holds, for an edit.
+type chartToken struct{ config, key, value string }
+
+// chartHookEvents are the helm.sh/hook values a random config or workload
+// takes: created on install and upgrade, or on one of them, or later.
+var chartHookEvents = []string{"pre-install,pre-upgrade", "post-install,post-upgrade", "pre-install", "pre-upgrade", "post-install", "pre-install,pre-upgrade,pre-rollback"}
+
+func newChartGen(seed uint64) *chartGen {
+	return &chartGen{r: rand.New(rand.NewPCG(seed, 0xc4a27)), values: map[string]map[string]string{}, files: map[string]string{}}
+}
+
+func (g *chartGen) chance(p float64) bool { return g.r.Float64() < p }
+
+// word returns a random value of ten letters, which no other value of the
+// chart holds in practice (readersOf finds a value's readers by it).
+func (g *chartGen) word() string {
+	const letters = "abcdefghijklmnopqrstuvwxyz"
+	b := make([]byte, 10)
+	for i := range b {
+		b[i] = letters[g.r.IntN(len(letters))]
+	}
+	return string(b)
+}
+
+// generate writes the chart: its configs in one template, each workload
+// in one of its own, and values.yaml.
+func (g *chartGen) generate() {
+	g.files["Chart.yaml"] = "apiVersion: v2\nname: random\nversion: 0.1.0\n"
+	var docs []string
+	for i := range 1 + g.r.IntN(4) {
+		c := chartConfig{kind: "ConfigMap", name: fmt.Sprintf("c%d", i), namespaced: g.chance(0.5)}
+		if g.chance(0.4) {
+			c.kind = "Secret"
+		}
+		if g.chance(0.25) {
+			c.hook = chartHookEvents[g.r.IntN(len(chartHookEvents))]
+		}
+		c.keys = []string{"a", "b", "c"}[:2+g.r.IntN(2)]
+		g.values[c.name] = map[string]string{}
+		for _, k := range c.keys {
+			v := g.word()
+			g.values[c.name][k] = v
+			if c.hook == "" || installAndUpgrade(c.hook) {
+				g.tokens = append(g.tokens, chartToken{c.name, k, v})
+			}
+		}
+		g.configs = append(g.configs, c)
+		docs = append(docs, g.configText(c))
+	}
+	// Some charts start with a separator, leave empty documents or put a
+	// comment before a document.
+	sep := "---\n"
+	text := ""
+	if g.chance(0.3) {
+		text = sep
+	}
+	for i, d := range docs {
+		if i > 0 {
+			text += sep
+		}
+		if g.chance(0.2) {
+			text += "# rendered from values\n"
+		}
+		text += d
+		if g.chance(0.15) {
+			text += "---\n{{- if .Values.never }}\nkind: Nothing\n{{- end }}\n"
+		}
+	}
+	g.files["templates/configs.yaml"] = text
+	for i := range 1 + g.r.IntN(3) {
+		kinds := []string{"Deployment", "StatefulSet", "DaemonSet", "CronJob", "Job"}
+		w := chartWorkload{kind: kinds[g.r.IntN(len(kinds))], name: fmt.Sprintf("w%d", i), namespaced: g.chance(0.5)}
+		w.hook = w.kind == "Job" && g.chance(0.5)
+		obj := g.workload(&w)
+		out, err := k8syaml.Marshal(obj)
+		if err != nil {
+			panic(err)
+		}
+		g.workloads = append(g.workloads, w)
+		g.files["templates/"+w.name+".yaml"] = string(out)
+	}
+	v, err := json.Marshal(map[string]any{"cfg": g.values})
+	if err != nil {
+		panic(err)
+	}
+	g.files["values.yaml"] = string(v) + "\n"
+}
+
+// configText is the template of one config.
+func (g *chartGen) configText(c chartConfig) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: %s\nmetadata:\n  name: {{ .Release.Name }}-%s\n", c.kind, c.name)
+	if c.namespaced {
+		b.WriteString("  namespace: {{ .Release.Namespace }}\n")
+	}
+	b.WriteString("  labels:\n    app.kubernetes.io/instance: {{ .Release.Name }}\n")
+	if c.hook != "" {
+		fmt.Fprintf(&b, "  annotations:\n    helm.sh/hook: %s\n", c.hook)
+	}
+	value := func(k string) string { return fmt.Sprintf(".Values.cfg.%s.%s", c.name, k) }
+	switch {
+	case c.kind == "Secret" && g.chance(0.5):
+		b.WriteString("type: Opaque\ndata:\n")
+		for _, k := range c.keys {
+			fmt.Fprintf(&b, "  %s: {{ %s | b64enc | quote }}\n", k, value(k))
+		}
+	case c.kind == "Secret":
+		b.WriteString("stringData:\n")
+		for _, k := range c.keys {
+			fmt.Fprintf(&b, "  %s: {{ %s | quote }}\n", k, value(k))
+		}
+	case g.chance(0.3):
+		fmt.Fprintf(&b, "data:\n  {{- toYaml .Values.cfg.%s | nindent 2 }}\n", c.name)
+	default:
+		b.WriteString("data:\n")
+		for _, k := range c.keys {
+			if g.chance(0.3) {
+				fmt.Fprintf(&b, "  %s: |\n    {{ %s }}\n", k, value(k))
+				continue
+			}
+			fmt.Fprintf(&b, "  %s: {{ %s | quote }}\n", k, value(k))
+		}
+	}
+	if c.kind == "ConfigMap" && g.chance(0.2) {
+		b.WriteString("binaryData:\n  blob: {{ \"fixed bytes\" | b64enc }}\n")
+	}
+	return b.String()
+}
+
+// readable reports whether workload w may read config c (see
+// TestHelmRandomCharts on hook configs).
+func readable(w chartWorkload, c chartConfig) bool {
+	return w.hook || c.hook == "" || !installAndUpgrade(c.hook)
+}
+
+// ref returns the name a reference of w to a config of kind writes: one of
+// the chart's it may read (recorded in w.reads) or, now and then, one the
+// chart does not hold.
+func (g *chartGen) ref(w *chartWorkload, kind string) string {
+	var from []int
+	for i, c := range g.configs {
+		if (kind == "" || c.kind == kind) && readable(*w, c) {
+			from = append(from, i)
+		}
+	}
+	if len(from) == 0 || g.chance(0.15) {
+		return "{{ .Release.Name }}-outside"
+	}
+	i := from[g.r.IntN(len(from))]
+	if !slices.Contains(w.reads, i) {
+		w.reads = append(w.reads, i)
+	}
+	return "{{ .Release.Name }}-" + g.configs[i].name
+}
+
+// workload returns w's object, a template whose names Helm fills in.
+func (g *chartGen) workload(w *chartWorkload) map[string]any {
+	draws := podSpecDraws{
+		r: g.r, keys: []string{"a", "b", "c"}, itemKeys: []string{"a", "b", "c", "blob"},
+		config: func(secret bool) (string, string) {
+			kind := "Secret"
+			if !secret && g.chance(0.5) {
+				kind = "ConfigMap"
+			}
+			return kind, g.ref(w, kind)
+		},
+		name: func(_, name, _ string) string { return name },
+	}
+	spec := draws.podSpec()
+	labels := map[string]any{"app": w.name}
+	var tmd map[string]any
+	switch {
+	case (w.kind == "Job" || w.kind == "CronJob") && g.chance(0.4):
+		tmd = map[string]any{}
+	case g.chance(0.2):
+		tmd = map[string]any{"labels": labels, "annotations": map[string]any{
+			"checksum/config": `{{ include (print $.Template.BasePath "/configs.yaml") . | sha256sum }}`,
+		}}
+	}
+	md := map[string]any{"name": "{{ .Release.Name }}-" + w.name}
+	if w.namespaced {
+		md["namespace"] = "{{ .Release.Namespace }}"
+	}
+	if w.hook {
+		md["annotations"] = map[string]any{"helm.sh/hook": chartHookEvents[g.r.IntN(len(chartHookEvents))]}
+	}
+	return workloadObject(w.kind, w.name, md, labels, tmd, spec)
+}
+
+// hashed returns, by the generator's model, the workloads each Helm hashes
+// (as testtools.PodHashes names them) and, of Helm 4's, the hooks: a
+// workload is hashed when it reads a config of the chart that Helm sends
+// and confighash counts; Helm 3 sends no hook; Helm 4 sends every one, and
+// confighash counts a hook config only when Helm creates it on install and
+// on upgrade.
+func (g *chartGen) hashed() (helm3, helm4, hooks []string) {
+	for _, w := range g.workloads {
+		ns := ""
+		if w.namespaced {
+			ns = realNamespace
+		}
+		id := w.kind + "/" + ns + "/web-" + w.name
+		var sent3, sent4 bool
+		for _, i := range w.reads {
+			c := g.configs[i]
+			sent3 = sent3 || c.hook == ""
+			sent4 = sent4 || c.hook == "" || installAndUpgrade(c.hook)
+		}
+		if sent3 && !w.hook {
+			helm3 = append(helm3, id)
+		}
+		if sent4 && w.hook {
+			hooks = append(hooks, id)
+		}
+		if sent4 {
+			helm4 = append(helm4, id)
+		}
+	}
+	return helm3, helm4, hooks
+}
+
+// dump returns the chart's files, for a failing seed's log.
+func (g *chartGen) dump() string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(g.files)) {
+		fmt.Fprintf(&b, "# %s\n%s\n", name, g.files[name])
+	}
+	return b.String()
+}
