@@ -28,13 +28,14 @@ const randomChartsEnv = "CONFIGHASH_RANDOM_CHARTS"
 // (quote, toYaml, block scalars, b64enc into data, stringData, binaryData),
 // some of them hooks for various events, some naming the release namespace
 // and some none; Deployments, StatefulSets, DaemonSets, CronJobs and Jobs
-// (some of them hooks) reading them every way a pod spec can, optional or
-// not, and configs the chart does not hold; pod templates with labels, an
-// empty metadata or Helm's checksum/config annotation. The workloads each
-// Helm hashes must be the ones the generator's model says: Helm 3 sends no
-// hooks; Helm 4 sends them all and counts a hook config only when Helm
-// creates it on install and on upgrade (docs/helm.md). Then values are
-// changed with --set, and exactly the workloads that read them must move.
+// (some of them hooks) reading them through env, envFrom, volumes,
+// projected sources and pull Secrets, optional or not, and reading configs
+// the chart does not hold; pod templates with labels, an empty metadata or
+// Helm's checksum/config annotation. The workloads each Helm hashes must be
+// the ones the generator's model says: Helm 3 sends no hooks; Helm 4 sends
+// them all and counts a hook config only when Helm creates it on install
+// and on upgrade (docs/helm.md). Then values are changed with --set, and
+// exactly the workloads that read them must move.
 //
 // A workload that is no hook reads no hook config Helm creates on install
 // and on upgrade: Helm 3 leaves such a config out of what it sends, Helm 4
