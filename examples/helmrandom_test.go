@@ -278,7 +278,7 @@ func readable(w chartWorkload, c chartConfig) bool {
 func (g *chartGen) ref(w *chartWorkload, kind string) string {
 	var from []int
 	for i, c := range g.configs {
-		if (kind == "" || c.kind == kind) && readable(*w, c) {
+		if c.kind == kind && readable(*w, c) {
 			from = append(from, i)
 		}
 	}
