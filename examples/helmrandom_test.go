@@ -87,11 +87,10 @@ func checkRandomChart(t *testing.T, h3, h4 testtools.Helm, seed uint64, stats *c
 	stats.hashed3.Add(int64(len(hashed3)))
 	stats.hashed4.Add(int64(len(hashed4)))
 
-	base3, base4 := checkRealRender(t, h3, h4, chart, hashed3, hooks, nil, nil)
+	base3, base4, before3, before4 := checkRealRender(t, h3, h4, chart, hashed3, hooks, nil, nil)
 	if t.Failed() {
 		return
 	}
-	before3, before4 := realTemplate(t, h3, chart, true), realTemplate(t, h4, chart, true)
 	for _, i := range g.r.Perm(len(g.tokens))[:min(2, len(g.tokens))] {
 		tok := g.tokens[i]
 		set := []string{"--set", fmt.Sprintf("cfg.%s.%s=%sq", tok.config, tok.key, tok.value)}

@@ -763,7 +763,7 @@ func TestRealCharts(t *testing.T) {
 				checkRealRender(t, h3, h4, chart, tc.hashed, tc.hooksDefault, tc.helmsDiffer, tc.args)
 			})
 			on := append(slices.Clone(tc.args), "--values", values)
-			base3, base4 := checkRealRender(t, h3, h4, chart, tc.hashedOn, tc.hooksHashed, tc.helmsDiffer, on)
+			base3, base4, _, _ := checkRealRender(t, h3, h4, chart, tc.hashedOn, tc.hooksHashed, tc.helmsDiffer, on)
 			for _, c := range tc.changes {
 				t.Run("change "+strings.Join(c.args[1:], " "), func(t *testing.T) {
 					args := append(slices.Clone(on), c.args...)
@@ -819,12 +819,13 @@ func realTemplate(t *testing.T, h testtools.Helm, chart string, post bool, args 
 // without confighash; Helm 4 without it through the identity plugin, as
 // Helm 4 writes every document anew around any post-renderer), checks the
 // renders against each other and against an independent computation, and
-// returns each Helm's hashes.
-func checkRealRender(t *testing.T, h3, h4 testtools.Helm, chart string, hashed, hooks, differ, args []string) (hashes3, hashes4 map[string]string) {
+// returns each Helm's hashes and its render with confighash.
+func checkRealRender(t *testing.T, h3, h4 testtools.Helm, chart string, hashed, hooks, differ, args []string) (hashes3, hashes4 map[string]string, post3, post4 string) {
 	t.Helper()
-	plain3, post3 := realTemplate(t, h3, chart, false, args...), realTemplate(t, h3, chart, true, args...)
+	plain3 := realTemplate(t, h3, chart, false, args...)
+	post3 = realTemplate(t, h3, chart, true, args...)
 	plain4 := realTemplate(t, h4, chart, false, append(slices.Clone(args), "--post-renderer", "identity")...)
-	post4 := realTemplate(t, h4, chart, true, args...)
+	post4 = realTemplate(t, h4, chart, true, args...)
 
 	// Helm 3 prints the post-renderer's bytes: only confighash's lines
 	// are new. Helm 4 writes every document anew: the same objects.
@@ -866,7 +867,7 @@ func checkRealRender(t *testing.T, h3, h4 testtools.Helm, chart string, hashed, 
 	}
 	// Helm 3 sends no hooks, so only the other workloads' lists compare.
 	assert.Equal(t, externals(t, helmSends(t, post3, 3, false)), externals(t, helmSends(t, post4, 3, false)), "Helm 3 and Helm 4 external lists")
-	return hashes3, hashes4
+	return hashes3, hashes4, post3, post4
 }
 
 // realInserted are the lines confighash adds to a document: its
