@@ -26,12 +26,15 @@ const randomChartsEnv = "CONFIGHASH_RANDOM_CHARTS"
 // from the objects Helm sends, the KRM function and both Helms agree).
 // The charts hold ConfigMaps and Secrets written the ways charts write them
 // (quote, toYaml, block scalars, b64enc into data, stringData, binaryData),
-// some of them hooks for various events, some naming the release namespace
-// and some none; Deployments, StatefulSets, DaemonSets, CronJobs and Jobs
-// (some of them hooks) reading them through env, envFrom, volumes,
-// projected sources and pull Secrets, optional or not, and reading configs
-// the chart does not hold; pod templates with labels, an empty metadata or
-// Helm's checksum/config annotation. The workloads each Helm hashes must be
+// some of them hooks for various events, some naming the release namespace,
+// some none and some another namespace, some in a subchart, some sharing a
+// name with a config of the other kind or in another namespace;
+// Deployments, StatefulSets, DaemonSets, CronJobs and Jobs (some of them
+// hooks, some the subchart's, in the same namespaces) reading them through
+// env, envFrom, volumes, projected sources and pull Secrets, optional or
+// not, and reading configs the chart does not hold or holds only in another
+// namespace; pod templates with labels, an empty metadata or Helm's
+// checksum/config annotation. The workloads each Helm hashes must be
 // the ones the generator's model says: Helm 3 sends no hooks; Helm 4 sends
 // them all and counts a hook config only when Helm creates it on install
 // and on upgrade (docs/helm.md). Then values are changed with --set, and
@@ -48,14 +51,14 @@ func TestHelmRandomCharts(t *testing.T) {
 	runSeeds(t, "charts", seeds, func(t *testing.T, seed uint64) {
 		checkRandomChart(t, realHelm(t, 3), helmWithIdentity(t, 4), seed, &stats)
 	})
-	t.Logf("%d charts: %d configs (%d hooks), %d workloads (%d hooks); hashed by Helm 3: %d, by Helm 4: %d; %d value edits, %d of which moved a hash",
-		len(seeds), stats.configs.Load(), stats.configHooks.Load(), stats.workloads.Load(), stats.workloadHooks.Load(),
+	t.Logf("%d charts: %d configs (%d hooks, %d in another namespace, %d in the subchart), %d workloads (%d hooks, %d references to a name held only in another namespace); hashed by Helm 3: %d, by Helm 4: %d; %d value edits, %d of which moved a hash",
+		len(seeds), stats.configs.Load(), stats.configHooks.Load(), stats.configsElsewhere.Load(), stats.configsSub.Load(), stats.workloads.Load(), stats.workloadHooks.Load(), stats.refsElsewhere.Load(),
 		stats.hashed3.Load(), stats.hashed4.Load(), stats.edits.Load(), stats.moved.Load())
 }
 
 // chartStats counts what the charts held, for the log.
 type chartStats struct {
-	configs, configHooks, workloads, workloadHooks, hashed3, hashed4, edits, moved atomic.Int64
+	configs, configHooks, configsElsewhere, configsSub, refsElsewhere, workloads, workloadHooks, hashed3, hashed4, edits, moved atomic.Int64
 }
 
 // checkRandomChart writes seed's chart, checks its renders and changes
@@ -74,9 +77,16 @@ func checkRandomChart(t *testing.T, h3, h4 testtools.Helm, seed uint64, stats *c
 	hashed3, hashed4, hooks := g.hashed()
 	stats.configs.Add(int64(len(g.configs)))
 	stats.workloads.Add(int64(len(g.workloads)))
+	stats.refsElsewhere.Add(int64(g.refsElsewhere))
 	for _, c := range g.configs {
 		if c.hook != "" {
 			stats.configHooks.Add(1)
+		}
+		if c.ns == nsOther {
+			stats.configsElsewhere.Add(1)
+		}
+		if c.sub {
+			stats.configsSub.Add(1)
 		}
 	}
 	for _, w := range g.workloads {
@@ -93,7 +103,7 @@ func checkRandomChart(t *testing.T, h3, h4 testtools.Helm, seed uint64, stats *c
 	}
 	for _, i := range g.r.Perm(len(g.tokens))[:min(2, len(g.tokens))] {
 		tok := g.tokens[i]
-		set := []string{"--set", fmt.Sprintf("cfg.%s.%s=%sq", tok.config, tok.key, tok.value)}
+		set := []string{"--set", fmt.Sprintf("%s.%s=%sq", tok.path, tok.key, tok.value)}
 		name := fmt.Sprintf("seed %d: %s", seed, strings.Join(set, " "))
 		after3, after4 := realTemplate(t, h3, chart, true, set...), realTemplate(t, h4, chart, true, set...)
 		moved3 := readersOf(t, helmSends(t, before3, 3, false), helmSends(t, after3, 3, false), tok.value)
@@ -117,27 +127,90 @@ type chartGen struct {
 	values map[string]map[string]string
 	tokens []chartToken
 	files  map[string]string
+	// refsElsewhere counts the references to a name the chart holds only
+	// in another namespace than the reader's.
+	refsElsewhere int
 }
 
 // chartConfig is a ConfigMap or Secret of a random chart.
 type chartConfig struct {
-	kind, name string
-	keys       []string
+	// id is unique in the chart and keys the config's values; name, the
+	// object's name after the release name, may be another config's in
+	// another namespace or of the other kind.
+	kind, id, name string
+	keys           []string
 	// hook is its helm.sh/hook annotation; "" for none.
-	hook       string
-	namespaced bool
+	hook string
+	ns   chartNamespace
+	// sub says the config is the subchart's.
+	sub bool
 }
 
 // chartWorkload is a workload of a random chart and the configs of the
 // chart it reads (indices into chartGen.configs).
 type chartWorkload struct {
-	kind, name       string
-	hook, namespaced bool
-	reads            []int
+	kind, name string
+	hook, sub  bool
+	ns         chartNamespace
+	reads      []int
 }
 
-// chartToken is a value of values.yaml that a config holds, for an edit.
-type chartToken struct{ config, key, value string }
+// chartNamespace is how an object of a random chart names its namespace:
+// not at all, as the release's, or another one.
+type chartNamespace int
+
+const (
+	nsNone chartNamespace = iota
+	nsRelease
+	nsOther
+)
+
+// otherNamespace is the namespace nsOther objects name.
+const otherNamespace = "elsewhere"
+
+// namespace is the namespace an object of ns is in once installed.
+func (ns chartNamespace) namespace() string {
+	if ns == nsOther {
+		return otherNamespace
+	}
+	return realNamespace
+}
+
+// written is the namespace as PodHashes names it from helm template's
+// output: "" where the template names none.
+func (ns chartNamespace) written() string {
+	if ns == nsNone {
+		return ""
+	}
+	return ns.namespace()
+}
+
+// metadataLine is the template's namespace line, "" for none.
+func (ns chartNamespace) metadataLine() string {
+	switch ns {
+	case nsRelease:
+		return "  namespace: {{ .Release.Namespace }}\n"
+	case nsOther:
+		return "  namespace: " + otherNamespace + "\n"
+	}
+	return ""
+}
+
+// drawNamespace draws the namespace of an object: mostly the release's,
+// written or not, at times another one.
+func (g *chartGen) drawNamespace() chartNamespace {
+	switch f := g.r.Float64(); {
+	case f < 0.2:
+		return nsOther
+	case f < 0.6:
+		return nsRelease
+	}
+	return nsNone
+}
+
+// chartToken is a value of values.yaml that a config holds, for an edit:
+// --set path.key=….
+type chartToken struct{ path, key, value string }
 
 // chartHookEvents are the helm.sh/hook values a random config or workload
 // takes: created on install and upgrade, or on one of them, or later.
@@ -160,31 +233,92 @@ func (g *chartGen) word() string {
 	return string(b)
 }
 
-// generate writes the chart: its configs in one template, each workload
-// in one of its own, and values.yaml.
+// generate writes the chart: its configs in one template, and some of them
+// in one of a subchart's, each workload in one of its own (the parent's or
+// the subchart's), and values.yaml (the subchart's values under sub).
 func (g *chartGen) generate() {
 	g.files["Chart.yaml"] = "apiVersion: v2\nname: random\nversion: 0.1.0\n"
-	var docs []string
-	for i := range 1 + g.r.IntN(4) {
-		c := chartConfig{kind: "ConfigMap", name: fmt.Sprintf("c%d", i), namespaced: g.chance(0.5)}
+	docs := map[bool][]string{}
+	for i := range 1 + g.r.IntN(5) {
+		c := chartConfig{kind: "ConfigMap", id: fmt.Sprintf("c%d", i), ns: g.drawNamespace(), sub: g.chance(0.25)}
 		if g.chance(0.4) {
 			c.kind = "Secret"
 		}
+		c.name = g.configName(c)
 		if g.chance(0.25) {
 			c.hook = chartHookEvents[g.r.IntN(len(chartHookEvents))]
 		}
 		c.keys = []string{"a", "b", "c"}[:2+g.r.IntN(2)]
-		g.values[c.name] = map[string]string{}
+		g.values[c.id] = map[string]string{}
+		path := "cfg." + c.id
+		if c.sub {
+			path = "sub." + path
+		}
 		for _, k := range c.keys {
 			v := g.word()
-			g.values[c.name][k] = v
+			g.values[c.id][k] = v
 			if c.hook == "" || installAndUpgrade(c.hook) {
-				g.tokens = append(g.tokens, chartToken{c.name, k, v})
+				g.tokens = append(g.tokens, chartToken{path, k, v})
 			}
 		}
 		g.configs = append(g.configs, c)
-		docs = append(docs, g.configText(c))
+		docs[c.sub] = append(docs[c.sub], g.configText(c))
 	}
+	g.files["templates/configs.yaml"] = g.configsText(docs[false])
+	if len(docs[true]) > 0 {
+		g.files["charts/sub/Chart.yaml"] = "apiVersion: v2\nname: sub\nversion: 0.2.0\n"
+		g.files["charts/sub/templates/configs.yaml"] = g.configsText(docs[true])
+	}
+	for i := range 1 + g.r.IntN(3) {
+		kinds := []string{"Deployment", "StatefulSet", "DaemonSet", "CronJob", "Job"}
+		w := chartWorkload{kind: kinds[g.r.IntN(len(kinds))], name: fmt.Sprintf("w%d", i), ns: g.drawNamespace()}
+		w.hook = w.kind == "Job" && g.chance(0.5)
+		w.sub = len(docs[true]) > 0 && g.chance(0.3)
+		obj := g.workload(&w)
+		out, err := k8syaml.Marshal(obj)
+		if err != nil {
+			panic(err)
+		}
+		g.workloads = append(g.workloads, w)
+		dir := "templates/"
+		if w.sub {
+			dir = "charts/sub/templates/"
+		}
+		g.files[dir+w.name+".yaml"] = string(out)
+	}
+	values := map[string]any{"cfg": map[string]any{}, "sub": map[string]any{"cfg": map[string]any{}}}
+	for _, c := range g.configs {
+		at := values
+		if c.sub {
+			at = values["sub"].(map[string]any)
+		}
+		at["cfg"].(map[string]any)[c.id] = g.values[c.id]
+	}
+	v, err := json.Marshal(values)
+	if err != nil {
+		panic(err)
+	}
+	g.files["values.yaml"] = string(v) + "\n"
+}
+
+// configName draws the name of config c: its id, or now and then the name
+// of a config of the chart in another namespace or of the other kind (no
+// two configs share kind, namespace and name).
+func (g *chartGen) configName(c chartConfig) string {
+	if len(g.configs) == 0 || !g.chance(0.3) {
+		return c.id
+	}
+	name := g.configs[g.r.IntN(len(g.configs))].name
+	for _, o := range g.configs {
+		if o.kind == c.kind && o.ns.namespace() == c.ns.namespace() && o.name == name {
+			return c.id
+		}
+	}
+	return name
+}
+
+// configsText is the template of a chart's configs, docs.
+func (g *chartGen) configsText(docs []string) string {
 	// Some charts start with a separator, leave empty documents or put a
 	// comment before a document.
 	sep := "---\n"
@@ -204,38 +338,19 @@ func (g *chartGen) generate() {
 			text += "---\n{{- if .Values.never }}\nkind: Nothing\n{{- end }}\n"
 		}
 	}
-	g.files["templates/configs.yaml"] = text
-	for i := range 1 + g.r.IntN(3) {
-		kinds := []string{"Deployment", "StatefulSet", "DaemonSet", "CronJob", "Job"}
-		w := chartWorkload{kind: kinds[g.r.IntN(len(kinds))], name: fmt.Sprintf("w%d", i), namespaced: g.chance(0.5)}
-		w.hook = w.kind == "Job" && g.chance(0.5)
-		obj := g.workload(&w)
-		out, err := k8syaml.Marshal(obj)
-		if err != nil {
-			panic(err)
-		}
-		g.workloads = append(g.workloads, w)
-		g.files["templates/"+w.name+".yaml"] = string(out)
-	}
-	v, err := json.Marshal(map[string]any{"cfg": g.values})
-	if err != nil {
-		panic(err)
-	}
-	g.files["values.yaml"] = string(v) + "\n"
+	return text
 }
 
 // configText is the template of one config.
 func (g *chartGen) configText(c chartConfig) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: v1\nkind: %s\nmetadata:\n  name: {{ .Release.Name }}-%s\n", c.kind, c.name)
-	if c.namespaced {
-		b.WriteString("  namespace: {{ .Release.Namespace }}\n")
-	}
+	b.WriteString(c.ns.metadataLine())
 	b.WriteString("  labels:\n    app.kubernetes.io/instance: {{ .Release.Name }}\n")
 	if c.hook != "" {
 		fmt.Fprintf(&b, "  annotations:\n    helm.sh/hook: %s\n", c.hook)
 	}
-	value := func(k string) string { return fmt.Sprintf(".Values.cfg.%s.%s", c.name, k) }
+	value := func(k string) string { return fmt.Sprintf(".Values.cfg.%s.%s", c.id, k) }
 	switch {
 	case c.kind == "Secret" && g.chance(0.5):
 		b.WriteString("type: Opaque\ndata:\n")
@@ -248,7 +363,7 @@ func (g *chartGen) configText(c chartConfig) string {
 			fmt.Fprintf(&b, "  %s: {{ %s | quote }}\n", k, value(k))
 		}
 	case g.chance(0.3):
-		fmt.Fprintf(&b, "data:\n  {{- toYaml .Values.cfg.%s | nindent 2 }}\n", c.name)
+		fmt.Fprintf(&b, "data:\n  {{- toYaml .Values.cfg.%s | nindent 2 }}\n", c.id)
 	default:
 		b.WriteString("data:\n")
 		for _, k := range c.keys {
@@ -272,13 +387,26 @@ func readable(w chartWorkload, c chartConfig) bool {
 }
 
 // ref returns the name a reference of w to a config of kind writes: one of
-// the chart's it may read (recorded in w.reads) or, now and then, one the
-// chart does not hold.
+// the chart's in w's namespace it may read (recorded in w.reads) or, now
+// and then, one the chart holds only in another namespace or not at all.
 func (g *chartGen) ref(w *chartWorkload, kind string) string {
-	var from []int
+	var from, elsewhere []int
 	for i, c := range g.configs {
-		if c.kind == kind && readable(*w, c) {
+		switch {
+		case c.kind != kind:
+		case c.ns.namespace() != w.ns.namespace():
+			elsewhere = append(elsewhere, i)
+		case readable(*w, c):
 			from = append(from, i)
+		}
+	}
+	if len(elsewhere) > 0 && g.chance(0.2) {
+		name := g.configs[elsewhere[g.r.IntN(len(elsewhere))]].name
+		if !slices.ContainsFunc(g.configs, func(c chartConfig) bool {
+			return c.kind == kind && c.ns.namespace() == w.ns.namespace() && c.name == name
+		}) {
+			g.refsElsewhere++
+			return "{{ .Release.Name }}-" + name
 		}
 	}
 	if len(from) == 0 || g.chance(0.15) {
@@ -310,14 +438,17 @@ func (g *chartGen) workload(w *chartWorkload) map[string]any {
 	switch {
 	case (w.kind == "Job" || w.kind == "CronJob") && g.chance(0.4):
 		tmd = map[string]any{}
-	case g.chance(0.2):
+	case !w.sub && g.chance(0.2):
 		tmd = map[string]any{"labels": labels, "annotations": map[string]any{
 			"checksum/config": `{{ include (print $.Template.BasePath "/configs.yaml") . | sha256sum }}`,
 		}}
 	}
 	md := map[string]any{"name": "{{ .Release.Name }}-" + w.name}
-	if w.namespaced {
+	switch w.ns {
+	case nsRelease:
 		md["namespace"] = "{{ .Release.Namespace }}"
+	case nsOther:
+		md["namespace"] = otherNamespace
 	}
 	if w.hook {
 		md["annotations"] = map[string]any{"helm.sh/hook": chartHookEvents[g.r.IntN(len(chartHookEvents))]}
@@ -333,11 +464,7 @@ func (g *chartGen) workload(w *chartWorkload) map[string]any {
 // on upgrade.
 func (g *chartGen) hashed() (helm3, helm4, hooks []string) {
 	for _, w := range g.workloads {
-		ns := ""
-		if w.namespaced {
-			ns = realNamespace
-		}
-		id := w.kind + "/" + ns + "/web-" + w.name
+		id := w.kind + "/" + w.ns.written() + "/web-" + w.name
 		var sent3, sent4 bool
 		for _, i := range w.reads {
 			c := g.configs[i]

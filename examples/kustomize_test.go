@@ -54,7 +54,11 @@ var podTemplatePaths = map[string][]string{
 }
 
 // hashedTemplatePaths are podTemplatePaths and a Job's: the pod templates
-// whose hashes the independent checks compute.
+// whose hashes the independent checks compute. A Job's is kept out of
+// podTemplatePaths on purpose: withoutConfighash strips confighash's
+// annotations from those templates, so one written into a Job's pod
+// template (which the API server refuses to change) still fails the checks
+// that only confighash's annotations were added.
 var hashedTemplatePaths = func() map[string][]string {
 	paths := maps.Clone(podTemplatePaths)
 	paths["Job"] = []string{"spec", "template"}
