@@ -29,8 +29,9 @@ const randomTreesEnv = "CONFIGHASH_RANDOM_TREES"
 // TestKustomizeRandomTrees builds seeded random kustomize trees (bases,
 // overlays, components, a base listed twice under different prefixes,
 // namespaces at random levels, generators merged and replaced across
-// levels, plain configs, renaming patches, workloads reading configs every
-// way, replacements at random levels copying a config's name, whole or a
+// levels, plain configs, renaming patches, workloads (Deployments,
+// StatefulSets, DaemonSets, CronJobs, Jobs) reading configs every way,
+// replacements at random levels copying a config's name, whole or a
 // part of it, into references a workload leaves for them or that they
 // create, or renaming a config, patches selected by kind, label or name
 // pattern adding references by a config's earlier names, configs and
@@ -53,10 +54,10 @@ func TestKustomizeRandomTrees(t *testing.T) {
 	var stats randomStats
 	runSeeds(t, "trees", seeds, func(t *testing.T, seed uint64) { checkRandomTree(t, seed, &stats) })
 	t.Logf("%d trees: %d built and checked (%d writing namespace: default, %d with the functionConfig's namespace default), %d refused by kustomize; "+
-		"%d workloads, %d hashed, %d with an external list; %d value edits, %d of which moved a hash; "+
+		"%d workloads, %d hashed (%d of them Jobs), %d with an external list; %d value edits, %d of which moved a hash; "+
 		"in the built trees %d references filled by replacements, %d created by replacements, %d configs renamed by one, %d patches by selector, %d local-config configs or generators",
 		len(seeds), stats.built.Load(), stats.writeDefault.Load(), stats.fnDefault.Load(), stats.refused.Load(), stats.workloads.Load(),
-		stats.hashed.Load(), stats.external.Load(), stats.edits.Load(), stats.moved.Load(),
+		stats.hashed.Load(), stats.hashedJobs.Load(), stats.external.Load(), stats.edits.Load(), stats.moved.Load(),
 		stats.filled.Load(), stats.created.Load(), stats.renamed.Load(), stats.selected.Load(), stats.local.Load())
 	if !t.Failed() {
 		assert.GreaterOrEqual(t, 2*stats.built.Load(), int64(len(seeds)), "most trees must be ones kustomize builds")
@@ -105,7 +106,7 @@ func runSeeds(t *testing.T, group string, seeds []uint64, check func(t *testing.
 
 // randomStats counts what the trees held, for the log.
 type randomStats struct {
-	built, refused, writeDefault, fnDefault, workloads, hashed, external, edits, moved atomic.Int64
+	built, refused, writeDefault, fnDefault, workloads, hashed, hashedJobs, external, edits, moved atomic.Int64
 	// filled, created, renamed, selected and local count what genCounts
 	// counts.
 	filled, created, renamed, selected, local atomic.Int64
@@ -167,6 +168,9 @@ func checkRandomTree(t *testing.T, seed uint64, stats *randomStats) {
 		stats.workloads.Add(1)
 		if r.want != "" {
 			stats.hashed.Add(1)
+			if strings.HasPrefix(id, "Job/") {
+				stats.hashedJobs.Add(1)
+			}
 		}
 		if r.wantExternal != "" {
 			stats.external.Add(1)
@@ -344,7 +348,7 @@ var (
 	configNames   = []string{"app", "db", "settings", "extra"}
 	configKeys    = []string{"A", "B", "C", "conf.txt"}
 	workloadNames = []string{"web", "api", "worker"}
-	workloadKinds = []string{"Deployment", "StatefulSet", "DaemonSet", "CronJob"}
+	workloadKinds = []string{"Deployment", "StatefulSet", "DaemonSet", "CronJob", "Job"}
 )
 
 func newTreeGen(seed uint64) *treeGen {
@@ -634,6 +638,9 @@ func podSpecPath(kind string) string {
 	}
 	return "spec.template.spec"
 }
+
+// batchKind reports whether a workload kind is batch/v1's.
+func batchKind(kind string) bool { return kind == "Job" || kind == "CronJob" }
 
 // tier returns a workload's tier label: front, back or none.
 func (g *treeGen) tier() string { return pick(g, []string{"front", "back", ""}) }
@@ -944,8 +951,8 @@ func (g *treeGen) selectorName(configs []genConfig, i int) (string, bool) {
 // path: by kind, by kind and tier label, or by kind and a name pattern.
 func (g *treeGen) workloadSelector(w genWorkload) map[string]any {
 	kinds := "Deployment|StatefulSet|DaemonSet"
-	if w.kind == "CronJob" {
-		kinds = "CronJob"
+	if batchKind(w.kind) {
+		kinds = w.kind
 	}
 	sel := map[string]any{"kind": kinds}
 	switch x := g.r.Float64(); {
@@ -1005,8 +1012,11 @@ func (g *treeGen) selectorPatch(lvl genLevel) map[string]any {
 	spec["volumes"] = []any{vol}
 	var body any = map[string]any{"template": map[string]any{"spec": spec}}
 	apiVersion := "apps/v1"
+	if batchKind(w.kind) {
+		apiVersion = "batch/v1"
+	}
 	if w.kind == "CronJob" {
-		body, apiVersion = map[string]any{"jobTemplate": map[string]any{"spec": body}}, "batch/v1"
+		body = map[string]any{"jobTemplate": map[string]any{"spec": body}}
 	}
 	b, err := k8syaml.Marshal(map[string]any{"apiVersion": apiVersion, "kind": w.kind, "metadata": map[string]any{"name": "any"}, "spec": body})
 	if err != nil {
@@ -1027,13 +1037,12 @@ func (g *treeGen) envPatch(w genWorkload, configs []genConfig) string {
 	if ns := g.spelling(w.namespace); ns != "" {
 		md["namespace"] = ns
 	}
-	obj := map[string]any{"kind": w.kind, "metadata": md}
-	if w.kind == "CronJob" {
+	obj := map[string]any{"kind": w.kind, "metadata": md, "apiVersion": "apps/v1", "spec": map[string]any{"template": template}}
+	if batchKind(w.kind) {
 		obj["apiVersion"] = "batch/v1"
+	}
+	if w.kind == "CronJob" {
 		obj["spec"] = map[string]any{"jobTemplate": map[string]any{"spec": map[string]any{"template": template}}}
-	} else {
-		obj["apiVersion"] = "apps/v1"
-		obj["spec"] = map[string]any{"template": template}
 	}
 	b, err := k8syaml.Marshal(obj)
 	if err != nil {
