@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/internal/testing/testtools"
@@ -38,7 +40,9 @@ const randomChartsEnv = "CONFIGHASH_RANDOM_CHARTS"
 // the ones the generator's model says: Helm 3 sends no hooks; Helm 4 sends
 // them all and counts a hook config only when Helm creates it on install
 // and on upgrade (docs/helm.md). Then values are changed with --set, and
-// exactly the workloads that read them must move.
+// exactly the workloads that read them must move. Last, some of the
+// documents Helm 3 sends are moved into a v1 List, and each workload must
+// keep its hash and external list (checkListed).
 //
 // A workload that is no hook reads no hook config Helm creates on install
 // and on upgrade: Helm 3 leaves such a config out of what it sends, Helm 4
@@ -51,14 +55,14 @@ func TestHelmRandomCharts(t *testing.T) {
 	runSeeds(t, "charts", seeds, func(t *testing.T, seed uint64) {
 		checkRandomChart(t, realHelm(t, 3), helmWithIdentity(t, 4), seed, &stats)
 	})
-	t.Logf("%d charts: %d configs (%d hooks, %d in another namespace, %d in the subchart), %d workloads (%d hooks, %d references to a name held only in another namespace); hashed by Helm 3: %d, by Helm 4: %d; %d value edits, %d of which moved a hash",
+	t.Logf("%d charts: %d configs (%d hooks, %d in another namespace, %d in the subchart), %d workloads (%d hooks, %d references to a name held only in another namespace); hashed by Helm 3: %d, by Helm 4: %d; %d value edits, %d of which moved a hash; %d with some documents moved into a List",
 		len(seeds), stats.configs.Load(), stats.configHooks.Load(), stats.configsElsewhere.Load(), stats.configsSub.Load(), stats.workloads.Load(), stats.workloadHooks.Load(), stats.refsElsewhere.Load(),
-		stats.hashed3.Load(), stats.hashed4.Load(), stats.edits.Load(), stats.moved.Load())
+		stats.hashed3.Load(), stats.hashed4.Load(), stats.edits.Load(), stats.moved.Load(), stats.listed.Load())
 }
 
 // chartStats counts what the charts held, for the log.
 type chartStats struct {
-	configs, configHooks, configsElsewhere, configsSub, refsElsewhere, workloads, workloadHooks, hashed3, hashed4, edits, moved atomic.Int64
+	configs, configHooks, configsElsewhere, configsSub, refsElsewhere, workloads, workloadHooks, hashed3, hashed4, edits, moved, listed atomic.Int64
 }
 
 // checkRandomChart writes seed's chart, checks its renders and changes
@@ -115,6 +119,55 @@ func checkRandomChart(t *testing.T, h3, h4 testtools.Helm, seed uint64, stats *c
 			stats.moved.Add(1)
 		}
 	}
+	if checkListed(t, g.r, helmSends(t, realTemplate(t, h3, chart, false), 3, false)) {
+		stats.listed.Add(1)
+	}
+}
+
+// checkListed moves some of the documents of sent, what Helm 3 sends its
+// post-renderer, into a v1 List at a random place among the others, as a
+// template may write them, and checks that confighash gives each workload
+// the hash and external list it gives it in sent (Helm 4 takes the items
+// out of a List before its post-renderer runs). It reports whether it
+// wrote a List.
+func checkListed(t *testing.T, r *rand.Rand, sent string) bool {
+	t.Helper()
+	var items, rest []string
+	for _, d := range testtools.Documents(sent) {
+		if r.Float64() < 0.6 {
+			items = append(items, d)
+		} else {
+			rest = append(rest, d)
+		}
+	}
+	if len(items) == 0 {
+		return false
+	}
+	at := r.IntN(len(rest) + 1)
+	docs := slices.Insert(rest, at, strings.TrimSuffix(testtools.List(items...), "\n"))
+	listed := "---\n" + strings.Join(docs, "\n---\n") + "\n"
+	run := func(stream string) map[string]string {
+		res := testtools.Run(t, "", nil, []byte(stream), testtools.Tool(t, "confighash"), "--namespace", realNamespace)
+		require.Zero(t, res.ExitCode, "confighash: %s\n%s", res.Stderr, stream)
+		return workloadRecords(t, res.Stdout)
+	}
+	assert.Equal(t, run(sent), run(listed), "each workload's hash and external list, with some documents in a List:\n%s", listed)
+	return true
+}
+
+// workloadRecords returns the hash and external list of each workload of a
+// stream, List items included.
+func workloadRecords(t *testing.T, stream string) map[string]string {
+	t.Helper()
+	objs := testtools.Objects(t, stream)
+	hashes := testtools.TemplateHashes(slices.Collect(maps.Values(objs)))
+	out := map[string]string{}
+	for id, n := range objs {
+		if _, ok := testtools.PodTemplate(t, n, hashedTemplatePaths); ok {
+			out[id] = fmt.Sprintf("hash=%q external=%q", hashes[id], n.GetAnnotations()["confighash.dev/external"])
+		}
+	}
+	return out
 }
 
 // chartGen writes one random chart.

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
 // TestNothingRendered: a chart whose templates render no object (everything
@@ -39,8 +41,8 @@ func TestNothingRendered(t *testing.T) {
 				h := newHelm(t, version)
 				plain := h.template(t, chart, false)
 				post := h.template(t, chart, true) // fails the test unless helm succeeds
-				if n := len(objects(t, post)); n != 0 || len(objects(t, plain)) != 0 {
-					t.Errorf("%s printed %d objects with confighash, %d without", h, n, len(objects(t, plain)))
+				if n := len(testtools.Objects(t, post)); n != 0 || len(testtools.Objects(t, plain)) != 0 {
+					t.Errorf("%s printed %d objects with confighash, %d without", h, n, len(testtools.Objects(t, plain)))
 				}
 				// Helm 3 prints what its post-renderer wrote; Helm 4 drops
 				// documents that are only comments from any post-renderer's

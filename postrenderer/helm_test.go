@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/hashing"
@@ -76,40 +75,6 @@ func (h helm) template(t *testing.T, chart string, post bool, args ...string) st
 		t.Fatalf("%s %s: exit %d\n%s", h, strings.Join(args, " "), res.ExitCode, res.Stderr)
 	}
 	return res.Stdout
-}
-
-// objects parses a YAML stream or a ResourceList into its objects, keyed by
-// Kind/namespace/name, with the items of list documents (any kind ending in
-// List) taken out, as kubectl and Helm apply them.
-func objects(t *testing.T, stream string) map[string]*yaml.RNode {
-	t.Helper()
-	nodes, err := kio.FromBytes([]byte(stream))
-	if err != nil {
-		t.Fatalf("parsing the output: %v\n%s", err, stream)
-	}
-	objs := map[string]*yaml.RNode{}
-	for _, n := range nodes {
-		items := []*yaml.RNode{n}
-		if strings.HasSuffix(n.GetKind(), "List") {
-			list, err := n.Pipe(yaml.Lookup("items"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if items, err = list.Elements(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, o := range items {
-			// An item of a typed list that names no kind is created, by
-			// kubectl and Helm, as the list's kind without "List".
-			if o.GetKind() == "" && o.GetApiVersion() == "" && n.GetKind() != "List" {
-				o.SetKind(strings.TrimSuffix(n.GetKind(), "List"))
-				o.SetApiVersion(n.GetApiVersion())
-			}
-			objs[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
-		}
-	}
-	return objs
 }
 
 // hashes returns the confighash hash of each workload (testtools.TemplateHashes).
@@ -230,7 +195,7 @@ func TestHelmMatchesKRM(t *testing.T) {
 
 			// Helm 4 sends hooks too: the same workloads, the same hashes.
 			out4 := h4.template(t, chart, true, tc.args...)
-			got4 := hashes(objects(t, out4))
+			got4 := hashes(testtools.Objects(t, out4))
 			assertByWorkload(t, "helm4", got4, krm)
 
 			// Helm 4 rebuilds its files from the postrender-filename
@@ -241,14 +206,14 @@ func TestHelmMatchesKRM(t *testing.T) {
 			}
 
 			// Helm 3 sends no hooks: hooks keep no hash, the rest match.
-			isHook := hooks(objects(t, plain))
+			isHook := hooks(testtools.Objects(t, plain))
 			want3 := map[string]string{}
 			for id, h := range krm {
 				if !isHook[id] {
 					want3[id] = h
 				}
 			}
-			got3 := hashes(objects(t, h3.template(t, chart, true, tc.args...)))
+			got3 := hashes(testtools.Objects(t, h3.template(t, chart, true, tc.args...)))
 			assertByWorkload(t, "helm3", got3, want3)
 			for id, h := range got3 {
 				if got4[id] != h {
@@ -299,7 +264,7 @@ func TestHashFollowsContent(t *testing.T) {
 			t.Run(fmt.Sprintf("helm%d/%s", version, tc.name), func(t *testing.T) {
 				h := newHelm(t, version)
 				chart := tc.chart(t)
-				before := hashes(objects(t, h.template(t, chart, true)))
+				before := hashes(testtools.Objects(t, h.template(t, chart, true)))
 				if len(before) == 0 {
 					t.Fatal("no workload got a hash")
 				}
@@ -307,7 +272,7 @@ func TestHashFollowsContent(t *testing.T) {
 					chart = copyChart(t, chart)
 					tc.edit(t, chart)
 				}
-				after := hashes(objects(t, h.template(t, chart, true, tc.args...)))
+				after := hashes(testtools.Objects(t, h.template(t, chart, true, tc.args...)))
 				for id, b := range before {
 					moved := slices.Contains(tc.moved, id)
 					switch {
@@ -452,15 +417,15 @@ func TestTemplateLayouts(t *testing.T) {
 	if got := h3.template(t, chart, true); got != string(want) {
 		t.Errorf("helm3 printed\n%q\nstream mode wrote\n%q", got, want)
 	}
-	hash := hashes(objects(t, string(want)))
+	hash := hashes(testtools.Objects(t, string(want)))
 	for _, id := range []string{"Deployment//web-odd", "Job//web-json", "Job//web-listed", "Job//web-flow", "CronJob//web-cron"} {
 		if hash[id] == "" {
 			t.Errorf("%s is not hashed: %v", id, hash)
 		}
 	}
 	out4 := h4.template(t, chart, true)
-	assertByWorkload(t, "helm4", hashes(objects(t, out4)), hash)
-	assertByWorkload(t, "krm", hashes(objects(t, testtools.RunKRM(t, h3.confighash, plain, namespace))), hash)
+	assertByWorkload(t, "helm4", hashes(testtools.Objects(t, out4)), hash)
+	assertByWorkload(t, "krm", hashes(testtools.Objects(t, testtools.RunKRM(t, h3.confighash, plain, namespace))), hash)
 	for what, out := range map[string]string{"stream": string(want), "helm4": out4} {
 		assertNoJobTemplateHash(t, what, out)
 		assertSecondRunSame(t, []byte(out), opts, "%s: a second run changes nothing", what)
@@ -477,9 +442,9 @@ func TestTemplateLayouts(t *testing.T) {
 		if h.Version == 3 {
 			assert.Equal(t, string(keyed), out, "helm3 keyed")
 		}
-		assertByWorkload(t, fmt.Sprintf("helm%d keyed", h.Version), hashes(objects(t, out)), hashes(objects(t, string(keyed))))
+		assertByWorkload(t, fmt.Sprintf("helm%d keyed", h.Version), hashes(testtools.Objects(t, out)), hashes(testtools.Objects(t, string(keyed))))
 		assertNoJobTemplateHash(t, fmt.Sprintf("helm%d keyed", h.Version), out)
-		for id, o := range objects(t, out) {
+		for id, o := range testtools.Objects(t, out) {
 			if o.GetKind() == "Job" && o.GetAnnotations()["confighash.dev/key-id"] != hashing.KeyID([]byte("a key")) {
 				t.Errorf("helm%d keyed: %s: key id %q on the Job", h.Version, id, o.GetAnnotations()["confighash.dev/key-id"])
 			}
@@ -492,7 +457,7 @@ func TestTemplateLayouts(t *testing.T) {
 // to change.
 func assertNoJobTemplateHash(t *testing.T, what, stream string) {
 	t.Helper()
-	for id, o := range objects(t, stream) {
+	for id, o := range testtools.Objects(t, stream) {
 		if o.GetKind() != "Job" {
 			continue
 		}
@@ -512,7 +477,7 @@ func TestOutputDir(t *testing.T) {
 	for _, version := range []int{3, 4} {
 		t.Run(fmt.Sprintf("helm%d", version), func(t *testing.T) {
 			h := newHelm(t, version)
-			want := hashes(objects(t, h.template(t, exampleChart(t), true)))
+			want := hashes(testtools.Objects(t, h.template(t, exampleChart(t), true)))
 			if len(want) == 0 {
 				t.Fatal("the printed render has no hash")
 			}
@@ -533,7 +498,7 @@ func TestOutputDir(t *testing.T) {
 			if version == 3 {
 				want = map[string]string{}
 			}
-			assertByWorkload(t, h.String(), hashes(objects(t, stream.String())), want)
+			assertByWorkload(t, h.String(), hashes(testtools.Objects(t, stream.String())), want)
 		})
 	}
 }
@@ -551,7 +516,7 @@ func TestPluginFindsCheckoutBinary(t *testing.T) {
 	if res.ExitCode != 0 {
 		t.Fatalf("exit %d\n%s", res.ExitCode, res.Stderr)
 	}
-	if hashes(objects(t, res.Stdout))["Deployment//web-greeter"] == "" {
+	if hashes(testtools.Objects(t, res.Stdout))["Deployment//web-greeter"] == "" {
 		t.Errorf("no hash on the Deployment:\n%s", res.Stdout)
 	}
 }

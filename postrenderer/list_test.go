@@ -192,7 +192,7 @@ func TestListItems(t *testing.T) {
 	// function agree on them (kustomize and kpt hand a List's items to a
 	// function one by one).
 	differential(t, []byte(flat), opts)
-	wantAnn := workloadAnnotations(objects(t, string(want)))
+	wantAnn := workloadAnnotations(testtools.Objects(t, string(want)))
 	for _, id := range []string{"Deployment//api", "StatefulSet//db", "CronJob//sweep"} {
 		if !strings.Contains(wantAnn[id], "v1-sha256:") || strings.Contains(wantAnn[id], "v1-sha256:0000") {
 			t.Fatalf("the flat stream's %s is not hashed: %s", id, wantAnn[id])
@@ -204,7 +204,7 @@ func TestListItems(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			assertByWorkload(t, "stream mode", workloadAnnotations(objects(t, string(out))), wantAnn)
+			assertByWorkload(t, "stream mode", workloadAnnotations(testtools.Objects(t, string(out))), wantAnn)
 			differential(t, []byte(tc.stream), opts)
 		})
 	}
@@ -237,7 +237,7 @@ func TestListItemsHelm(t *testing.T) {
 			h := newHelm(t, version)
 			flat := copyChart(t, exampleChart(t))
 			writeFile(t, filepath.Join(flat, "templates", "items.yaml"), strings.Join(listItems, "\n---\n")+"\n")
-			want := workloadAnnotations(objects(t, h.template(t, flat, true)))
+			want := workloadAnnotations(testtools.Objects(t, h.template(t, flat, true)))
 			if !strings.Contains(want["Deployment//api"], "v1-sha256:") {
 				t.Fatalf("the flat chart's Deployment is not hashed: %v", want)
 			}
@@ -251,7 +251,7 @@ func TestListItemsHelm(t *testing.T) {
 			} {
 				list := copyChart(t, exampleChart(t))
 				writeFile(t, filepath.Join(list, "templates", "items.yaml"), items)
-				got := workloadAnnotations(objects(t, h.template(t, list, true)))
+				got := workloadAnnotations(testtools.Objects(t, h.template(t, list, true)))
 				assertByWorkload(t, fmt.Sprintf("helm%d, %s", version, name), got, want)
 			}
 		})

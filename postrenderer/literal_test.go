@@ -30,8 +30,8 @@ func TestHelmVersionsHashWhatTheyInstall(t *testing.T) {
 	chart := filepath.Join(testtools.RepoRoot(t), "postrenderer", "testdata", "literal")
 	h3, h4 := newHelm(t, 3), newHelm(t, 4)
 
-	out3 := objects(t, h3.template(t, chart, true))
-	out4 := objects(t, h4.template(t, chart, true))
+	out3 := testtools.Objects(t, h3.template(t, chart, true))
+	out4 := testtools.Objects(t, h4.template(t, chart, true))
 	rules := func(objs map[string]*yaml.RNode) string {
 		cm, ok := objs[configMap]
 		if !ok {
@@ -99,7 +99,7 @@ func TestHelmInstallsWhatWasHashed(t *testing.T) {
 			if want["Deployment/"+namespace+"/"+name+"-server"] == "" {
 				t.Fatalf("the KRM function hashed no Deployment of the release: %v", want)
 			}
-			assertByWorkload(t, h.String(), hashes(objects(t, stream)), want)
+			assertByWorkload(t, h.String(), hashes(testtools.Objects(t, stream)), want)
 		})
 	}
 }

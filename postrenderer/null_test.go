@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/testing/testtools"
 	"github.com/confighash/confighash/postrenderer"
 )
 
@@ -74,10 +75,10 @@ func TestNullDocumentHelm(t *testing.T) {
 	for _, version := range []int{3, 4} {
 		t.Run(fmt.Sprintf("helm%d", version), func(t *testing.T) {
 			h := newHelm(t, version)
-			without := hashes(objects(t, h.template(t, exampleChart(t), true)))
+			without := hashes(testtools.Objects(t, h.template(t, exampleChart(t), true)))
 			chart := copyChart(t, exampleChart(t))
 			writeFile(t, filepath.Join(chart, "templates", "extra.yaml"), "{{ toYaml .Values.notSet }}\n")
-			with := hashes(objects(t, h.template(t, chart, true)))
+			with := hashes(testtools.Objects(t, h.template(t, chart, true)))
 			if len(without) == 0 {
 				t.Fatal("the example chart renders no hash")
 			}

@@ -64,3 +64,37 @@ func TemplateHashes(nodes []*yaml.RNode) map[string]string {
 	}
 	return out
 }
+
+// Objects parses a YAML stream or a ResourceList into its objects, keyed by
+// Kind/namespace/name, with the items of list documents (any kind ending in
+// List) taken out, as kubectl and Helm apply them.
+func Objects(t testing.TB, stream string) map[string]*yaml.RNode {
+	t.Helper()
+	nodes, err := kio.FromBytes([]byte(stream))
+	if err != nil {
+		t.Fatalf("parsing the output: %v\n%s", err, stream)
+	}
+	objs := map[string]*yaml.RNode{}
+	for _, n := range nodes {
+		items := []*yaml.RNode{n}
+		if strings.HasSuffix(n.GetKind(), "List") {
+			list, err := n.Pipe(yaml.Lookup("items"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if items, err = list.Elements(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, o := range items {
+			// An item of a typed list that names no kind is created, by
+			// kubectl and Helm, as the list's kind without "List".
+			if o.GetKind() == "" && o.GetApiVersion() == "" && n.GetKind() != "List" {
+				o.SetKind(strings.TrimSuffix(n.GetKind(), "List"))
+				o.SetApiVersion(n.GetApiVersion())
+			}
+			objs[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
+		}
+	}
+	return objs
+}
