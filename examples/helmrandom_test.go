@@ -40,7 +40,9 @@ const randomChartsEnv = "CONFIGHASH_RANDOM_CHARTS"
 // the ones the generator's model says: Helm 3 sends no hooks; Helm 4 sends
 // them all and counts a hook config only when Helm creates it on install
 // and on upgrade (docs/helm.md). Then values are changed with --set, and
-// exactly the workloads that read them must move. Last, some of the
+// exactly the workloads that read them must move; confighash diff of what
+// Helm 3 sent must name those and the workloads whose checksum/config
+// moved, no other. Last, some of the
 // documents Helm 3 sends are moved into a v1 List, and each workload must
 // keep its hash and external list (checkListed).
 //
@@ -114,6 +116,11 @@ func checkRandomChart(t *testing.T, h3, h4 testtools.Helm, seed uint64, stats *c
 		moved4 := readersOf(t, helmSends(t, before4, 4, false), helmSends(t, after4, 4, false), tok.value)
 		assertMoved(t, name+": helm3", namespaced(base3), namespaced(testtools.PodHashes(t, configsAndWorkloads(after3))), moved3)
 		assertMoved(t, name+": helm4", namespaced(base4), namespaced(testtools.PodHashes(t, configsAndWorkloads(after4))), moved4)
+		// confighash diff of what Helm 3 sent: the readers roll, and the
+		// workloads whose checksum/config moved with the chart's configs.
+		rolls := slices.Concat(moved3, g.checksummed(tok))
+		assert.ElementsMatch(t, slices.Compact(slices.Sorted(slices.Values(rolls))),
+			diffRolls(t, helmSends(t, before3, 3, false), helmSends(t, after3, 3, false)), "%s: helm3: confighash diff", name)
 		stats.edits.Add(1)
 		if len(moved3)+len(moved4) > 0 {
 			stats.moved.Add(1)
@@ -153,6 +160,40 @@ func checkListed(t *testing.T, r *rand.Rand, sent string) bool {
 	}
 	assert.Equal(t, run(sent), run(listed), "each workload's hash and external list, with some documents in a List:\n%s", listed)
 	return true
+}
+
+// diffRolls returns the workloads confighash diff says roll from the render
+// before to the one after, as Kind/namespace/name.
+func diffRolls(t *testing.T, before, after string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"old.yaml": before, "new.yaml": after})
+	res := testtools.Run(t, dir, nil, nil, testtools.Tool(t, "confighash"), "diff", "--json", "--namespace", realNamespace, "old.yaml", "new.yaml")
+	require.Zero(t, res.ExitCode, "confighash diff: %s", res.Stderr)
+	var report struct {
+		Workloads []struct{ Kind, Namespace, Name, Status string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &report))
+	var rolls []string
+	for _, w := range report.Workloads {
+		if w.Status != "unchanged" {
+			rolls = append(rolls, w.Kind+"/"+w.Namespace+"/"+w.Name)
+		}
+	}
+	return rolls
+}
+
+// checksummed returns the workloads Helm 3 sends whose pod template holds
+// Helm's checksum/config of the parent chart's configs, which an edit of
+// tok changes (as Kind/namespace/name).
+func (g *chartGen) checksummed(tok chartToken) []string {
+	var out []string
+	for _, w := range g.workloads {
+		if w.checksum && !w.hook && !strings.HasPrefix(tok.path, "sub.") {
+			out = append(out, w.kind+"/"+w.ns.namespace()+"/web-"+w.name)
+		}
+	}
+	return out
 }
 
 // workloadRecords returns the hash and external list of each workload of a
@@ -204,8 +245,10 @@ type chartConfig struct {
 type chartWorkload struct {
 	kind, name string
 	hook, sub  bool
-	ns         chartNamespace
-	reads      []int
+	// checksum says its pod template holds Helm's checksum/config.
+	checksum bool
+	ns       chartNamespace
+	reads    []int
 }
 
 // chartNamespace is how an object of a random chart names its namespace:
@@ -492,6 +535,7 @@ func (g *chartGen) workload(w *chartWorkload) map[string]any {
 	case (w.kind == "Job" || w.kind == "CronJob") && g.chance(0.4):
 		tmd = map[string]any{}
 	case !w.sub && g.chance(0.2):
+		w.checksum = true
 		tmd = map[string]any{"labels": labels, "annotations": map[string]any{
 			"checksum/config": `{{ include (print $.Template.BasePath "/configs.yaml") . | sha256sum }}`,
 		}}
