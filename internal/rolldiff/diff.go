@@ -265,8 +265,9 @@ func staleHashes(r *Render, w inject.Workload, side string) []StaleHash {
 }
 
 // configChanges lists the consumed configs whose consumed content differs.
-// It returns too the kustomize renames it paired, new name to old name, so
-// the template diff does not count the renamed reference as another cause.
+// It returns too the kustomize renames it paired of a config in either
+// render, new name to old name, so the template diff does not count the
+// renamed reference as another cause.
 func configChanges(old, cur *Render, ow, w inject.Workload) ([]ConfigChange, map[string]string) {
 	oldUses, newUses := usesByRef(ow), usesByRef(w)
 	renames := pairRenames(oldUses, newUses)
@@ -292,6 +293,9 @@ func configChanges(old, cur *Render, ow, w inject.Workload) ([]ConfigChange, map
 			// its content is new to the hash or gone from it.
 			continue
 		case ou.external && nu.external:
+			// Outside both renders, nothing says the two names are one
+			// config: the template diff names the reference that changed.
+			delete(renames, ref)
 			continue
 		case !ou.external && nu.external:
 			c.Change = ChangeLeft

@@ -353,6 +353,26 @@ func TestCompare(t *testing.T) {
 			},
 		},
 		{
+			// Both names outside the render: the pod template names
+			// another object, which the template diff says.
+			name:   "an external hash-suffixed Secret is renamed",
+			old:    edit(t, "name: token, key", "name: token-5m2b4c8tk9, key"),
+			new:    edit(t, "name: token, key", "name: token-7gkm9t2b6d, key"),
+			rolls:  []string{"CronJob/report"},
+			fields: map[string][]string{"CronJob/report": {"containers[report].env"}},
+		},
+		{
+			// The same while a key it reads in the render changes: the
+			// renamed reference is still a template change.
+			name: "an external hash-suffixed Secret is renamed and a key read in the render changes",
+			old:  edit(t, "name: token, key: value}}", "name: token-5m2b4c8tk9, key: value}}\n            - name: SPARE\n              valueFrom: {configMapKeyRef: {name: app, key: UNUSED}}"),
+			new: edit(t, "name: token, key: value}}", "name: token-7gkm9t2b6d, key: value}}\n            - name: SPARE\n              valueFrom: {configMapKeyRef: {name: app, key: UNUSED}}",
+				"UNUSED: x", "UNUSED: z"),
+			rolls:   []string{"CronJob/report"},
+			configs: map[string][]string{"CronJob/report": {"ConfigMap/app keys ||UNUSED"}},
+			fields:  map[string][]string{"CronJob/report": {"containers[report].env"}},
+		},
+		{
 			// helm template prints hooks; Helm 3's post-renderer saw none
 			// and recorded the hook's ConfigMap as external. diff reads it
 			// as helm template | confighash would hash it.
