@@ -47,7 +47,9 @@ const randomTreesEnv = "CONFIGHASH_RANDOM_TREES"
 // list are the ones computed from the objects its pod spec names in its own
 // namespace (an object naming none is in the functionConfig's), verify
 // passes, and an edited config value moves exactly the hashes of the
-// workloads that read it in the render.
+// workloads that read it in the render; confighash diff of the two renders
+// reports what TestRealDiff's computation from the renders says and names
+// every such reader.
 func TestKustomizeRandomTrees(t *testing.T) {
 	t.Parallel()
 	seeds := randomSeeds(t, randomTreesEnv, "1-50")
@@ -190,6 +192,11 @@ func checkRandomTree(t *testing.T, seed uint64, stats *randomStats) {
 		name := fmt.Sprintf("seed %d: %s: %s edited", seed, tok.file, tok.value)
 		readers := readersOf(t, placed(out), placed(changed.Stdout), tok.value)
 		assertMoved(t, name, hashes, testtools.PodHashes(t, placed(changed.Stdout)), readers)
+		// confighash diff, against the report computed from the two
+		// renders: every reader rolls (and so does a workload whose
+		// references kustomize renamed, outside the render or not).
+		rolls := diffRolls(t, placed(out), placed(changed.Stdout), g.fnNamespace)
+		assert.Subset(t, rolls, readers, "%s: confighash diff", name)
 		edit(t, filepath.Join(dir, tok.file), tok.value+"q", tok.value)
 		stats.edits.Add(1)
 		if len(readers) > 0 {

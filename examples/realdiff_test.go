@@ -319,20 +319,11 @@ func TestRealDiff(t *testing.T) {
 				}
 				return testtools.Run(t, dir, nil, nil, confighash, append([]string{"diff"}, args...)...)
 			}
-			jsonRun := run("--json", oldFile, newFile)
-			require.Zero(t, jsonRun.ExitCode, jsonRun.Stderr)
-			var got diffJSON
-			require.NoError(t, json.Unmarshal([]byte(jsonRun.Stdout), &got))
-			checkDiffJSON(t, got, want)
-			for _, w := range got.Workloads {
-				assert.Empty(t, w.StaleHashes, "%s: the renders are hashed as diff hashes", w.id())
-				if w.Status != statusNew {
-					assert.Equal(t, old.workloads[w.id()].want, w.OldHash, "%s: the old render's hash, computed from the objects", w.id())
-				}
-				if w.Status != statusRemoved {
-					assert.Equal(t, cur.workloads[w.id()].want, w.NewHash, "%s: the new render's hash, computed from the objects", w.id())
-				}
+			args := []string{oldFile, newFile}
+			if tc.namespace != "" {
+				args = append([]string{"--namespace", tc.namespace}, args...)
 			}
+			got, jsonRun := diffReport(t, dir, args, old, cur)
 
 			text, md, exit := run(oldFile, newFile), run("--markdown", oldFile, newFile), run("--exit-code", oldFile, newFile)
 			assert.Zero(t, text.ExitCode, text.Stderr)
@@ -369,6 +360,29 @@ func TestRealDiff(t *testing.T) {
 			}
 		})
 	}
+}
+
+// diffReport runs confighash diff --json with args (its flags, OLD and NEW)
+// in dir and checks the report against what the renders old and cur give:
+// statuses, configs, keys and template fields, counts and summary
+// (checkDiffJSON), and each hash against the one computed.
+func diffReport(t *testing.T, dir string, args []string, old, cur diffRenderOf) (diffJSON, testtools.Result) {
+	t.Helper()
+	res := testtools.Run(t, dir, nil, nil, testtools.Tool(t, "confighash"), append([]string{"diff", "--json"}, args...)...)
+	require.Zero(t, res.ExitCode, res.Stderr)
+	var got diffJSON
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &got))
+	checkDiffJSON(t, got, expectDiff(old, cur))
+	for _, w := range got.Workloads {
+		assert.Empty(t, w.StaleHashes, "%s: the renders are hashed as diff hashes", w.id())
+		if w.Status != statusNew {
+			assert.Equal(t, old.workloads[w.id()].want, w.OldHash, "%s: the old render's hash, computed from the objects", w.id())
+		}
+		if w.Status != statusRemoved {
+			assert.Equal(t, cur.workloads[w.id()].want, w.NewHash, "%s: the new render's hash, computed from the objects", w.id())
+		}
+	}
+	return got, res
 }
 
 // base64Token is a run of base64 text long enough not to be a word.
@@ -659,6 +673,8 @@ func expectConfigs(old, cur diffRenderOf, ow, w diffWorkloadOf) ([]diffConfig, m
 		c := diffConfig{Kind: string(nu.Kind), Namespace: w.namespace, Name: nu.Name, Change: "keys"}
 		switch {
 		case !inOld && !inNew:
+			// Outside both renders: the template names another object.
+			delete(renames, ref)
 			continue
 		case inOld && !inNew:
 			c.Change = "left-render"
