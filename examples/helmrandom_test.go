@@ -43,9 +43,9 @@ const randomChartsEnv = "CONFIGHASH_RANDOM_CHARTS"
 // exactly the workloads that read them must move; confighash diff of what
 // Helm 3 sent must report what TestRealDiff's computation from the renders
 // says, and name those and the workloads whose checksum/config moved, no
-// other. Last, some of the
-// documents Helm 3 sends are moved into a v1 List, and each workload must
-// keep its hash and external list (checkListed).
+// other. Last, some of the documents Helm 3 sends are moved into a v1
+// List, and each workload must keep its hash and external list
+// (checkListed).
 //
 // A workload that is no hook reads no hook config Helm creates on install
 // and on upgrade: Helm 3 leaves such a config out of what it sends, Helm 4
@@ -108,13 +108,15 @@ func checkRandomChart(t *testing.T, h3, h4 testtools.Helm, seed uint64, stats *c
 	if t.Failed() {
 		return
 	}
+	sent3, sent4 := helmSends(t, before3, 3, false), helmSends(t, before4, 4, false)
 	for _, i := range g.r.Perm(len(g.tokens))[:min(2, len(g.tokens))] {
 		tok := g.tokens[i]
 		set := []string{"--set", fmt.Sprintf("%s.%s=%sq", tok.path, tok.key, tok.value)}
 		name := fmt.Sprintf("seed %d: %s", seed, strings.Join(set, " "))
 		after3, after4 := realTemplate(t, h3, chart, true, set...), realTemplate(t, h4, chart, true, set...)
-		moved3 := readersOf(t, helmSends(t, before3, 3, false), helmSends(t, after3, 3, false), tok.value)
-		moved4 := readersOf(t, helmSends(t, before4, 4, false), helmSends(t, after4, 4, false), tok.value)
+		sentAfter3 := helmSends(t, after3, 3, false)
+		moved3 := readersOf(t, sent3, sentAfter3, tok.value)
+		moved4 := readersOf(t, sent4, helmSends(t, after4, 4, false), tok.value)
 		assertMoved(t, name+": helm3", namespaced(base3), namespaced(testtools.PodHashes(t, configsAndWorkloads(after3))), moved3)
 		assertMoved(t, name+": helm4", namespaced(base4), namespaced(testtools.PodHashes(t, configsAndWorkloads(after4))), moved4)
 		// confighash diff of what Helm 3 sent, against the report computed
@@ -122,7 +124,7 @@ func checkRandomChart(t *testing.T, h3, h4 testtools.Helm, seed uint64, stats *c
 		// the workloads whose checksum/config moved with the chart's configs.
 		rolls := slices.Concat(moved3, g.checksummed(tok))
 		assert.ElementsMatch(t, slices.Compact(slices.Sorted(slices.Values(rolls))),
-			diffRolls(t, helmSends(t, before3, 3, false), helmSends(t, after3, 3, false), realNamespace), "%s: helm3: confighash diff", name)
+			diffRolls(t, sent3, sentAfter3, realNamespace), "%s: helm3: confighash diff", name)
 		stats.edits.Add(1)
 		if len(moved3)+len(moved4) > 0 {
 			stats.moved.Add(1)

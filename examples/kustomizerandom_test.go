@@ -164,7 +164,8 @@ func checkRandomTree(t *testing.T, seed uint64, stats *randomStats) {
 		}
 		return inNamespace(t, stream, g.fnNamespace)
 	}
-	got := independentHashes(t, placed(out))
+	render := placed(out)
+	got := independentHashes(t, render)
 	require.NotEmpty(t, got, "seed %d: workloads in the render", seed)
 	for id, r := range got {
 		stats.workloads.Add(1)
@@ -183,19 +184,20 @@ func checkRandomTree(t *testing.T, seed uint64, stats *randomStats) {
 	verify := testtools.Run(t, dir, nil, []byte(out), testtools.Tool(t, "confighash"), "verify", "-namespace="+g.fnNamespace)
 	assert.Zero(t, verify.ExitCode, "seed %d: confighash verify on the render\n%s", seed, verify.Stderr)
 
-	hashes := testtools.PodHashes(t, placed(out))
+	hashes := testtools.PodHashes(t, render)
 	for _, i := range g.r.Perm(len(g.tokens))[:min(2, len(g.tokens))] {
 		tok := g.tokens[i]
 		edit(t, filepath.Join(dir, tok.file), tok.value, tok.value+"q")
 		changed := build(dir)
 		require.Zero(t, changed.ExitCode, "seed %d: %s: %s edited\n%s", seed, tok.file, tok.value, changed.Stderr)
 		name := fmt.Sprintf("seed %d: %s: %s edited", seed, tok.file, tok.value)
-		readers := readersOf(t, placed(out), placed(changed.Stdout), tok.value)
-		assertMoved(t, name, hashes, testtools.PodHashes(t, placed(changed.Stdout)), readers)
+		after := placed(changed.Stdout)
+		readers := readersOf(t, render, after, tok.value)
+		assertMoved(t, name, hashes, testtools.PodHashes(t, after), readers)
 		// confighash diff, against the report computed from the two
 		// renders: every reader rolls (and so does a workload whose
 		// references kustomize renamed, outside the render or not).
-		rolls := diffRolls(t, placed(out), placed(changed.Stdout), g.fnNamespace)
+		rolls := diffRolls(t, render, after, g.fnNamespace)
 		assert.Subset(t, rolls, readers, "%s: confighash diff", name)
 		edit(t, filepath.Join(dir, tok.file), tok.value+"q", tok.value)
 		stats.edits.Add(1)
