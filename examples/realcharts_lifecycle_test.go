@@ -430,7 +430,12 @@ func startJobController(t *testing.T) {
 // checkChartHooks runs what TestRealChartHooks describes on one chart and
 // Helm version, as release name.
 func checkChartHooks(t *testing.T, tc hookChart, name string, version int, chart string, args []string) {
-	cr := newChartRelease(t, fmt.Sprintf("hooks-%s-helm%d", tc.chart, version), name, version, "")
+	// 5s: kyverno's CRDs lie between its ConfigMaps and Secrets and its
+	// workloads in what Helm applies; with 2s and four busy loops beside
+	// the test, the controller rolled its four controllers once before
+	// Helm 4's update of them and Helm once more (as docs/controller.md
+	// says of a render applied more than a window after its config).
+	cr := newChartRelease(t, fmt.Sprintf("hooks-%s-helm%d", tc.chart, version), name, version, "5s")
 	kubelet := runHookKubelet(t, cr.release)
 	for secret, data := range tc.secrets {
 		_, err := cr.client.CoreV1().Secrets(cr.namespace).Create(t.Context(), &corev1.Secret{
