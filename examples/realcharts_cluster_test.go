@@ -118,11 +118,12 @@ var clusterCharts = []clusterChart{
 		// Helm applies the chart's three CRDs (1.8 MB) after its
 		// ConfigMaps and before its workloads: 1.7 s between
 		// argocd-cmd-params-cm and argocd-server in an upgrade here, alone
-		// on 2 cores, close to the default window (with 1 s the
-		// controller rolls argocd-server a second time, as docs/controller.md
-		// says of a render applied more than a window after its ConfigMap).
-		// 5 s gave that second roll once too, with a CI run and two random
-		// campaigns beside it on two cores, so 10 s.
+		// on 2 cores. With a 1 s window the controller rolls argocd-server
+		// a second time, as docs/controller.md says of a render applied
+		// more than a window after its ConfigMap; 5 s (the rows' default)
+		// gave that second roll once too, with a CI run and two random
+		// campaigns beside it on two cores; so 10 s, the controller's own
+		// default.
 		window: "10s",
 		args:   []string{"--set", "redisSecretInit.enabled=false", "--set", "crds.keep=false"},
 		secrets: map[string]map[string]string{
