@@ -44,6 +44,10 @@ func TestGolden(t *testing.T) {
 		"external": {
 			contains: []string{"confighash.dev/hash: 'v1-sha256:", "confighash.dev/external: 'Secret/extra,Secret/vault-db-creds'",
 				"severity: warning", "consumes Secret data/vault-db-creds, which is not in the stream", "severity: info"}},
+		"sops-encrypted": {
+			contains: []string{"confighash.dev/hash: 'v1-sha256:", "confighash.dev/external: 'Secret/podinfo-registry,Secret/podinfo-token'",
+				"consumes Secret apps/podinfo-registry, which is encrypted with SOPS"},
+			absent: []string{"not valid base64"}},
 		"opted-out": {
 			contains: []string{"confighash.dev/hash: 'v1-sha256:"},
 			absent:   []string{"confighash.dev/hash: v1-sha256:0000000000000000000000000000000000000000000000000000000000000000"}},

@@ -424,3 +424,26 @@ func TestClusterFilledExternal(t *testing.T) {
 	assert.Equal(t, "ConfigMap/not-injected", w.InStream[0].Ref())
 	assert.Contains(t, string(out), "ConfigMap/service-ca,ConfigMap/trusted-ca,Secret/robot-token")
 }
+
+// TestSOPSEncryptedExternal: stream mode, as KRM mode (testdata/fn's
+// sops-encrypted case), lists the Secrets encrypted with SOPS as external,
+// hashes the ConfigMap alone, and says why on the report.
+func TestSOPSEncryptedExternal(t *testing.T) {
+	input, err := os.ReadFile("../testdata/fn/sops-encrypted/input.yaml")
+	require.NoError(t, err)
+	out, report, err := postrenderer.Process(input, inject.Options{})
+	require.NoError(t, err)
+	require.Len(t, report.Workloads, 1)
+	w := report.Workloads[0]
+	assert.Equal(t, "Secret/podinfo-registry,Secret/podinfo-token", w.ExternalValue())
+	require.Len(t, w.InStream, 1)
+	assert.Equal(t, "ConfigMap/podinfo-config", w.InStream[0].Ref())
+	krm, err := runKRM(t, input, inject.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, testtools.PodHashes(t, string(krm)), testtools.PodHashes(t, string(out)), "the KRM function's hash")
+	var messages []string
+	for _, f := range report.Findings {
+		messages = append(messages, f.Message)
+	}
+	assert.Contains(t, strings.Join(messages, "\n"), "consumes Secret apps/podinfo-token, which is encrypted with SOPS")
+}

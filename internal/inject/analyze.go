@@ -339,6 +339,8 @@ const (
 	// localConfigObject: marked local-config, so left out of the render
 	// after kustomize fixed the references to it.
 	localConfigObject
+	// sopsEncrypted: a Secret encrypted with SOPS (sopsEncrypted).
+	sopsEncrypted
 )
 
 // add indexes a config; why is readContent, or localConfigObject for a
@@ -351,8 +353,12 @@ func (c *configIndex) add(node *yaml.RNode, o Object, why nameOnly) error {
 		}
 		return fmt.Errorf("%s: the stream holds this %s twice", o, o.Kind)
 	}
-	if why == readContent && clusterFilled(node, o) {
+	switch {
+	case why != readContent:
+	case clusterFilled(node, o):
 		why = clusterFills
+	case EncryptedWithSOPS(node.YNode(), hashing.Kind(o.Kind)):
+		why = sopsEncrypted
 	}
 	content := hashing.Content{Kind: key.kind, Namespace: o.Namespace, Name: o.Name}
 	var err error
@@ -411,6 +417,21 @@ func clusterFilled(node *yaml.RNode, o Object) bool {
 		marker(meta, "annotations", hashing.InjectCABundleAnnotation), marker(meta, "labels", hashing.InjectTrustedCABundleLabel))
 	return filled
 }
+
+// EncryptedWithSOPS reports whether an object of that kind is a Secret
+// encrypted with SOPS, as Flux repositories keep them: a top-level sops
+// field holds the encryption metadata and the values are ciphertext (under
+// data, not even base64). Flux's kustomize-controller takes every Secret
+// with that field for one and decrypts it when it applies the render, so
+// its rendered content is never what the cluster holds: it is read as a
+// config the stream does not hold, external, which the controller hashes
+// from the live, decrypted Secret. Its content is never read.
+func EncryptedWithSOPS(n *yaml.Node, kind hashing.Kind) bool {
+	return kind == hashing.KindSecret && yamlnode.Child(n, sopsField) != nil
+}
+
+// sopsField is the top-level field SOPS adds to a document it encrypts.
+const sopsField = "sops"
 
 // marker is metadata.<field>.<name> of meta as a map, nil when it is not
 // a string there: no map is made for the configs without it.
@@ -503,6 +524,8 @@ func workloadFindings(w Workload) []Finding {
 			which = "which the cluster fills in (a service account token Secret, an OpenShift CA bundle ConfigMap)"
 		case localConfigObject:
 			which = "which is marked config.kubernetes.io/local-config (kustomize and kpt leave it out of the render)"
+		case sopsEncrypted:
+			which = "which is encrypted with SOPS (the render holds its ciphertext; Flux decrypts it when it applies the render)"
 		}
 		f.Message = fmt.Sprintf("consumes %s %s, %s: left out of the hash, recorded as external for the controller",
 			u.Kind, hashing.ObjectName(w.Namespace, u.Name), which) + kustomizeVarHint(u)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -496,6 +497,24 @@ func TestItemsAsTheRenderReadsThem(t *testing.T) {
 	res = compare(t, typed, strings.Replace(typed, "LOG_LEVEL: info", "LOG_LEVEL: debug", 1), inject.Options{})
 	assert.Equal(t, 1, res.Rolling, res.Summary)
 	assert.Equal(t, rolldiff.StatusRolls, byID(res)["Deployment/web"].Status)
+}
+
+// TestSOPSEncryptedSecrets: a Secret encrypted with SOPS, whose data is
+// ciphertext the render cannot read, is external to the render, as
+// confighash reads it when it hashes: a new ciphertext of it rolls nothing
+// at render time (the controller rolls its readers when Flux applies it
+// decrypted), and a change of the ConfigMap beside it rolls the reader.
+func TestSOPSEncryptedSecrets(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/fn/sops-encrypted/input.yaml")
+	require.NoError(t, err)
+	in := string(b)
+	reencrypted := strings.ReplaceAll(in, "data:bm90IGEgcmVhbCBjaXBoZXJ0ZXh0", "data:YW5vdGhlciBjaXBoZXJ0ZXh0")
+	require.NotEqual(t, in, reencrypted)
+	res := compare(t, render(t, in, inject.Options{}), render(t, reencrypted, inject.Options{}), inject.Options{})
+	assert.Equal(t, 0, res.Rolling, res.Summary)
+	res = compare(t, render(t, in, inject.Options{}), render(t, strings.Replace(in, "#34577c", "#000000", 1), inject.Options{}), inject.Options{})
+	assert.Equal(t, 1, res.Rolling, res.Summary)
+	assert.Equal(t, rolldiff.StatusRolls, byID(res)["Deployment/podinfo"].Status)
 }
 
 // TestKeyedHashes: with an HMAC key the hashes are keyed, and the diff is

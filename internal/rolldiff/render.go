@@ -208,7 +208,8 @@ func resourceListItems(root *yaml.Node) ([]*yaml.RNode, error) {
 
 // addConfigs indexes a ConfigMap or Secret, or those among a v1 List's
 // items, read as the analysis reads them (inject.ReadContent), which has
-// already accepted them.
+// already accepted them; a Secret encrypted with SOPS, whose content the
+// analysis does not read (it is external to the render), is left out.
 func (r *Render) addConfigs(n *yaml.RNode, listAPIVersion, listKind string, opts inject.Options) error {
 	y := n.YNode()
 	if y.Kind != yaml.MappingNode || opts.LeavesOut(n) {
@@ -233,6 +234,9 @@ func (r *Render) addConfigs(n *yaml.RNode, listAPIVersion, listKind string, opts
 		return nil
 	case string(hashing.KindConfigMap), string(hashing.KindSecret):
 	default:
+		return nil
+	}
+	if inject.EncryptedWithSOPS(y, hashing.Kind(kind)) {
 		return nil
 	}
 	meta := yamlnode.Child(y, "metadata")
