@@ -1,0 +1,129 @@
+package examples_test
+
+import (
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/confighash/confighash/internal/testing/testtools"
+)
+
+// kustomizationNames are the file names kustomize reads a kustomization
+// from.
+var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+
+// TestRealTreeSweep builds every kustomization in the module versions
+// realTrees draws on (kueue, cluster-api, metrics-server, katib, Flux, Argo
+// Rollouts, Argo CD), not only the rows' ones, through an overlay of ours
+// that lists the folder under resources: and confighash under
+// transformers:, as docs/kustomize.md says to run it over a tree one does
+// not own. Each render is held to what TestRealTrees holds a row to: the
+// objects of kustomize's render of the folder but for confighash's
+// annotations, verify passing, every hash and external list the one
+// computed from the final objects alone, no error; and stream mode over
+// the plain render gives every workload the hash the KRM function gave it.
+// Components, which kustomize builds only inside a kustomization, and
+// folders kustomize itself refuses to build (a remote resource, a file
+// outside the module) are counted and named in the log.
+func TestRealTreeSweep(t *testing.T) {
+	t.Parallel()
+	var modules []string
+	for _, r := range realTrees {
+		modules = append(modules, r.module)
+	}
+	var built, components, refused, hashed atomic.Int64
+	t.Cleanup(func() {
+		t.Logf("%d kustomizations built and checked, %d workloads hashed; %d components; %d that kustomize does not build as shipped",
+			built.Load(), hashed.Load(), components.Load(), refused.Load())
+	})
+	for _, module := range slices.Compact(slices.Sorted(slices.Values(modules))) {
+		root := testtools.ModuleDir(t, module)
+		var dirs []string
+		require.NoError(t, filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() && slices.Contains(kustomizationNames, d.Name()) {
+				dirs = append(dirs, filepath.Dir(path))
+			}
+			return err
+		}))
+		for _, dir := range slices.Compact(dirs) {
+			rel, err := filepath.Rel(root, dir)
+			require.NoError(t, err)
+			t.Run(module+"/"+rel, func(t *testing.T) {
+				t.Parallel()
+				outcome, n := checkSweptTree(t, dir)
+				switch outcome {
+				case treeBuilt:
+					built.Add(1)
+					hashed.Add(int64(n))
+				case treeComponent:
+					components.Add(1)
+				case treeRefused:
+					refused.Add(1)
+				}
+			})
+		}
+	}
+}
+
+// treeOutcome is what became of one kustomization of the sweep.
+type treeOutcome int
+
+const (
+	treeBuilt treeOutcome = iota
+	treeComponent
+	treeRefused
+)
+
+// checkSweptTree builds the kustomization in dir (in the module cache,
+// read only) plainly and through an overlay listing confighash, and checks
+// the two renders. It returns what became of it and how many workloads
+// got a hash.
+func checkSweptTree(t *testing.T, dir string) (treeOutcome, int) {
+	t.Helper()
+	kustomize, confighash := testtools.Tool(t, "kustomize"), testtools.Tool(t, "confighash")
+	for _, name := range kustomizationNames {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if m := topKind.FindStringSubmatch(string(b)); err == nil && m != nil && m[1] == "Component" {
+			return treeComponent, 0
+		}
+	}
+	plain := testtools.Run(t, dir, nil, nil, kustomize, "build", ".")
+	if plain.ExitCode != 0 {
+		first, _, _ := strings.Cut(strings.TrimSpace(plain.Stderr), "\n")
+		t.Logf("kustomize does not build it as shipped: %s", first)
+		return treeRefused, 0
+	}
+
+	overlay := t.TempDir()
+	base, err := filepath.Rel(overlay, dir)
+	require.NoError(t, err)
+	writeTree(t, overlay, map[string]string{
+		"kustomization.yaml": "resources:\n- " + base + "\ntransformers:\n- confighash.yaml\n",
+		"confighash.yaml":    testtools.ExecFunctionConfig(confighash),
+	})
+	out, stderr := realBuild(t, overlay, nil, true)
+	assert.NotContains(t, stderr, "confighash: error")
+	assert.Equal(t, treeObjects(t, plain.Stdout), treeObjects(t, out), "the objects differ from kustomize's render of the folder in more than confighash's annotations")
+	verify := testtools.Run(t, "", nil, []byte(out), confighash, "verify")
+	assert.Zero(t, verify.ExitCode, "confighash verify on the render\n%s", verify.Stderr)
+
+	inputs := treeInputs(out)
+	for id, r := range independentRollouts(t, inputs) {
+		assert.Equal(t, r.want, r.hash, "%s: hash of what it reads, by the final names", id)
+		assert.Equal(t, r.wantExternal, r.external, "%s: external annotation", id)
+	}
+	stream := testtools.Run(t, "", nil, []byte(plain.Stdout), confighash, "--quiet")
+	require.Zero(t, stream.ExitCode, "confighash in stream mode on the plain render: %s", stream.Stderr)
+	krm := testtools.PodHashes(t, inputs)
+	assert.Equal(t, krm, testtools.PodHashes(t, treeInputs(stream.Stdout)), "stream mode's hashes against the KRM function's")
+	t.Logf("%d workloads hashed: %s", len(krm), strings.Join(slices.Sorted(maps.Keys(krm)), ", "))
+	return treeBuilt, len(krm)
+}
