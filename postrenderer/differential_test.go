@@ -411,39 +411,46 @@ spec:
             name: robot-token
 `
 
-// TestClusterFilledExternal: stream mode, as KRM mode (TestDifferential),
-// lists the configs the cluster fills in as external and hashes only the
-// ConfigMap whose markers do not make it one.
-func TestClusterFilledExternal(t *testing.T) {
-	out, report, err := postrenderer.Process([]byte(clusterFilledStream), inject.Options{DefaultNamespace: "shop"})
+// TestExternalByContent: stream mode, as KRM mode, lists as external the
+// configs whose rendered content is not what the cluster will hold, and
+// hashes the others as the function does: those the cluster fills in (only
+// the ConfigMap whose markers do not make it one is hashed), and the
+// Secrets encrypted with SOPS (testdata/fn's sops-encrypted case). The
+// report says why.
+func TestExternalByContent(t *testing.T) {
+	sops, err := os.ReadFile("../testdata/fn/sops-encrypted/input.yaml")
 	require.NoError(t, err)
-	require.Len(t, report.Workloads, 1)
-	w := report.Workloads[0]
-	assert.Equal(t, "ConfigMap/service-ca,ConfigMap/trusted-ca,Secret/robot-token", w.ExternalValue())
-	require.Len(t, w.InStream, 1)
-	assert.Equal(t, "ConfigMap/not-injected", w.InStream[0].Ref())
-	assert.Contains(t, string(out), "ConfigMap/service-ca,ConfigMap/trusted-ca,Secret/robot-token")
-}
-
-// TestSOPSEncryptedExternal: stream mode, as KRM mode (testdata/fn's
-// sops-encrypted case), lists the Secrets encrypted with SOPS as external,
-// hashes the ConfigMap alone, and says why on the report.
-func TestSOPSEncryptedExternal(t *testing.T) {
-	input, err := os.ReadFile("../testdata/fn/sops-encrypted/input.yaml")
-	require.NoError(t, err)
-	out, report, err := postrenderer.Process(input, inject.Options{})
-	require.NoError(t, err)
-	require.Len(t, report.Workloads, 1)
-	w := report.Workloads[0]
-	assert.Equal(t, "Secret/podinfo-registry,Secret/podinfo-token", w.ExternalValue())
-	require.Len(t, w.InStream, 1)
-	assert.Equal(t, "ConfigMap/podinfo-config", w.InStream[0].Ref())
-	krm, err := runKRM(t, input, inject.Options{})
-	require.NoError(t, err)
-	assert.Equal(t, testtools.PodHashes(t, string(krm)), testtools.PodHashes(t, string(out)), "the KRM function's hash")
-	var messages []string
-	for _, f := range report.Findings {
-		messages = append(messages, f.Message)
+	tests := []struct {
+		name, input, namespace string
+		external, inStream     string
+		finding                string
+	}{
+		{name: "the cluster fills them in", input: clusterFilledStream, namespace: "shop",
+			external: "ConfigMap/service-ca,ConfigMap/trusted-ca,Secret/robot-token", inStream: "ConfigMap/not-injected",
+			finding: "consumes Secret shop/robot-token, which the cluster fills in"},
+		{name: "encrypted with SOPS", input: string(sops),
+			external: "Secret/podinfo-registry,Secret/podinfo-token", inStream: "ConfigMap/podinfo-config",
+			finding: "consumes Secret apps/podinfo-token, which is encrypted with SOPS"},
 	}
-	assert.Contains(t, strings.Join(messages, "\n"), "consumes Secret apps/podinfo-token, which is encrypted with SOPS")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := inject.Options{DefaultNamespace: tc.namespace}
+			out, report, err := postrenderer.Process([]byte(tc.input), opts)
+			require.NoError(t, err)
+			require.Len(t, report.Workloads, 1)
+			w := report.Workloads[0]
+			assert.Equal(t, tc.external, w.ExternalValue())
+			require.Len(t, w.InStream, 1)
+			assert.Equal(t, tc.inStream, w.InStream[0].Ref())
+			assert.Contains(t, string(out), tc.external)
+			krm, err := runKRM(t, []byte(tc.input), opts)
+			require.NoError(t, err)
+			assert.Equal(t, testtools.PodHashes(t, string(krm)), testtools.PodHashes(t, string(out)), "the KRM function's hash")
+			var messages []string
+			for _, f := range report.Findings {
+				messages = append(messages, f.Message)
+			}
+			assert.Contains(t, strings.Join(messages, "\n"), tc.finding)
+		})
+	}
 }
