@@ -58,6 +58,20 @@ var kprobeTrees = []docsTree{
 		},
 	},
 	{
+		// Secrets encrypted with SOPS, as a Flux repository keeps them,
+		// renamed by a prefix, a suffix and a namespace: external by their
+		// final names (Flux decrypts them when it applies the render); a
+		// new ciphertext moves no hash, the ConfigMap's value does.
+		name: "SOPS-encrypted Secrets under namePrefix, nameSuffix and namespace: external by their final names", tree: "probe-sops", build: "prod",
+		workloads: map[string]string{
+			"Deployment/shop/prod-podinfo-eu": "Secret/prod-registry-eu,Secret/prod-token-eu",
+		},
+		changes: []treeChange{
+			{file: "base/configmap.yaml", old: "LOG_LEVEL: info", new: "LOG_LEVEL: debug", moved: []string{"Deployment/shop/prod-podinfo-eu"}},
+			{file: "base/secrets.enc.yaml", old: "data:Zmlyc3Q=", new: "data:c2Vjb25k"},
+		},
+	},
+	{
 		// confighash as a component listed last in a kustomization with
 		// no transformer of its own: it runs after that kustomization's
 		// resources, generators (one merging into the base's) and
