@@ -36,7 +36,8 @@ const randomTreesEnv = "CONFIGHASH_RANDOM_TREES"
 // create, or renaming a config, patches selected by kind, label or name
 // pattern adding references by a config's earlier names, configs and
 // generators marked config.kubernetes.io/local-config, which kustomize
-// drops from its output at the very end) with confighash listed in the
+// drops from its output at the very end, plain Secrets encrypted with
+// SOPS, whose readers record them as external) with confighash listed in the
 // outermost kustomization, and takes kustomize's own render
 // as the oracle: each pod spec's references are the final names. Objects, generators and an overlay's namespace write
 // namespace: default next to objects that write none, which kustomize takes
@@ -57,10 +58,10 @@ func TestKustomizeRandomTrees(t *testing.T) {
 	runSeeds(t, "trees", seeds, func(t *testing.T, seed uint64) { checkRandomTree(t, seed, &stats) })
 	t.Logf("%d trees: %d built and checked (%d writing namespace: default, %d with the functionConfig's namespace default), %d refused by kustomize; "+
 		"%d workloads, %d hashed (%d of them Jobs), %d with an external list; %d value edits, %d of which moved a hash; "+
-		"in the built trees %d references filled by replacements, %d created by replacements, %d configs renamed by one, %d patches by selector, %d local-config configs or generators",
+		"in the built trees %d references filled by replacements, %d created by replacements, %d configs renamed by one, %d patches by selector, %d local-config configs or generators, %d Secrets encrypted with SOPS",
 		len(seeds), stats.built.Load(), stats.writeDefault.Load(), stats.fnDefault.Load(), stats.refused.Load(), stats.workloads.Load(),
 		stats.hashed.Load(), stats.hashedJobs.Load(), stats.external.Load(), stats.edits.Load(), stats.moved.Load(),
-		stats.filled.Load(), stats.created.Load(), stats.renamed.Load(), stats.selected.Load(), stats.local.Load())
+		stats.filled.Load(), stats.created.Load(), stats.renamed.Load(), stats.selected.Load(), stats.local.Load(), stats.sops.Load())
 	if !t.Failed() {
 		assert.GreaterOrEqual(t, 2*stats.built.Load(), int64(len(seeds)), "most trees must be ones kustomize builds")
 	}
@@ -111,7 +112,7 @@ type randomStats struct {
 	built, refused, writeDefault, fnDefault, workloads, hashed, hashedJobs, external, edits, moved atomic.Int64
 	// filled, created, renamed, selected and local count what genCounts
 	// counts.
-	filled, created, renamed, selected, local atomic.Int64
+	filled, created, renamed, selected, local, sops atomic.Int64
 }
 
 // checkRandomTree writes and checks the tree of one seed.
@@ -146,6 +147,7 @@ func checkRandomTree(t *testing.T, seed uint64, stats *randomStats) {
 	stats.renamed.Add(int64(g.counts.renamed))
 	stats.selected.Add(int64(g.counts.selected))
 	stats.local.Add(int64(g.counts.local))
+	stats.sops.Add(int64(g.counts.sops))
 	if slices.ContainsFunc(slices.Collect(maps.Values(g.files)), func(text string) bool { return strings.Contains(text, "namespace: default\n") }) {
 		stats.writeDefault.Add(1)
 	}
@@ -263,6 +265,9 @@ func configValues(t *testing.T, out string) map[string]map[string]string {
 			require.NoError(t, k8syaml.Unmarshal(raw, &cm))
 			maps.Copy(data, cm.Data)
 		case "Secret":
+			if n.Field("sops") != nil {
+				continue // encrypted with SOPS: external, its values not the cluster's
+			}
 			var s corev1.Secret
 			require.NoError(t, k8syaml.Unmarshal(raw, &s))
 			for k, v := range s.Data {
@@ -281,9 +286,10 @@ func configValues(t *testing.T, out string) map[string]map[string]string {
 type treeGen struct {
 	r *rand.Rand
 	// local draws which configs and generators are marked local-config,
-	// apart from r so that the rest of a seed's tree does not depend on it.
-	local *rand.Rand
-	seed  uint64
+	// and sops which plain Secrets are encrypted with SOPS, apart from r
+	// so that the rest of a seed's tree does not depend on them.
+	local, sops *rand.Rand
+	seed        uint64
 	// files are the tree's files by path, in writing order.
 	files map[string]string
 	order []string
@@ -299,9 +305,10 @@ type treeGen struct {
 
 // genCounts counts, for the log, the replacements that fill a slot, those
 // that create a reference, those that rename a config, the patches
-// selecting workloads by kind, label or name pattern, and the configs,
-// config patches and generators marked local-config.
-type genCounts struct{ filled, created, renamed, selected, local int }
+// selecting workloads by kind, label or name pattern, the configs, config
+// patches and generators marked local-config, and the Secrets encrypted
+// with SOPS.
+type genCounts struct{ filled, created, renamed, selected, local, sops int }
 
 // replSlot is a reference a workload writes as REPLACED for a replacement
 // to fill with a config's name: the field path in the workload, the kind
@@ -362,7 +369,7 @@ var (
 
 func newTreeGen(seed uint64) *treeGen {
 	return &treeGen{r: rand.New(rand.NewPCG(seed, 0x636f6e666967)), local: rand.New(rand.NewPCG(seed, 0x6c6f63616c)),
-		seed: seed, files: map[string]string{}}
+		sops: rand.New(rand.NewPCG(seed, 0x736f7073)), seed: seed, files: map[string]string{}}
 }
 
 func (g *treeGen) chance(p float64) bool { return g.r.Float64() < p }
@@ -580,6 +587,16 @@ func (g *treeGen) plainConfig(file string, c genConfig) map[string]any {
 		md["annotations"] = a
 	}
 	obj := map[string]any{"apiVersion": "v1", "kind": c.kind, "metadata": md}
+	if c.kind == "Secret" && g.sops.Float64() < 0.2 {
+		// Encrypted with SOPS, as a Flux repository keeps it: each value
+		// is ciphertext (an edit of its token is a new one), and the sops
+		// field holds the metadata. confighash reads it as external.
+		for k, v := range data {
+			data[k] = "ENC[AES256_GCM,data:" + v.(string) + ",iv:aXY=,tag:dGFn,type:str]"
+		}
+		obj["sops"] = map[string]any{"mac": "ENC[AES256_GCM,data:bWFj,iv:aXY=,tag:dGFn,type:str]", "version": "3.9.0"}
+		g.counts.sops++
+	}
 	if c.kind == "Secret" {
 		obj["stringData"] = data
 	} else {
