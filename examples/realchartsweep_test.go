@@ -93,6 +93,7 @@ func TestRealChartSweep(t *testing.T) {
 	for _, r := range realCharts {
 		rows[r.chart] = true
 	}
+	swept := map[string]bool{}
 	for _, m := range sweptModules {
 		dir := filepath.Join(testtools.ModuleDir(t, m.module), m.path)
 		entries, err := os.ReadDir(dir)
@@ -102,11 +103,15 @@ func TestRealChartSweep(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, e.Name(), "Chart.yaml")); err != nil || rows[in] {
 				continue
 			}
+			swept[e.Name()] = true
 			t.Run(e.Name(), func(t *testing.T) {
 				t.Parallel()
 				checkSweptChart(t, in, sweptCharts[e.Name()])
 			})
 		}
+	}
+	for name := range sweptCharts {
+		assert.True(t, swept[name], "sweptCharts names %s, which is no chart of the sweep", name)
 	}
 }
 

@@ -339,7 +339,8 @@ const (
 	// localConfigObject: marked local-config, so left out of the render
 	// after kustomize fixed the references to it.
 	localConfigObject
-	// sopsEncrypted: a Secret encrypted with SOPS (sopsEncrypted).
+	// sopsEncrypted: a Secret encrypted with SOPS, its values ciphertext
+	// (EncryptedWithSOPS).
 	sopsEncrypted
 )
 
