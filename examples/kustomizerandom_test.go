@@ -36,7 +36,7 @@ const randomTreesEnv = "CONFIGHASH_RANDOM_TREES"
 // create, or renaming a config, patches selected by kind, label or name
 // pattern adding references by a config's earlier names, configs and
 // generators marked config.kubernetes.io/local-config, which kustomize
-// drops from its output at the very end, plain Secrets encrypted with
+// drops from its output at the very end, plain configs encrypted with
 // SOPS, whose readers record them as external) with confighash listed in the
 // outermost kustomization, and takes kustomize's own render
 // as the oracle: each pod spec's references are the final names. Objects, generators and an overlay's namespace write
@@ -58,7 +58,7 @@ func TestKustomizeRandomTrees(t *testing.T) {
 	runSeeds(t, "trees", seeds, func(t *testing.T, seed uint64) { checkRandomTree(t, seed, &stats) })
 	t.Logf("%d trees: %d built and checked (%d writing namespace: default, %d with the functionConfig's namespace default), %d refused by kustomize; "+
 		"%d workloads, %d hashed (%d of them Jobs), %d with an external list; %d value edits, %d of which moved a hash; "+
-		"in the built trees %d references filled by replacements, %d created by replacements, %d configs renamed by one, %d patches by selector, %d local-config configs or generators, %d Secrets encrypted with SOPS",
+		"in the built trees %d references filled by replacements, %d created by replacements, %d configs renamed by one, %d patches by selector, %d local-config configs or generators, %d configs encrypted with SOPS",
 		len(seeds), stats.built.Load(), stats.writeDefault.Load(), stats.fnDefault.Load(), stats.refused.Load(), stats.workloads.Load(),
 		stats.hashed.Load(), stats.hashedJobs.Load(), stats.external.Load(), stats.edits.Load(), stats.moved.Load(),
 		stats.filled.Load(), stats.created.Load(), stats.renamed.Load(), stats.selected.Load(), stats.local.Load(), stats.sops.Load())
@@ -256,6 +256,9 @@ func configValues(t *testing.T, out string) map[string]map[string]string {
 	require.NoError(t, err)
 	values := map[string]map[string]string{}
 	for _, n := range nodes {
+		if n.Field("sops") != nil {
+			continue // encrypted with SOPS: external, its values not the cluster's
+		}
 		raw, err := n.MarshalJSON()
 		require.NoError(t, err)
 		data := map[string]string{}
@@ -265,9 +268,6 @@ func configValues(t *testing.T, out string) map[string]map[string]string {
 			require.NoError(t, k8syaml.Unmarshal(raw, &cm))
 			maps.Copy(data, cm.Data)
 		case "Secret":
-			if n.Field("sops") != nil {
-				continue // encrypted with SOPS: external, its values not the cluster's
-			}
 			var s corev1.Secret
 			require.NoError(t, k8syaml.Unmarshal(raw, &s))
 			for k, v := range s.Data {
@@ -286,7 +286,7 @@ func configValues(t *testing.T, out string) map[string]map[string]string {
 type treeGen struct {
 	r *rand.Rand
 	// local draws which configs and generators are marked local-config,
-	// and sops which plain Secrets are encrypted with SOPS, apart from r
+	// and sops which plain configs are encrypted with SOPS, apart from r
 	// so that the rest of a seed's tree does not depend on them.
 	local, sops *rand.Rand
 	seed        uint64
@@ -306,7 +306,7 @@ type treeGen struct {
 // genCounts counts, for the log, the replacements that fill a slot, those
 // that create a reference, those that rename a config, the patches
 // selecting workloads by kind, label or name pattern, the configs, config
-// patches and generators marked local-config, and the Secrets encrypted
+// patches and generators marked local-config, and the configs encrypted
 // with SOPS.
 type genCounts struct{ filled, created, renamed, selected, local, sops int }
 
@@ -587,7 +587,7 @@ func (g *treeGen) plainConfig(file string, c genConfig) map[string]any {
 		md["annotations"] = a
 	}
 	obj := map[string]any{"apiVersion": "v1", "kind": c.kind, "metadata": md}
-	if c.kind == "Secret" && g.sops.Float64() < 0.2 {
+	if g.sops.Float64() < 0.15 {
 		// Encrypted with SOPS, as a Flux repository keeps it: each value
 		// is ciphertext (an edit of its token is a new one), and the sops
 		// field holds the metadata. confighash reads it as external.

@@ -45,8 +45,8 @@ func TestGolden(t *testing.T) {
 			contains: []string{"confighash.dev/hash: 'v1-sha256:", "confighash.dev/external: 'Secret/extra,Secret/vault-db-creds'",
 				"severity: warning", "consumes Secret data/vault-db-creds, which is not in the stream", "severity: info"}},
 		"sops-encrypted": {
-			contains: []string{"confighash.dev/hash: 'v1-sha256:", "confighash.dev/external: 'Secret/podinfo-registry,Secret/podinfo-token'",
-				"consumes Secret apps/podinfo-registry, which is encrypted with SOPS"},
+			contains: []string{"confighash.dev/hash: 'v1-sha256:", "confighash.dev/external: 'ConfigMap/podinfo-flags,Secret/podinfo-registry,Secret/podinfo-token'",
+				"consumes Secret apps/podinfo-registry, which is encrypted with SOPS", "consumes ConfigMap apps/podinfo-flags, which is encrypted with SOPS"},
 			absent: []string{"not valid base64"}},
 		"opted-out": {
 			contains: []string{"confighash.dev/hash: 'v1-sha256:"},

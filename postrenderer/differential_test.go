@@ -429,7 +429,7 @@ func TestExternalByContent(t *testing.T) {
 			external: "ConfigMap/service-ca,ConfigMap/trusted-ca,Secret/robot-token", inStream: "ConfigMap/not-injected",
 			finding: "consumes Secret shop/robot-token, which the cluster fills in"},
 		{name: "encrypted with SOPS", input: string(sops),
-			external: "Secret/podinfo-registry,Secret/podinfo-token", inStream: "ConfigMap/podinfo-config",
+			external: "ConfigMap/podinfo-flags,Secret/podinfo-registry,Secret/podinfo-token", inStream: "ConfigMap/podinfo-config",
 			finding: "consumes Secret apps/podinfo-token, which is encrypted with SOPS"},
 	}
 	for _, tc := range tests {

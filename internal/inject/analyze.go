@@ -339,7 +339,7 @@ const (
 	// localConfigObject: marked local-config, so left out of the render
 	// after kustomize fixed the references to it.
 	localConfigObject
-	// sopsEncrypted: a Secret encrypted with SOPS, its values ciphertext
+	// sopsEncrypted: a config encrypted with SOPS, its values ciphertext
 	// (EncryptedWithSOPS).
 	sopsEncrypted
 )
@@ -419,16 +419,18 @@ func clusterFilled(node *yaml.RNode, o Object) bool {
 	return filled
 }
 
-// EncryptedWithSOPS reports whether an object of that kind is a Secret
-// encrypted with SOPS, as Flux repositories keep them: a top-level sops
-// field holds the encryption metadata and the values are ciphertext (under
-// data, not even base64). Flux's kustomize-controller takes every Secret
-// with that field for one and decrypts it when it applies the render, so
-// its rendered content is never what the cluster holds: it is read as a
-// config the stream does not hold, external, which the controller hashes
-// from the live, decrypted Secret. Its content is never read.
+// EncryptedWithSOPS reports whether an object of that kind is a ConfigMap
+// or Secret encrypted with SOPS, as Flux repositories keep them (mostly
+// Secrets): a top-level sops field holds the encryption metadata and the
+// values are ciphertext (under a Secret's data, not even base64). Flux's
+// kustomize-controller decrypts every object whose sops field holds a MAC
+// when it applies the render, so its rendered content is never what the
+// cluster holds: it is
+// read as a config the stream does not hold, external, which the
+// controller hashes from the live, decrypted object. Its content is never
+// read.
 func EncryptedWithSOPS(n *yaml.Node, kind hashing.Kind) bool {
-	return kind == hashing.KindSecret && yamlnode.Child(n, sopsField) != nil
+	return (kind == hashing.KindSecret || kind == hashing.KindConfigMap) && yamlnode.Child(n, sopsField) != nil
 }
 
 // sopsField is the top-level field SOPS adds to a document it encrypts.
