@@ -110,8 +110,8 @@ func runSeeds(t *testing.T, group string, seeds []uint64, check func(t *testing.
 // randomStats counts what the trees held, for the log.
 type randomStats struct {
 	built, refused, writeDefault, fnDefault, workloads, hashed, hashedJobs, external, edits, moved atomic.Int64
-	// filled, created, renamed, selected and local count what genCounts
-	// counts.
+	// filled, created, renamed, selected, local and sops count what
+	// genCounts counts.
 	filled, created, renamed, selected, local, sops atomic.Int64
 }
 
