@@ -20,9 +20,16 @@ import (
 // from.
 var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 
+// kustomizeExampleModules are the two versions of kustomize's own
+// repository the module proxy serves whole: their examples folder holds the
+// trees kustomize's documentation walks through (helloWorld, ldap,
+// multibases, springboot, wordpress, transformerconfigs), as shipped.
+var kustomizeExampleModules = []string{"sigs.k8s.io/kustomize@v2.0.3+incompatible", "sigs.k8s.io/kustomize/v3@v3.3.1"}
+
 // TestRealTreeSweep builds every kustomization in the module versions
 // realTrees draws on (kueue, cluster-api, metrics-server, katib, Flux, Argo
-// Rollouts, Argo CD), not only the rows' ones, through an overlay of ours
+// Rollouts, Argo CD) and in kustomize's own examples
+// (kustomizeExampleModules), not only the rows' ones, through an overlay of ours
 // that lists the folder under resources: and confighash under
 // transformers:, as docs/kustomize.md says to run it over a tree one does
 // not own. Each render is held to what TestRealTrees holds a row to: the
@@ -36,7 +43,7 @@ var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Ku
 // when the refused ones are a third or more of those it tried.
 func TestRealTreeSweep(t *testing.T) {
 	t.Parallel()
-	var modules []string
+	modules := slices.Clone(kustomizeExampleModules)
 	for _, r := range realTrees {
 		modules = append(modules, r.module)
 	}
