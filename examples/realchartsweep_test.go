@@ -13,9 +13,23 @@ import (
 )
 
 // sweptModules are the chart repositories TestRealCharts takes rows from,
-// and the folder that holds their charts.
+// and the folder that holds their charts; and single charts that projects
+// ship beside their code (a folder holding a Chart.yaml is swept as one
+// chart): cert-manager's trust-manager, node-feature-discovery (two
+// DaemonSets and a Deployment reading ConfigMaps), the Secrets Store CSI
+// driver, Crossplane, Dapr (seven subcharts), Bitnami's sealed-secrets,
+// kueue, and the Actions Runner Controller's two controllers.
 var sweptModules = []chartIn{
 	{promCharts, "charts"}, {grafanaCharts, "charts"}, {argoHelm, "charts"}, {dandyCharts, "charts"}, {kedaCharts, "."},
+	{"github.com/cert-manager/trust-manager@v0.15.0", "deploy/charts/trust-manager"},
+	{"sigs.k8s.io/node-feature-discovery@v0.17.0", "deployment/helm/node-feature-discovery"},
+	{"sigs.k8s.io/secrets-store-csi-driver@v1.4.7", "charts/secrets-store-csi-driver"},
+	{"github.com/crossplane/crossplane@v1.18.2", "cluster/charts/crossplane"},
+	{"github.com/dapr/dapr@v1.14.4", "charts/dapr"},
+	{"github.com/bitnami-labs/sealed-secrets@v0.40.0", "helm/sealed-secrets"},
+	{kueueNext, "charts/kueue"},
+	{"github.com/actions/actions-runner-controller@v0.27.6", "charts/actions-runner-controller"},
+	{"github.com/actions/actions-runner-controller@v0.27.6", "charts/gha-runner-scale-set-controller"},
 }
 
 // sweptChart is what a chart of the sweep needs beyond its defaults.
@@ -96,17 +110,27 @@ func TestRealChartSweep(t *testing.T) {
 	swept := map[string]bool{}
 	for _, m := range sweptModules {
 		dir := filepath.Join(testtools.ModuleDir(t, m.module), m.path)
-		entries, err := os.ReadDir(dir)
-		require.NoError(t, err)
-		for _, e := range entries {
-			in := chartIn{m.module, filepath.Join(m.path, e.Name())}
-			if _, err := os.Stat(filepath.Join(dir, e.Name(), "Chart.yaml")); err != nil || rows[in] {
+		var names []string
+		if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err == nil {
+			names = []string{"."}
+		} else {
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+		}
+		for _, name := range names {
+			in := chartIn{m.module, filepath.Join(m.path, name)}
+			if _, err := os.Stat(filepath.Join(dir, name, "Chart.yaml")); err != nil || rows[in] {
 				continue
 			}
-			swept[e.Name()] = true
-			t.Run(e.Name(), func(t *testing.T) {
+			name = filepath.Base(in.path)
+			require.False(t, swept[name], "two charts of the sweep are named %s", name)
+			swept[name] = true
+			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				checkSweptChart(t, in, sweptCharts[e.Name()])
+				checkSweptChart(t, in, sweptCharts[name])
 			})
 		}
 	}
