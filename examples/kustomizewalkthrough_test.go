@@ -129,7 +129,7 @@ func TestKustomizeWalkthroughs(t *testing.T) {
 					name, err := filepath.Rel(tmp, dir)
 					require.NoError(t, err)
 					t.Run(name, func(t *testing.T) {
-						switch outcome, n := checkSweptTree(t, dir); outcome {
+						switch outcome, n := checkSweptTree(t, dir, treeQuirk{}); outcome {
 						case treeBuilt:
 							built.Add(1)
 							hashed.Add(int64(n))

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/kustomize/kyaml/kio"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/testing/testtools"
@@ -242,7 +241,7 @@ func TestRealTrees(t *testing.T) {
 			assert.Zero(t, verify.ExitCode, "confighash verify on the render\n%s", verify.Stderr)
 
 			inputs := treeInputs(out)
-			got := independentRollouts(t, inputs)
+			got := independentHashes(t, inputs)
 			require.Equal(t, slices.Sorted(maps.Keys(tc.workloads)), slices.Sorted(maps.Keys(got)), "workloads in the render")
 			for id, external := range tc.workloads {
 				r := got[id]
@@ -305,31 +304,6 @@ func realBuild(t *testing.T, dir string, flags []string, exec bool) (out, stderr
 	return res.Stdout, res.Stderr
 }
 
-// independentRollouts is independentHashes, with Argo Rollouts read as the
-// Deployments whose pod template they hold at the same path.
-func independentRollouts(t *testing.T, out string) map[string]rendered {
-	t.Helper()
-	nodes, err := kio.FromBytes([]byte(out))
-	require.NoError(t, err)
-	rollouts := map[string]bool{}
-	for _, n := range nodes {
-		if n.GetKind() == "Rollout" && n.GetApiVersion() == "argoproj.io/v1alpha1" {
-			rollouts[n.GetNamespace()+"/"+n.GetName()] = true
-			n.SetKind("Deployment")
-		}
-	}
-	s, err := kio.StringAll(nodes)
-	require.NoError(t, err)
-	got := map[string]rendered{}
-	for id, r := range independentHashes(t, s) {
-		if kind, rest, _ := strings.Cut(id, "/"); kind == "Deployment" && rollouts[rest] {
-			id = "Rollout/" + rest
-		}
-		got[id] = r
-	}
-	return got
-}
-
 // treeObjects returns the documents of a render in order: those of a kind
 // confighash never writes to as kustomize printed them, the ConfigMaps,
 // Secrets and workloads as realObjects reads them. Parsing only these keeps
@@ -338,7 +312,7 @@ func treeObjects(t *testing.T, stream string) []string {
 	t.Helper()
 	var out []string
 	for _, d := range testtools.Documents(stream) {
-		if m := topKind.FindStringSubmatch(d); m != nil && !hashInputs[m[1]] && m[1] != "Rollout" {
+		if m := topKind.FindStringSubmatch(d); m != nil && !hashInputs[m[1]] && hashedTemplatePaths[m[1]] == nil {
 			out = append(out, d)
 			continue
 		}
@@ -347,11 +321,12 @@ func treeObjects(t *testing.T, stream string) []string {
 	return out
 }
 
-// treeInputs is configsAndWorkloads with Argo Rollouts kept.
+// treeInputs is configsAndWorkloads with every kind of hashedTemplatePaths
+// kept (Argo Rollouts, DeploymentConfigs, ReplicationControllers).
 func treeInputs(stream string) string {
 	var b strings.Builder
 	for _, d := range testtools.Documents(stream) {
-		if m := topKind.FindStringSubmatch(d); m == nil || hashInputs[m[1]] || m[1] == "Rollout" {
+		if m := topKind.FindStringSubmatch(d); m == nil || hashInputs[m[1]] || hashedTemplatePaths[m[1]] != nil {
 			b.WriteString("---\n" + d + "\n")
 		}
 	}

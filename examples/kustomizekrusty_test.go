@@ -1,0 +1,197 @@
+package examples_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/confighash/confighash/internal/testing/testtools"
+)
+
+// krustyModule is the kustomize API module the project builds against: its
+// krusty package tests kustomize end to end on trees written in Go.
+const krustyModule = "sigs.k8s.io/kustomize/api@v0.21.2"
+
+// krustyHeader is what kustomize's test harness puts before the content
+// of a kustomization (WriteK) and of a component (WriteC).
+var krustyHeader = map[string]string{
+	"WriteK": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n",
+	"WriteC": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n",
+}
+
+// krustyQuirks are the trees of kustomize's tests that confighash does not
+// take as it takes the others, by test and folder.
+var krustyQuirks = map[string]treeQuirk{
+	// A Secret whose data is not base64 (PATH: yellowBrickRoad), which the
+	// API server refuses as well.
+	"TestCrdBase/base":           {refused: "Secret x-crdsecret (document 0): data.PATH: not valid base64"},
+	"TestCrdWithOverlay/base":    {refused: "Secret x-crdsecret (document 0): data.PATH: not valid base64"},
+	"TestCrdWithOverlay/overlay": {refused: "Secret prod-x-crdsecret (document 0): data.PATH: not valid base64"},
+	// The Deployment reads two generated Secrets by $(VAR) names.
+	"TestIntermediateNameSecretKeyRefDiamond/.":   {vars: true},
+	"TestIntermediateNameSecretKeyRefDiamond/app": {vars: true},
+	// An env value patched to the YAML bool false.
+	"TestNonCommutablePatches/overlay/staging": {invalidSpec: true},
+}
+
+// TestKustomizeKrustyTrees takes the trees of kustomize's own end-to-end
+// tests (the krusty package of krustyModule: namePrefix and nameSuffix
+// variants, components, generators and their options, replacements,
+// patches of every kind, namespaces, CRDs, inline resources, ...), written
+// there in Go with the harness's WriteK, WriteC and WriteF, out of the test
+// source: the files each test function writes with a literal path and
+// content, itself or through the package's helpers it calls, go into a
+// folder of their own, in the order they are written (a later write of a
+// path replaces the earlier). Every kustomization
+// of those folders is then held to what TestRealTreeSweep holds a tree to.
+// Tests that write a file from a variable or build on a custom file
+// system leave trees kustomize does not build, which are counted with
+// those kustomize refuses on purpose (the tests of its error messages);
+// the test fails when they are a third or more.
+func TestKustomizeKrustyTrees(t *testing.T) {
+	t.Parallel()
+	testtools.Tool(t, "kustomize")
+	dir := filepath.Join(testtools.ModuleDir(t, krustyModule), "krusty")
+	sources, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	require.NoError(t, err)
+	var built, components, refused, badInput, hashed atomic.Int64
+	var used sync.Map
+	t.Cleanup(func() {
+		t.Logf("%d kustomizations of kustomize's krusty tests built and checked, %d workloads hashed; %d refused by confighash as krustyQuirks says; %d components; %d that kustomize does not build",
+			built.Load(), hashed.Load(), badInput.Load(), components.Load(), refused.Load())
+		assert.Greater(t, built.Load(), 2*refused.Load(), "most of the trees build: the test checks them")
+		for key := range krustyQuirks {
+			_, ok := used.Load(key)
+			assert.True(t, ok, "krustyQuirks names %s, which is no tree of the test", key)
+		}
+	})
+	for name, files := range krustyTrees(t, sources) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			writeTree(t, root, files)
+			var dirs []string
+			for path := range files {
+				if filepath.Base(path) == "kustomization.yaml" {
+					dirs = append(dirs, filepath.Join(root, filepath.Dir(path)))
+				}
+			}
+			slices.Sort(dirs)
+			for _, d := range dirs {
+				rel, err := filepath.Rel(root, d)
+				require.NoError(t, err)
+				t.Run(rel, func(t *testing.T) {
+					quirk, ok := krustyQuirks[name+"/"+rel]
+					if ok {
+						used.Store(name+"/"+rel, true)
+					}
+					outcome, n := checkSweptTree(t, d, quirk)
+					switch outcome {
+					case treeBuilt:
+						built.Add(1)
+						hashed.Add(int64(n))
+					case treeComponent:
+						components.Add(1)
+					case treeRefused:
+						refused.Add(1)
+					case treeConfighashRefused:
+						badInput.Add(1)
+					}
+				})
+			}
+		})
+	}
+}
+
+// krustyTrees reads the krusty test sources and returns, for each test
+// function that writes files through the harness with literal paths and
+// contents, itself or through the package's helpers it calls (writeBase(th)
+// and the like), those files by their path relative to the test's root.
+func krustyTrees(t *testing.T, sources []string) map[string]map[string]string {
+	t.Helper()
+	funcs := map[string]*ast.FuncDecl{}
+	var tests []*ast.FuncDecl
+	for _, src := range sources {
+		f, err := parser.ParseFile(token.NewFileSet(), src, nil, 0)
+		require.NoError(t, err)
+		for _, decl := range f.Decls {
+			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Body != nil && fn.Recv == nil {
+				funcs[fn.Name.Name] = fn
+				if strings.HasPrefix(fn.Name.Name, "Test") {
+					tests = append(tests, fn)
+				}
+			}
+		}
+	}
+	trees := map[string]map[string]string{}
+	for _, fn := range tests {
+		files := map[string]string{}
+		krustyWrites(fn, funcs, files, map[string]bool{})
+		for path := range files {
+			if filepath.Base(path) == "kustomization.yaml" {
+				trees[fn.Name.Name] = files
+				break
+			}
+		}
+	}
+	return trees
+}
+
+// krustyWrites adds to files what fn writes through the harness, in the
+// order it writes it, with the writes of the package functions it calls
+// where it calls them (each once: seen).
+func krustyWrites(fn *ast.FuncDecl, funcs map[string]*ast.FuncDecl, files map[string]string, seen map[string]bool) {
+	seen[fn.Name.Name] = true
+	ast.Inspect(fn.Body, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		if id, ok := call.Fun.(*ast.Ident); ok && funcs[id.Name] != nil && !seen[id.Name] {
+			krustyWrites(funcs[id.Name], funcs, files, seen)
+			return true
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok || len(call.Args) != 2 {
+			return true
+		}
+		if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "th" {
+			return true
+		}
+		path, okPath := stringLiteral(call.Args[0])
+		content, okContent := stringLiteral(call.Args[1])
+		if !okPath || !okContent {
+			return true
+		}
+		path = strings.TrimPrefix(filepath.Clean("/"+path), "/")
+		switch sel.Sel.Name {
+		case "WriteK", "WriteC":
+			files[filepath.Join(path, "kustomization.yaml")] = krustyHeader[sel.Sel.Name] + content
+		case "WriteF":
+			if path != "" {
+				files[path] = content
+			}
+		}
+		return true
+	})
+}
+
+// stringLiteral is the value of a Go string literal expression.
+func stringLiteral(e ast.Expr) (string, bool) {
+	lit, ok := e.(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return "", false
+	}
+	s, err := strconv.Unquote(lit.Value)
+	return s, err == nil
+}
