@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -64,12 +63,10 @@ func TestKustomizeKrustyTrees(t *testing.T) {
 	dir := filepath.Join(testtools.ModuleDir(t, krustyModule), "krusty")
 	sources, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
 	require.NoError(t, err)
-	var built, components, refused, badInput, hashed atomic.Int64
+	var tally treeTally
 	var used sync.Map
 	t.Cleanup(func() {
-		t.Logf("%d kustomizations of kustomize's krusty tests built and checked, %d workloads hashed; %d refused by confighash as krustyQuirks says; %d components; %d that kustomize does not build",
-			built.Load(), hashed.Load(), badInput.Load(), components.Load(), refused.Load())
-		assert.Greater(t, built.Load(), 2*refused.Load(), "most of the trees build: the test checks them")
+		tally.report(t, "kustomize's krusty tests")
 		for key := range krustyQuirks {
 			_, ok := used.Load(key)
 			assert.True(t, ok, "krustyQuirks names %s, which is no tree of the test", key)
@@ -95,18 +92,7 @@ func TestKustomizeKrustyTrees(t *testing.T) {
 					if ok {
 						used.Store(name+"/"+rel, true)
 					}
-					outcome, n := checkSweptTree(t, d, quirk)
-					switch outcome {
-					case treeBuilt:
-						built.Add(1)
-						hashed.Add(int64(n))
-					case treeComponent:
-						components.Add(1)
-					case treeRefused:
-						refused.Add(1)
-					case treeConfighashRefused:
-						badInput.Add(1)
-					}
+					tally.check(t, d, quirk)
 				})
 			}
 		})

@@ -8,10 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/confighash/confighash/internal/testing/testtools"
@@ -74,12 +72,8 @@ func TestKustomizeWalkthroughs(t *testing.T) {
 	if err != nil {
 		t.Skip("the walkthroughs are bash scripts: no bash on PATH")
 	}
-	var built, refused, hashed atomic.Int64
-	t.Cleanup(func() {
-		t.Logf("walkthroughs left %d kustomizations that built and passed the checks (%d workloads hashed), %d that kustomize does not build",
-			built.Load(), hashed.Load(), refused.Load())
-		assert.Greater(t, built.Load(), 2*refused.Load(), "most kustomizations the walkthroughs write build: the test checks them")
-	})
+	var tally treeTally
+	t.Cleanup(func() { tally.report(t, "kustomize's walkthroughs") })
 	for _, module := range kustomizeExampleModules {
 		repo := testtools.ModuleDir(t, module)
 		var docs []string
@@ -129,13 +123,7 @@ func TestKustomizeWalkthroughs(t *testing.T) {
 					name, err := filepath.Rel(tmp, dir)
 					require.NoError(t, err)
 					t.Run(name, func(t *testing.T) {
-						switch outcome, n := checkSweptTree(t, dir, treeQuirk{}); outcome {
-						case treeBuilt:
-							built.Add(1)
-							hashed.Add(int64(n))
-						case treeRefused:
-							refused.Add(1)
-						}
+						tally.check(t, dir, treeQuirk{})
 					})
 				}
 			})

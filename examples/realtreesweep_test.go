@@ -48,12 +48,8 @@ func TestRealTreeSweep(t *testing.T) {
 	for _, r := range realTrees {
 		modules = append(modules, r.module)
 	}
-	var built, components, refused, hashed atomic.Int64
-	t.Cleanup(func() {
-		t.Logf("%d kustomizations built and checked, %d workloads hashed; %d components; %d that kustomize does not build as shipped",
-			built.Load(), hashed.Load(), components.Load(), refused.Load())
-		assert.Greater(t, built.Load(), 2*refused.Load(), "most kustomizations of these modules build: the sweep checks them")
-	})
+	var tally treeTally
+	t.Cleanup(func() { tally.report(t, "the modules") })
 	for _, module := range slices.Compact(slices.Sorted(slices.Values(modules))) {
 		root := testtools.ModuleDir(t, module)
 		var dirs []string
@@ -68,16 +64,7 @@ func TestRealTreeSweep(t *testing.T) {
 			require.NoError(t, err)
 			t.Run(module+"/"+rel, func(t *testing.T) {
 				t.Parallel()
-				outcome, n := checkSweptTree(t, dir, treeQuirk{})
-				switch outcome {
-				case treeBuilt:
-					built.Add(1)
-					hashed.Add(int64(n))
-				case treeComponent:
-					components.Add(1)
-				case treeRefused:
-					refused.Add(1)
-				}
+				tally.check(t, dir, treeQuirk{})
 			})
 		}
 	}
@@ -113,6 +100,39 @@ type treeQuirk struct {
 	// read it; confighash reads only the references it hashes. The other
 	// checks run.
 	invalidSpec bool
+}
+
+// treeTally counts what became of the kustomizations a test checks with
+// checkSweptTree.
+type treeTally struct {
+	built, hashed, components, refused, confighashRefused atomic.Int64
+}
+
+// check runs checkSweptTree on dir and counts its outcome.
+func (c *treeTally) check(t *testing.T, dir string, quirk treeQuirk) {
+	t.Helper()
+	outcome, n := checkSweptTree(t, dir, quirk)
+	switch outcome {
+	case treeBuilt:
+		c.built.Add(1)
+		c.hashed.Add(int64(n))
+	case treeComponent:
+		c.components.Add(1)
+	case treeRefused:
+		c.refused.Add(1)
+	case treeConfighashRefused:
+		c.confighashRefused.Add(1)
+	}
+}
+
+// report logs the counts, of what, and fails the test when kustomize
+// refused a third or more of the kustomizations tried: too few were
+// checked.
+func (c *treeTally) report(t *testing.T, of string) {
+	t.Helper()
+	t.Logf("%s: %d kustomizations built and checked, %d workloads hashed; %d refused by confighash as their quirk says; %d components; %d that kustomize does not build",
+		of, c.built.Load(), c.hashed.Load(), c.confighashRefused.Load(), c.components.Load(), c.refused.Load())
+	assert.Greater(t, c.built.Load(), 2*c.refused.Load(), "%s: most kustomizations build, so the test checks them", of)
 }
 
 // checkSweptTree builds the kustomization in dir (in the module cache,
