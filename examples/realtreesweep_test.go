@@ -154,7 +154,7 @@ func checkSweptTree(t *testing.T, dir string, quirk treeQuirk) (treeOutcome, int
 		// A file outside the folder: what kustomize's message suggests,
 		// as the argo-rollouts row of realTrees does.
 		flags = []string{"--load-restrictor", "LoadRestrictionsNone"}
-		plain = testtools.Run(t, dir, nil, nil, kustomize, append([]string{"build"}, append(flags, ".")...)...)
+		plain = testtools.Run(t, dir, nil, nil, kustomize, slices.Concat([]string{"build"}, flags, []string{"."})...)
 	}
 	if plain.ExitCode != 0 {
 		t.Logf("kustomize does not build it as shipped: %s", kustomizeError(plain.Stderr))
@@ -163,7 +163,7 @@ func checkSweptTree(t *testing.T, dir string, quirk treeQuirk) (treeOutcome, int
 
 	overlay := sweepOverlay(t, dir, confighash)
 	if quirk.refused != "" {
-		res := testtools.Run(t, overlay, nil, nil, kustomize, append(append([]string{"build", "--enable-alpha-plugins", "--enable-exec"}, flags...), ".")...)
+		res := testtools.Run(t, overlay, nil, nil, kustomize, slices.Concat([]string{"build", "--enable-alpha-plugins", "--enable-exec"}, flags, []string{"."})...)
 		assert.NotZero(t, res.ExitCode, "confighash refuses the render")
 		assert.Contains(t, res.Stderr, "confighash: error: "+quirk.refused)
 		assert.Empty(t, res.Stdout, "nothing is printed")
