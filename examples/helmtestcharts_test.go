@@ -3,12 +3,14 @@ package examples_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -165,7 +167,15 @@ func checkPostRender(t *testing.T, h testtools.Helm, chart string, filtered bool
 	}
 	if res.ExitCode != 0 {
 		assert.Empty(t, strings.TrimSpace(res.Stdout), "%s: output of a refused render", what)
-		assert.Equal(t, same.Stderr, res.Stderr, "%s: Helm's refusal", what)
+		want, got := same.Stderr, res.Stderr
+		if strings.HasPrefix(want, "panic: ") {
+			// Helm crashed (Helm 4 on the chart v3 format of its own
+			// test data): the trace's addresses and argument counts
+			// differ from run to run, the panic itself does not.
+			want, _, _ = strings.Cut(want, "\n")
+			got, _, _ = strings.Cut(got, "\n")
+		}
+		assert.Equal(t, want, got, "%s: Helm's refusal", what)
 		return r
 	}
 	if h.Version == 4 && same.ExitCode != 0 {
@@ -803,5 +813,88 @@ func TestHelmHookConfigsWithController(t *testing.T) {
 		ctrl.settled(t, r, "web-app", 0)
 		assertRolled(t, "the hook ConfigMap changed", 1, installed, r.deployment(t, "web-app"))
 		assert.InDelta(t, 4-version, ctrl.rolls(), 0, "the controller's rolls: Helm 3's change is its to roll, Helm 4's the render's")
+	})
+}
+
+// helmTestdataRandom are the charts of Helm's test data whose templates
+// draw random values (mariadb's passwords, a test pod's name suffix): two
+// renders differ, so the checks that compare a render with and without
+// confighash cannot run; confighash verify on the render, and a hash on
+// each workload that reads a config, can.
+var helmTestdataRandom = map[string]bool{
+	"pkg/action/testdata/charts/chart-with-compressed-dependencies":   true,
+	"pkg/action/testdata/charts/chart-with-uncompressed-dependencies": true,
+}
+
+// helmTestdataRefused are the charts of Helm's test data that confighash
+// refuses, and its message: ConfigMaps whose data dumps the chart's values
+// (maps), which the API server refuses too.
+var helmTestdataRefused = map[string]string{
+	"pkg/chart/v2/util/testdata/chart-with-dependency-aliased-twice": "ConfigMap shop/grandchild-bar (document 0, " +
+		"chart-with-dependency-aliased-twice/charts/bar/charts/grandchild/templates/dummy.yaml): data.global: expected a string, found a map",
+}
+
+// TestHelmTestdataCharts renders the other charts of Helm's own test data
+// (every chart folder under a testdata folder of the module, outside
+// helmTestCharts' folder and not a subchart: subpop's global values,
+// frobnitz's nested dependencies and byte order marks, three-level library
+// charts, import-values, aliases, the linter's malformed charts, ...) with
+// the Helm they come with, and checks what checkPostRender checks: a chart
+// Helm refuses is refused word for word the same with confighash.
+func TestHelmTestdataCharts(t *testing.T) {
+	t.Parallel()
+	var rendered, refused atomic.Int64
+	t.Cleanup(func() {
+		t.Logf("%d of Helm's test data charts rendered and checked, %d refused by Helm as by Helm with confighash", rendered.Load(), refused.Load())
+	})
+	eachHelmWithIdentity(t, "", func(t *testing.T, h testtools.Helm) {
+		root := testtools.ModuleDir(t, helmTestCharts[h.Version].module)
+		skip := filepath.Join(root, helmTestCharts[h.Version].path)
+		var charts []string
+		require.NoError(t, filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return err
+			}
+			if path == skip {
+				return fs.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "Chart.yaml")); err == nil && strings.Contains(path, "/testdata/") {
+				charts = append(charts, path)
+				return fs.SkipDir // its subcharts render with it
+			}
+			return nil
+		}))
+		require.Greater(t, len(charts), 30, "Helm's test data charts")
+		for _, chart := range charts {
+			rel, err := filepath.Rel(root, chart)
+			require.NoError(t, err)
+			t.Run(rel, func(t *testing.T) {
+				t.Parallel()
+				if msg, ok := helmTestdataRefused[rel]; ok {
+					res := h.Run(t, nil, slices.Concat([]string{"template", "web", chart, "--namespace", realNamespace}, realPostRenderer(t, h))...)
+					assert.NotZero(t, res.ExitCode, "confighash refuses the render")
+					assert.Contains(t, res.Stderr, "confighash: error: "+msg)
+					assert.Empty(t, strings.TrimSpace(res.Stdout), "nothing is printed")
+					return
+				}
+				if helmTestdataRandom[rel] {
+					res := h.Run(t, nil, slices.Concat([]string{"template", "web", chart, "--namespace", realNamespace}, realPostRenderer(t, h))...)
+					require.Zero(t, res.ExitCode, res.Stderr)
+					verify := testtools.Run(t, "", nil, []byte(res.Stdout), testtools.Tool(t, "confighash"), "verify", "--namespace", realNamespace)
+					assert.Zero(t, verify.ExitCode, "confighash verify on the render\n%s", verify.Stderr)
+					hashes := testtools.PodHashes(t, configsAndWorkloads(res.Stdout))
+					assert.NotEmpty(t, hashes, "the StatefulSets that read the chart's ConfigMaps and Secret are hashed")
+					rendered.Add(1)
+					return
+				}
+				if r := checkPostRender(t, h, chart, false); r.exitCode != 0 {
+					refused.Add(1)
+					t.Logf("refused by Helm: %s", strings.TrimSpace(r.stderr))
+				} else {
+					rendered.Add(1)
+					t.Logf("%d workloads hashed", len(r.hashes))
+				}
+			})
+		}
 	})
 }
