@@ -17,14 +17,23 @@ import (
 	"github.com/confighash/confighash/internal/testing/testtools"
 )
 
-// krustyModule is the kustomize API module the project builds against: its
-// krusty package tests kustomize end to end on trees written in Go.
-const krustyModule = "sigs.k8s.io/kustomize/api@v0.21.2"
+// krustySources are the Go test packages of kustomize that test it end to
+// end on trees written in Go: the krusty package of the API module the
+// project builds against, and the pkg/target tests of the two whole
+// repository versions of kustomizeExampleModules (the v2 and v3 era:
+// bases:, vars:, patchesJson6902, ...). The label names them in subtests
+// and krustyQuirks.
+var krustySources = []struct{ label, module, dir string }{
+	{"api", "sigs.k8s.io/kustomize/api@v0.21.2", "krusty"},
+	{"v3", "sigs.k8s.io/kustomize/v3@v3.3.1", "pkg/target"},
+	{"v2", "sigs.k8s.io/kustomize@v2.0.3+incompatible", "pkg/target"},
+}
 
 // krustyHeader is what kustomize's test harness puts before the content
 // of a kustomization (WriteK) and of a component (WriteC).
 var krustyHeader = map[string]string{
 	"WriteK": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n",
+	"writeK": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n",
 	"WriteC": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n",
 }
 
@@ -33,14 +42,22 @@ var krustyHeader = map[string]string{
 var krustyQuirks = map[string]treeQuirk{
 	// A Secret whose data is not base64 (PATH: yellowBrickRoad), which the
 	// API server refuses as well.
-	"TestCrdBase/base":           {refused: "Secret x-crdsecret (document 0): data.PATH: not valid base64"},
-	"TestCrdWithOverlay/base":    {refused: "Secret x-crdsecret (document 0): data.PATH: not valid base64"},
-	"TestCrdWithOverlay/overlay": {refused: "Secret prod-x-crdsecret (document 0): data.PATH: not valid base64"},
+	"api/TestCrdBase/base":              {refused: "Secret x-crdsecret (document 0): data.PATH: not valid base64"},
+	"api/TestCrdWithOverlay/base":       {refused: "Secret x-crdsecret (document 0): data.PATH: not valid base64"},
+	"api/TestCrdWithOverlay/overlay":    {refused: "Secret prod-x-crdsecret (document 0): data.PATH: not valid base64"},
+	"v3/TestCrdBase/app/base":           {refused: "Secret x-crdsecret (document 0): data.PATH: not valid base64"},
+	"v3/TestCrdWithOverlay/app/base":    {refused: "Secret x-crdsecret (document 0): data.PATH: not valid base64"},
+	"v3/TestCrdWithOverlay/app/overlay": {refused: "Secret prod-x-crdsecret (document 0): data.PATH: not valid base64"},
+	"v2/TestCrdBase/app/base":           {refused: "Secret x-crdsecret (document 0): data.PATH: not valid base64"},
+	"v2/TestCrdWithOverlay/app/base":    {refused: "Secret x-crdsecret (document 0): data.PATH: not valid base64"},
+	"v2/TestCrdWithOverlay/app/overlay": {refused: "Secret prod-x-crdsecret (document 0): data.PATH: not valid base64"},
 	// The Deployment reads two generated Secrets by $(VAR) names.
-	"TestIntermediateNameSecretKeyRefDiamond/.":   {vars: true},
-	"TestIntermediateNameSecretKeyRefDiamond/app": {vars: true},
+	"api/TestIntermediateNameSecretKeyRefDiamond/.":   {vars: true},
+	"api/TestIntermediateNameSecretKeyRefDiamond/app": {vars: true},
 	// An env value patched to the YAML bool false.
-	"TestNonCommutablePatches/overlay/staging": {invalidSpec: true},
+	"api/TestNonCommutablePatches/overlay/staging":           {invalidSpec: true},
+	"v3/TestMultiplePatchesWithConflict/app/overlay/staging": {invalidSpec: true},
+	"v2/TestMultiplePatchesWithConflict/app/overlay/staging": {invalidSpec: true},
 }
 
 // TestKustomizeKrustyTrees takes the trees of kustomize's own end-to-end
@@ -60,9 +77,6 @@ var krustyQuirks = map[string]treeQuirk{
 func TestKustomizeKrustyTrees(t *testing.T) {
 	t.Parallel()
 	testtools.Tool(t, "kustomize")
-	dir := filepath.Join(testtools.ModuleDir(t, krustyModule), "krusty")
-	sources, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
-	require.NoError(t, err)
 	var tally treeTally
 	var used sync.Map
 	t.Cleanup(func() {
@@ -72,7 +86,16 @@ func TestKustomizeKrustyTrees(t *testing.T) {
 			assert.True(t, ok, "krustyQuirks names %s, which is no tree of the test", key)
 		}
 	})
-	for name, files := range krustyTrees(t, sources) {
+	trees := map[string]map[string]string{}
+	for _, src := range krustySources {
+		sources, err := filepath.Glob(filepath.Join(testtools.ModuleDir(t, src.module), src.dir, "*_test.go"))
+		require.NoError(t, err)
+		require.NotEmpty(t, sources, "%s %s", src.module, src.dir)
+		for name, files := range krustyTrees(t, sources) {
+			trees[src.label+"/"+name] = files
+		}
+	}
+	for name, files := range trees {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			root := t.TempDir()
@@ -161,9 +184,9 @@ func krustyWrites(fn *ast.FuncDecl, funcs map[string]*ast.FuncDecl, files map[st
 		}
 		path = strings.TrimPrefix(filepath.Clean("/"+path), "/")
 		switch sel.Sel.Name {
-		case "WriteK", "WriteC":
+		case "WriteK", "writeK", "WriteC":
 			files[filepath.Join(path, "kustomization.yaml")] = krustyHeader[sel.Sel.Name] + content
-		case "WriteF":
+		case "WriteF", "writeF":
 			if path != "" {
 				files[path] = content
 			}
