@@ -345,7 +345,7 @@ func runVerify(args []string, stdio IO) error {
 			hints = append(hints, fmt.Sprintf("%d without one: did the function run? kustomize needs --enable-alpha-plugins --enable-exec", missing))
 		}
 		if joined > 0 {
-			hints = append(hints, fmt.Sprintf("%d without one, though the render wrote its external list: the configs it reads were not in the stream under these names when the function ran (kustomize substitutes vars: after its transformers, so use replacements:; or a kustomization above the one that lists confighash renamed them: list it in the outermost one)", joined))
+			hints = append(hints, fmt.Sprintf("%d without one, though the render wrote its external list: the configs it reads were not in the stream under these names when the function ran (kustomize substitutes vars: after its transformers, so use replacements:; or a kustomization above the one that lists confighash, or the one that uses a component listing it, renamed them: list confighash under the transformers: of the outermost kustomization)", joined))
 		}
 		if onTemplate > 0 {
 			hints = append(hints, fmt.Sprintf("%d on a Job's pod template, where an earlier confighash wrote it: the API server refuses any change of a Job's pod template, so confighash now writes a Job's hash on the Job itself; render again", onTemplate))
@@ -372,7 +372,7 @@ func runVerify(args []string, stdio IO) error {
 				rolled, o.Annotation(annotations.ControllerHash), output.Plural(rolled, "it", "them"), output.Plural(rolled, "its", "their")))
 		}
 		if stale > 0 {
-			hints = append(hints, fmt.Sprintf("%d with another value: the configs changed after the render (a kustomization above the one that lists confighash renamed or edited them, say: list it in the outermost one), or kustomize left a reference of a Rollout, DeploymentConfig, ReplicationController or CRD under its old name (a nameReference configuration lacking the field), or it used another --namespace or HMAC key", stale))
+			hints = append(hints, fmt.Sprintf("%d with another value: the configs changed after the render (a kustomization above the one that lists confighash, or the one that uses a component listing it, renamed or edited them, say: list confighash under the transformers: of the outermost kustomization), or kustomize left a reference of a Rollout, DeploymentConfig, ReplicationController or CRD under its old name (a nameReference configuration lacking the field), or it used another --namespace or HMAC key", stale))
 		}
 		if orphan > 0 {
 			hints = append(hints, fmt.Sprintf("%d on a workload that reads no config of the stream: names changed after the function ran (run confighash last, in the outermost kustomization that renames; kustomize fixes the references of other kinds only with a nameReference configuration), or the configs left the stream", orphan))
@@ -381,7 +381,7 @@ func runVerify(args []string, stdio IO) error {
 			hints = append(hints, fmt.Sprintf("%d without the %s list the render writes: the controller manages a workload that consumes configs from outside the stream by it, so render the stream with confighash", noExternal, o.Annotation(inject.ExternalName)))
 		}
 		if otherExternal > 0 {
-			hints = append(hints, fmt.Sprintf("%d with another external list than the render writes: configs joined or left the stream after the render, or their names changed (a kustomization above the one that lists confighash, say)", otherExternal))
+			hints = append(hints, fmt.Sprintf("%d with another external list than the render writes: configs joined or left the stream after the render, or their names changed (a kustomization above the one that lists confighash, or the one that uses a component listing it, say)", otherExternal))
 		}
 		if len(unchecked) > 0 {
 			hints = append(hints, fmt.Sprintf("%d on a kind verify does not read: pass the functionConfig's workloads as --workload Kind.group=path", len(unchecked)))
