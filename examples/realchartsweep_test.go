@@ -15,10 +15,11 @@ import (
 // sweptModules are the chart repositories TestRealCharts takes rows from,
 // and the folder that holds their charts; and single charts that projects
 // ship beside their code (a folder holding a Chart.yaml is swept as one
-// chart): cert-manager's trust-manager, node-feature-discovery (two
-// DaemonSets and a Deployment reading ConfigMaps), the Secrets Store CSI
-// driver, Crossplane, Dapr (seven subcharts), Bitnami's sealed-secrets,
-// kueue, and the Actions Runner Controller's two controllers.
+// chart): cert-manager's trust-manager, node-feature-discovery (its
+// master Deployment and worker DaemonSet read ConfigMaps of the chart), the
+// Secrets Store CSI driver, Crossplane, Dapr (seven subcharts), Bitnami's
+// sealed-secrets, kueue, and the Actions Runner Controller's two
+// controllers.
 var sweptModules = []chartIn{
 	{promCharts, "charts"}, {grafanaCharts, "charts"}, {argoHelm, "charts"}, {dandyCharts, "charts"}, {kedaCharts, "."},
 	{"github.com/cert-manager/trust-manager@v0.15.0", "deploy/charts/trust-manager"},

@@ -228,8 +228,8 @@ func sweepOverlay(t *testing.T, dir, fn string) string {
 }
 
 // kustomizeError is the line of kustomize's stderr that says why it did
-// not build (the first, when none starts with Error:, past the
-// deprecation warnings it prints first).
+// not build: the first that starts with Error: (kustomize prints its
+// deprecation warnings before it), or else the first.
 func kustomizeError(stderr string) string {
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	for _, l := range lines {
