@@ -10,6 +10,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/confighash/confighash/hashing"
 )
@@ -30,7 +32,13 @@ func TestNoteFirstSeen(t *testing.T) {
 	m, err := newMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
 	opts := DefaultOptions()
-	r := newReconciler(nil, nil, nil, builtinKinds(), m, opts, logr.Discard())
+	// The cache the handler reads the workload's other configs from: a
+	// fake reader, for this one narrow decision. ConfigMap app holds the
+	// key LOG_LEVEL the pods require; Secret db is read whole.
+	app := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}, Data: map[string]string{"LOG_LEVEL": "info"}}
+	db := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"}, Data: map[string][]byte{"password": []byte("pw")}}
+	cache := func(objs ...client.Object) client.Reader { return fake.NewClientBuilder().WithObjects(objs...).Build() }
+	r := newReconciler(cache(app, db), nil, nil, builtinKinds(), m, opts, logr.Discard())
 	deployment := r.kinds["Deployment"]
 	k := r.keys
 	v1 := state{content: content("one"), version: "10", found: true}
@@ -64,7 +72,10 @@ func TestNoteFirstSeen(t *testing.T) {
 		ref     string
 		tr      transition
 		written string // the version a baseline of ref was written from
-		want    map[string]string
+		// cache is what the cache holds of the other configs (both,
+		// when nil).
+		cache []client.Object
+		want  map[string]string
 	}{
 		{name: "no baseline yet: the content before the edit", meta: enabled, ref: "Secret/db",
 			tr: transition{before: v1, after: v2}, want: map[string]string{"Secret/db": hashOf("Secret/db", v1)}},
@@ -88,24 +99,32 @@ func TestNoteFirstSeen(t *testing.T) {
 			tr: transition{before: pending, after: filled}},
 		{name: "token Secret lost its token: the token before", meta: enabled, ref: "Secret/db",
 			tr: transition{before: filled, after: pending}, want: map[string]string{"Secret/db": hashOf("Secret/db", filled)}},
+		{name: "optional config created while a required one is missing: no pod could start", meta: enabled, ref: "ConfigMap/extra",
+			tr: transition{before: absent, after: v1}, cache: []client.Object{app}},
+		{name: "required config edited while another lacks the key the pods require: no pod could start", meta: enabled, ref: "Secret/db",
+			tr: transition{before: v1, after: v2}, cache: []client.Object{&corev1.ConfigMap{ObjectMeta: app.ObjectMeta, Data: map[string]string{"OTHER": "x"}}, db}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r.memory = newMemory()
+			r.reader = cache(app, db)
+			if tc.cache != nil {
+				r.reader = cache(tc.cache...)
+			}
 			if tc.written != "" {
 				r.memory.with(req, func(e *entry) { e.written = map[string]string{tc.ref: tc.written} })
 			}
-			r.noteFirstSeen(req, deployment, obj(tc.meta, tc.tmpl), tc.ref, tc.tr)
+			r.noteFirstSeen(t.Context(), req, deployment, obj(tc.meta, tc.tmpl), tc.ref, tc.tr)
 			assert.Equal(t, tc.want, r.memory.firstSeen(req))
 			assert.Empty(t, r.memory.takeWritten(req, tc.ref), "the written version is used once")
 		})
 	}
 
 	t.Run("the first observation wins", func(t *testing.T) {
-		r.memory = newMemory()
+		r.memory, r.reader = newMemory(), cache(app, db)
 		v3 := state{content: content("three"), version: "12", found: true}
-		r.noteFirstSeen(req, deployment, obj(enabled, nil), "Secret/db", transition{before: v1, after: v2})
-		r.noteFirstSeen(req, deployment, obj(enabled, nil), "Secret/db", transition{before: v2, after: v3})
+		r.noteFirstSeen(t.Context(), req, deployment, obj(enabled, nil), "Secret/db", transition{before: v1, after: v2})
+		r.noteFirstSeen(t.Context(), req, deployment, obj(enabled, nil), "Secret/db", transition{before: v2, after: v3})
 		assert.Equal(t, map[string]string{"Secret/db": hashOf("Secret/db", v1)}, r.memory.firstSeen(req))
 	})
 }

@@ -111,7 +111,7 @@ func (r *Reconciler) enqueueConsumers(ctx context.Context, kind hashing.Kind, ob
 			continue // no longer a consumer: its own event re-indexes it
 		}
 		req := Request{Kind: c.kind.Name, Namespace: ns, Name: c.name}
-		r.noteFirstSeen(req, c.kind, o, ref, tr)
+		r.noteFirstSeen(ctx, req, c.kind, o, ref, tr)
 		r.memory.noteChange(req, change, tr.after.version)
 		q.Add(req)
 	}
@@ -125,8 +125,11 @@ func (r *Reconciler) enqueueConsumers(ctx context.Context, kind hashing.Kind, ob
 // that baseline absorbed the edit. A required config that did not exist,
 // lacked a key the pods require, or was a ServiceAccount token Secret
 // without its token yet, is not remembered: pods cannot have started on
-// it, so what comes next is the first content they see.
-func (r *Reconciler) noteFirstSeen(req Request, kind *workloadKind, o client.Object, ref string, tr transition) {
+// it, so what comes next is the first content they see. Nor is any config
+// while another one the pods require is missing in the cache: no pod of
+// the template can have started then (a Deployment applied before its
+// Secrets, its pull Secret created before the token Secret it reads).
+func (r *Reconciler) noteFirstSeen(ctx context.Context, req Request, kind *workloadKind, o client.Object, ref string, tr transition) {
 	absorbed := r.memory.takeWritten(req, ref) == tr.after.version && tr.after.found
 	tmpl, err := kind.template(o)
 	if err != nil || tmpl == nil {
@@ -137,7 +140,15 @@ func (r *Reconciler) noteFirstSeen(req Request, kind *workloadKind, o client.Obj
 		return
 	}
 	for _, u := range v.Uses {
-		if u.Ref() == ref && len(v.Missing(u, tr.before.content, tr.before.found, tr.before.pending)) > 0 {
+		if u.Ref() == ref {
+			if len(v.Missing(u, tr.before.content, tr.before.found, tr.before.pending)) > 0 {
+				return
+			}
+			continue
+		}
+		// The cache is at or after this event: a required config missing
+		// there was missing when the event landed too.
+		if st, err := r.content(ctx, req.Namespace, u.Kind, u.Name); err == nil && len(v.Missing(u, st.content, st.found, st.pending)) > 0 {
 			return
 		}
 	}

@@ -1,0 +1,72 @@
+package examples_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/confighash/confighash/internal/testing/cptest"
+	"github.com/confighash/confighash/internal/testing/testtools"
+)
+
+// workloadFirstApp is a Deployment that reads a pull Secret and a key of a
+// token Secret, neither in the render (%s is the namespace).
+const workloadFirstApp = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: podinfo
+  namespace: %s
+spec:
+  selector:
+    matchLabels: {app: podinfo}
+  template:
+    metadata:
+      labels: {app: podinfo}
+    spec:
+      imagePullSecrets:
+      - name: podinfo-registry
+      containers:
+      - name: podinfo
+        image: example/podinfo:6
+        env:
+        - name: TOKEN
+          valueFrom:
+            secretKeyRef: {name: podinfo-token, key: token}
+`
+
+// TestConfigsCreatedAfterTheWorkload: a workload applied before the
+// configs it reads (kubectl apply -f on a folder whose deployment.yaml
+// sorts before secret.yaml; a stream that lists the Deployment first), with
+// the controller watching. While a config its pods require is missing, no
+// pod of it can start, so no config it reads has content its pods ran on:
+// the configs created then are the first content the pods see, and the
+// controller rolls nothing, whatever the order in which they land (here
+// the pull Secret, which pods do not require, before the token Secret they
+// do). Seen as a flake of TestFluxSOPSOnCluster, whose render lists the
+// Deployment first: the controller rolled once when the controller saw the
+// pull Secret created while the token was still missing.
+func TestConfigsCreatedAfterTheWorkload(t *testing.T) {
+	cptest.Require(t)
+	t.Parallel()
+	c := newCluster(t, "workload-first")
+	ns := c.namespace
+	res := testtools.Run(t, "", nil, []byte(fmt.Sprintf(workloadFirstApp, ns)), testtools.Tool(t, "confighash"), "--quiet")
+	require.Zero(t, res.ExitCode, res.Stderr)
+	assert.Contains(t, res.Stdout, "confighash.dev/external: Secret/podinfo-registry,Secret/podinfo-token")
+	ctrl := startController(t, "controller", ns)
+
+	c.apply(t, res.Stdout)
+	applied := c.deployment(t, "podinfo")
+	ctrl.waitFor(t, "the Deployment held back for its token", func(v float64) bool { return v == 1 }, "confighash_workloads_missing_config")
+
+	created := ctrl.metric("confighash_config_events_total", `change="created"`)
+	c.createConfig(t, "Secret", "podinfo-registry", map[string]string{"auth": "x"})
+	ctrl.waitFor(t, "the pull Secret seen", func(v float64) bool { return v > created }, "confighash_config_events_total", `change="created"`)
+	c.createConfig(t, "Secret", "podinfo-token", map[string]string{"token": "first"})
+	ctrl.waitFor(t, "the token seen", func(v float64) bool { return v == 0 }, "confighash_workloads_missing_config")
+	ctrl.settled(t, c.release, "podinfo", 0)
+	assert.Zero(t, ctrl.rolls(), "the controller rolled when the configs were created after the workload")
+	assertRolled(t, "the configs created", 0, applied, c.deployment(t, "podinfo"))
+}
