@@ -140,21 +140,24 @@ func (r *Reconciler) noteFirstSeen(ctx context.Context, req Request, kind *workl
 		return
 	}
 	for _, u := range v.Uses {
-		if u.Ref() == ref {
-			if len(v.Missing(u, tr.before.content, tr.before.found, tr.before.pending)) > 0 {
-				return
-			}
-			continue
-		}
-		// The cache is at or after this event: a required config missing
-		// there was missing when the event landed too.
-		if st, err := r.content(ctx, req.Namespace, u.Kind, u.Name); err == nil && len(v.Missing(u, st.content, st.found, st.pending)) > 0 {
+		if u.Ref() == ref && len(v.Missing(u, tr.before.content, tr.before.found, tr.before.pending)) > 0 {
 			return
 		}
 	}
 	baseline, keyID, uses := ParseBaseline(v.Baseline)
 	if _, recorded := baseline[ref]; recorded && keyID == r.keyID && sameUses(uses, v.UsesPrint) && !absorbed {
 		return // recorded before the edit: the edit is compared with it
+	}
+	// Read only here, where something would be remembered: the cache is at
+	// or after this event, so a required config missing there was missing
+	// when the event landed too.
+	for _, u := range v.Uses {
+		if u.Ref() == ref {
+			continue
+		}
+		if st, err := r.content(ctx, req.Namespace, u.Kind, u.Name); err == nil && len(v.Missing(u, st.content, st.found, st.pending)) > 0 {
+			return
+		}
 	}
 	lookup := func(hashing.Kind, string) (hashing.Content, bool) { return tr.before.content, tr.before.found }
 	for ref, h := range r.externalHashes(req.Namespace, v, ref, lookup) {
