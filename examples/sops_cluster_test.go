@@ -76,13 +76,19 @@ sops:
 
 // fluxDecrypts is what Flux's kustomize-controller applies of a render: each
 // Secret with a sops field replaced by its plaintext (plain, by name), the
-// sops field gone; every other document as rendered.
+// sops field gone; every other document as rendered; in Flux's order, the
+// ConfigMaps and Secrets before the Deployment (fluxcd/pkg/ssa sorts the
+// objects it applies by kind: ConfigMap, Secret, ..., Deployment).
 func fluxDecrypts(t *testing.T, render, namespace string, plain map[string]string) string {
 	t.Helper()
-	var docs []string
+	var docs, workloads []string
 	for _, d := range testtools.Documents(render) {
 		if !strings.Contains(d, "\nsops:\n") {
-			docs = append(docs, d)
+			if strings.Contains(d, "\nkind: Deployment\n") {
+				workloads = append(workloads, d)
+			} else {
+				docs = append(docs, d)
+			}
 			continue
 		}
 		var name string
@@ -94,7 +100,7 @@ func fluxDecrypts(t *testing.T, render, namespace string, plain map[string]strin
 		require.NotEmpty(t, name, "no plaintext for the encrypted Secret:\n%s", d)
 		docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: %s\n%s", name, namespace, plain[name]))
 	}
-	return strings.Join(docs, "\n---\n") + "\n"
+	return strings.Join(append(docs, workloads...), "\n---\n") + "\n"
 }
 
 // TestFluxSOPSOnCluster follows docs/flux.md ("Secrets encrypted with
