@@ -3,7 +3,6 @@ package examples_test
 import (
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -68,10 +67,7 @@ func TestKustomizeWalkthroughs(t *testing.T) {
 	t.Parallel()
 	kustomize := testtools.Tool(t, "kustomize")
 	testtools.Tool(t, "confighash")
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("the walkthroughs are bash scripts: no bash on PATH")
-	}
+	bash := testtools.OnPath(t, "bash") // the walkthroughs are bash scripts
 	var tally treeTally
 	t.Cleanup(func() { tally.report(t, "kustomize's walkthroughs") })
 	for _, module := range kustomizeExampleModules {

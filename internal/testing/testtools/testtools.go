@@ -58,6 +58,18 @@ func Tool(t testing.TB, name string) string {
 	return p
 }
 
+// OnPath returns the path of the program name on the PATH (bash, for
+// scripts a test runs as their projects do), or skips, or fails when
+// CONFIGHASH_REQUIRE_TOOLS is set, as Tool does.
+func OnPath(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		missing(t, name+" is not on the PATH")
+	}
+	return p
+}
+
 // Corpus returns $CONFIGHASH_CORPUS (../shared/corpus), or skips when unset;
 // .ci/run sets it, and fails when the folder is missing.
 func Corpus(t testing.TB) string {
