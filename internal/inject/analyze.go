@@ -425,10 +425,9 @@ func clusterFilled(node *yaml.RNode, o Object) bool {
 // values are ciphertext (under a Secret's data, not even base64). Flux's
 // kustomize-controller decrypts every object whose sops field holds a MAC
 // when it applies the render, so its rendered content is never what the
-// cluster holds: it is
-// read as a config the stream does not hold, external, which the
-// controller hashes from the live, decrypted object. Its content is never
-// read.
+// cluster holds: it is read as a config the stream does not hold,
+// external, which the controller hashes from the live, decrypted object.
+// Its content is never read.
 func EncryptedWithSOPS(n *yaml.Node, kind hashing.Kind) bool {
 	return (kind == hashing.KindSecret || kind == hashing.KindConfigMap) && yamlnode.Child(n, sopsField) != nil
 }
