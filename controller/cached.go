@@ -357,17 +357,21 @@ func (c *cachedConfig) DeepCopyObject() runtime.Object {
 }
 
 // cachedMeta is the metadata the controller reads of every cached object
-// of its own types: identity and resourceVersion, the namespace interned.
-// It implements metav1.Object; what it does not keep reads as empty and is
-// dropped when set.
+// of its own types: identity, resourceVersion and creation time (whole
+// seconds since the epoch, as the API server gives it), the namespace
+// interned. It implements metav1.Object; what it does not keep reads as
+// empty and is dropped when set.
 type cachedMeta struct {
 	name, namespace string
 	uid             compactUID
 	resourceVersion string
+	created         int64
 }
 
 func newCachedMeta(m *metav1.ObjectMeta) cachedMeta {
-	return cachedMeta{name: m.Name, namespace: intern(m.Namespace), uid: newCompactUID(m.UID), resourceVersion: m.ResourceVersion}
+	c := cachedMeta{name: m.Name, namespace: intern(m.Namespace), uid: newCompactUID(m.UID), resourceVersion: m.ResourceVersion}
+	c.SetCreationTimestamp(m.CreationTimestamp)
+	return c
 }
 
 // compactUID holds a UID in the canonical UUID form the API server gives
@@ -465,11 +469,22 @@ func (m *cachedMeta) GetSelfLink() string { return "" }
 // SetSelfLink implements metav1.Object (not kept).
 func (m *cachedMeta) SetSelfLink(string) {}
 
-// GetCreationTimestamp implements metav1.Object (not kept).
-func (m *cachedMeta) GetCreationTimestamp() metav1.Time { return metav1.Time{} }
+// GetCreationTimestamp implements metav1.Object.
+func (m *cachedMeta) GetCreationTimestamp() metav1.Time {
+	if m.created == 0 {
+		return metav1.Time{}
+	}
+	return metav1.Unix(m.created, 0)
+}
 
-// SetCreationTimestamp implements metav1.Object (not kept).
-func (m *cachedMeta) SetCreationTimestamp(metav1.Time) {}
+// SetCreationTimestamp implements metav1.Object (to the second, which is
+// all the API server keeps).
+func (m *cachedMeta) SetCreationTimestamp(t metav1.Time) {
+	m.created = 0
+	if !t.IsZero() {
+		m.created = t.Unix()
+	}
+}
 
 // GetDeletionTimestamp implements metav1.Object (not kept).
 func (m *cachedMeta) GetDeletionTimestamp() *metav1.Time { return nil }

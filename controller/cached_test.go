@@ -20,7 +20,8 @@ import (
 
 func cachedDeployment(t *testing.T, ann map[string]string) *cachedWorkload {
 	t.Helper()
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", ResourceVersion: "7", Generation: 3, Annotations: ann}}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", ResourceVersion: "7", Generation: 3, Annotations: ann,
+		CreationTimestamp: metav1.Unix(1795000000, 0)}}
 	d.Spec.Template.Annotations = map[string]string{"confighash.dev/hash": "v1-sha256:ab"}
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Image: "app:1", EnvFrom: []corev1.EnvFromSource{
 		{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}}}
@@ -52,6 +53,7 @@ func TestCachedWorkload(t *testing.T) {
 			assert.Equal(t, types.UID("u1"), w.GetUID())
 			assert.Equal(t, "7", w.GetResourceVersion())
 			assert.Equal(t, int64(3), w.GetGeneration())
+			assert.Equal(t, metav1.Unix(1795000000, 0), w.GetCreationTimestamp())
 			assert.Equal(t, tt.want, w.GetAnnotations())
 			tmpl, err := PodTemplate(w)
 			require.NoError(t, err)
@@ -115,7 +117,7 @@ func TestStoresGet(t *testing.T) {
 // cached again as itself.
 func TestCachedConfig(t *testing.T) {
 	big := strings.Repeat("x", 64<<10)
-	meta := metav1.ObjectMeta{Name: "app", Namespace: "shop", ResourceVersion: "7", UID: "u",
+	meta := metav1.ObjectMeta{Name: "app", Namespace: "shop", ResourceVersion: "7", UID: "u", CreationTimestamp: metav1.Unix(1795000000, 0),
 		Labels: map[string]string{"app": "shop"}, Annotations: map[string]string{lastApplied: big}}
 	objs := []client.Object{
 		&corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"big": big, "small": "1"}, BinaryData: map[string][]byte{"bin": []byte(big)}},
@@ -149,6 +151,7 @@ func TestCachedConfig(t *testing.T) {
 			assert.Equal(t, full.GetNamespace(), c.GetNamespace())
 			assert.Equal(t, full.GetUID(), c.GetUID())
 			assert.Equal(t, full.GetResourceVersion(), c.GetResourceVersion())
+			assert.Equal(t, full.GetCreationTimestamp().Unix(), c.GetCreationTimestamp().Unix())
 			assert.Nil(t, c.GetAnnotations())
 			assert.Nil(t, c.GetLabels())
 			got, err := ContentOf(c)

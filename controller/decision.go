@@ -1,9 +1,12 @@
 package controller
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/confighash/confighash/hashing"
 )
 
 // NoRenderHash is recorded as the controller base when the pod template
@@ -78,6 +81,15 @@ type Input struct {
 	// stands in for a missing baseline: the pods run what was first seen, so
 	// an edit made during start-up rolls instead of being absorbed.
 	FirstSeen map[string]string
+	// Landed holds, by Kind/name, the hash an optional external config has
+	// when absent, for those created together with the workload or with a
+	// config its pods require (the one created within a second of the
+	// other, or before it): a baseline or first-seen hash that says the
+	// config was absent describes no content the pods ran on, as they could
+	// not have started long before it landed. Such a change is recorded,
+	// not rolled: kubectl apply on a folder whose deployment.yaml sorts
+	// before secret.yaml, a render that lists the Deployment first.
+	Landed map[string]string
 	// Missing lists the required (non-optional) configs that do not exist,
 	// as Kind/name, and the required keys their configs lack, as
 	// "Kind/name key k".
@@ -164,7 +176,9 @@ type Decision struct {
 //     uses) get one, without a roll; so do in-stream content that differs
 //     from the render and external configs that differ from their baseline
 //     when the render's template rolled the pods after that content last
-//     changed (RenderStarted): the pods read it.
+//     changed (RenderStarted), and optional external configs recorded as
+//     absent that landed together with the pods (Landed): the pods read
+//     them.
 func Decide(in Input) Decision {
 	if len(in.Missing) > 0 {
 		missing := append([]string(nil), in.Missing...)
@@ -204,7 +218,19 @@ func Decide(in Input) Decision {
 	// remembers one only where there was no baseline when the config
 	// changed, or where the baseline written since already held the changed
 	// content (it absorbed the edit).
-	changed, _ := compareBaseline(merged(baseline, in.FirstSeen), in.LiveExternal)
+	recorded := merged(baseline, in.FirstSeen)
+	changed, _ := compareBaseline(recorded, in.LiveExternal)
+	// A config recorded as absent that landed with the pods they read.
+	landed := false
+	changed = slices.DeleteFunc(changed, func(ref string) bool {
+		h, ok := in.Landed[ref]
+		drop := ok && recorded[ref] == h
+		landed = landed || drop
+		return drop
+	})
+	if len(changed) == 0 {
+		changed = nil
+	}
 	// A render baseline says what the render's pods read: the in-stream
 	// content is then fine only as it was recorded, not as the render holds
 	// it (the content the render does not hold taken back is an edit).
@@ -234,7 +260,7 @@ func Decide(in Input) Decision {
 	case renderStarted:
 		return Decision{Action: ActionRecordBaseline, Reason: ReasonRenderStarted, Changed: changed,
 			Record: Record{Baseline: roll.Baseline, RenderBaseline: FormatRenderBaseline(in.RawRenderHash, in.LiveIn)}}
-	case len(changed) > 0 || unrecorded || removed:
+	case len(changed) > 0 || unrecorded || removed || landed:
 		// The external baselines written, the render baseline kept (or
 		// written again): changed ones the render's pods read
 		// (RenderStarted), or ones not recorded.
@@ -249,6 +275,42 @@ func Decide(in Input) Decision {
 		return Decision{Action: ActionRecordBaseline, Reason: reason, Changed: changed, Record: rec}
 	}
 	return Decision{Action: ActionNone, Reason: ReasonInSync}
+}
+
+// Landed is Input.Landed of a workload in namespace ns, seen as v, created
+// at workload, whose consumed configs that exist were created at configs
+// (by Kind/name); key is the HMAC key, nil for plain hashes. An optional
+// external config landed together with the pods when the workload or a
+// config the pods require was created after it, or at most a second before
+// it (the API server keeps creation times to the second): pods that needed
+// the other cannot have run without it for longer than that, and kubectl
+// apply on a folder, Helm, Argo CD and Flux write a render's objects within
+// it, each in an order of its own. A creation time unknown (zero) counts
+// as not together.
+func Landed(ns string, v View, workload time.Time, configs map[string]time.Time, key []byte) map[string]string {
+	startable := []time.Time{workload}
+	for _, u := range v.Uses {
+		if !u.Optional {
+			startable = append(startable, configs[u.Ref()])
+		}
+	}
+	together := func(created time.Time) bool {
+		return !created.IsZero() && slices.ContainsFunc(startable, func(other time.Time) bool {
+			return !other.IsZero() && !other.Before(created.Add(-time.Second))
+		})
+	}
+	absent := func(hashing.Kind, string) (hashing.Content, bool) { return hashing.Content{}, false }
+	var out map[string]string
+	for _, u := range v.Uses {
+		if !u.Optional || !v.External[u.Ref()] || !together(configs[u.Ref()]) {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[u.Ref()] = hashing.Compute(ns, []hashing.Use{u}, absent, hashing.Options{Key: key})
+	}
+	return out
 }
 
 // BaselineComparable reports whether the recorded baseline can be

@@ -88,7 +88,7 @@ func (o *Observer) Observe(ctx context.Context, workload client.Object, configs 
 	if !v.Managed {
 		return in, v, nil
 	}
-	in, _, err = o.r.observe(ctx, req, v)
+	in, _, err = o.r.observe(ctx, req, v, obj.GetCreationTimestamp().Time)
 	return in, v, err
 }
 

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -63,12 +64,13 @@ func (r *Reconciler) configHandler(kind hashing.Kind) handler.TypedEventHandler[
 	}
 }
 
-// state is a config's content and resourceVersion; found is false when it
-// does not exist (or cannot be read); pending is the key the cluster has
-// yet to write into a config it fills in (FillPending), or "".
+// state is a config's content, resourceVersion and creation time; found is
+// false when it does not exist (or cannot be read); pending is the key the
+// cluster has yet to write into a config it fills in (FillPending), or "".
 type state struct {
 	content hashing.Content
 	version string
+	created time.Time
 	found   bool
 	pending string
 }
@@ -76,7 +78,7 @@ type state struct {
 // stateOf is the state of a config as an event or the cache gives it.
 func stateOf(obj client.Object) state {
 	c, err := ContentOf(obj)
-	st := state{content: c, version: obj.GetResourceVersion(), found: err == nil}
+	st := state{content: c, version: obj.GetResourceVersion(), created: obj.GetCreationTimestamp().Time, found: err == nil}
 	if err == nil {
 		st.pending = pendingOf(obj, c)
 	}

@@ -146,7 +146,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req Request, out *Outcome) (
 		out.Result = "unmanaged"
 		return reconcile.Result{}, nil
 	}
-	in, versions, err := r.observe(ctx, req, v)
+	in, versions, err := r.observe(ctx, req, v, obj.GetCreationTimestamp().Time)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -269,11 +269,12 @@ func merged(base, over map[string]string) map[string]string {
 }
 
 // observe reads the consumed configs from the cache and computes the live
-// hashes Decide compares.
-func (r *Reconciler) observe(ctx context.Context, req Request, v View) (Input, map[string]string, error) {
+// hashes Decide compares; created is the workload's creation time.
+func (r *Reconciler) observe(ctx context.Context, req Request, v View, created time.Time) (Input, map[string]string, error) {
 	ns := req.Namespace
 	contents := map[string]hashing.Content{}
 	versions := map[string]string{}
+	createdAt := map[string]time.Time{}
 	in := Input{
 		RenderHash: v.RenderHash, RawRenderHash: v.RawRenderHash,
 		ControllerHash: v.ControllerHash, ControllerBase: v.ControllerBase,
@@ -290,6 +291,7 @@ func (r *Reconciler) observe(ctx context.Context, req Request, v View) (Input, m
 		versions[u.Ref()] = st.version
 		if st.found {
 			contents[u.Ref()] = st.content
+			createdAt[u.Ref()] = st.created
 		}
 		in.Missing = append(in.Missing, v.Missing(u, st.content, st.found, st.pending)...)
 	}
@@ -323,6 +325,7 @@ func (r *Reconciler) observe(ctx context.Context, req Request, v View) (Input, m
 	in.LiveAll = hashing.Compute(ns, v.Uses, lookup, hopts)
 	in.FirstSeen = r.memory.firstSeen(req)
 	in.FirstSeenRender = ParseRenderBaseline(r.memory.firstRender(req), v.RawRenderHash)
+	in.Landed = Landed(ns, v, created, createdAt, r.opts.Key)
 	return in, versions, nil
 }
 
@@ -402,7 +405,7 @@ func (r *Reconciler) content(ctx context.Context, ns string, kind hashing.Kind, 
 	if err != nil {
 		return state{}, err
 	}
-	return state{content: c, version: obj.GetResourceVersion(), found: true, pending: pendingOf(obj, c)}, nil
+	return state{content: c, version: obj.GetResourceVersion(), created: obj.GetCreationTimestamp().Time, found: true, pending: pendingOf(obj, c)}, nil
 }
 
 // blocked holds a workload back while a required config is missing. It

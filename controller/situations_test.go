@@ -272,8 +272,11 @@ func TestWorkloadBeforeItsConfigMap(t *testing.T) {
 }
 
 // An optional ConfigMap (envFrom optional: true) that does not exist yet:
-// the workload is not held back; its creation changes what new pods would
-// read, so it rolls once, and so does its deletion.
+// the workload is not held back; its creation, once the pods could have run
+// without it, changes what new pods would read, so it rolls once, and so
+// does its deletion. (Created within a second of the workload, it is what
+// the pods read: TestLanded, and TestConfigsLandingWithTheWorkload in
+// examples.)
 func TestOptionalConfig(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -285,6 +288,7 @@ func TestOptionalConfig(t *testing.T) {
 		EnvFrom:     []string{"{configMapRef: {name: overrides, optional: true}}"}}.YAML(), "kubectl"))
 	s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
 	assert.Equal(t, 0, s.rollouts())
+	time.Sleep(2 * time.Second) // past the second the workload was created in
 
 	mark := s.ctrl.obs.mark()
 	_, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "overrides"},

@@ -3,6 +3,7 @@ package examples_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -69,4 +70,68 @@ func TestConfigsCreatedAfterTheWorkload(t *testing.T) {
 	ctrl.settled(t, c.release, "podinfo", 0)
 	assert.Zero(t, ctrl.rolls(), "the controller rolled when the configs were created after the workload")
 	assertRolled(t, "the configs created", 0, applied, c.deployment(t, "podinfo"))
+}
+
+// TestConfigsLandingWithTheWorkload: the configs of a render written in
+// one go after the workload, in any order and without waiting for the
+// controller to see each (kubectl apply -f on a folder, a stream that lists
+// the Deployment first), roll nothing. The controller's cache can run ahead
+// of its watch handler, and its first baseline can be written between two
+// creations: the optional pull Secret then reads as created after pods
+// that ran without it. No pod can have run long without a config created
+// within a second of the workload or of a config its pods require, so that
+// config is recorded as the pods' first content. A pull Secret created
+// later, once the pods could have run without it, rolls once.
+func TestConfigsLandingWithTheWorkload(t *testing.T) {
+	cptest.Require(t)
+	t.Parallel()
+	tests := []struct {
+		name string
+		// before is created before the workload is applied, after right
+		// after it, in that order, each without waiting for the controller.
+		before, after []string
+	}{
+		{name: "the token, then the pull Secret", after: []string{"podinfo-token", "podinfo-registry"}},
+		{name: "the pull Secret, then the token", after: []string{"podinfo-registry", "podinfo-token"}},
+		{name: "the token before the workload, the pull Secret after it", before: []string{"podinfo-token"}, after: []string{"podinfo-registry"}},
+	}
+	data := map[string]map[string]string{"podinfo-token": {"token": "first"}, "podinfo-registry": {"auth": "x"}}
+	render := func(t *testing.T, ns string) string {
+		res := testtools.Run(t, "", nil, []byte(fmt.Sprintf(workloadFirstApp, ns)), testtools.Tool(t, "confighash"), "--quiet")
+		require.Zero(t, res.ExitCode, res.Stderr)
+		return res.Stdout
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newCluster(t, "landing")
+			ctrl := startController(t, "controller", c.namespace)
+			for _, name := range tc.before {
+				c.createConfig(t, "Secret", name, data[name])
+			}
+			c.apply(t, render(t, c.namespace))
+			applied := c.deployment(t, "podinfo")
+			for _, name := range tc.after {
+				c.createConfig(t, "Secret", name, data[name])
+			}
+			ctrl.waitFor(t, "the Secrets seen", func(v float64) bool { return v >= float64(len(tc.after)) }, "confighash_config_events_total", `change="created"`)
+			ctrl.settled(t, c.release, "podinfo", 0)
+			assert.Zero(t, ctrl.rolls(), "the controller rolled for configs created with the workload")
+			assertRolled(t, "the configs created", 0, applied, c.deployment(t, "podinfo"))
+		})
+	}
+
+	t.Run("a pull Secret created once the pods could run without it", func(t *testing.T) {
+		t.Parallel()
+		c := newCluster(t, "landing-later")
+		ctrl := startController(t, "controller", c.namespace)
+		c.createConfig(t, "Secret", "podinfo-token", data["podinfo-token"])
+		c.apply(t, render(t, c.namespace))
+		ctrl.settled(t, c.release, "podinfo", 0)
+		// Past the second the workload and its token were created in.
+		time.Sleep(2 * time.Second)
+		before := c.deployment(t, "podinfo")
+		c.createConfig(t, "Secret", "podinfo-registry", data["podinfo-registry"])
+		ctrl.rolledOnce(t, c.release, "podinfo", "the pull Secret created", 1, before)
+	})
 }

@@ -343,9 +343,10 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 	}
 	in.Baseline, in.BaselineKeyID, in.BaselineUses = controller.ParseBaseline(v.Baseline)
 	contents := map[string]hashing.Content{}
+	created := map[string]time.Time{}
 	for _, u := range v.Uses {
 		cfg := Config{Consumed: output.ConsumedOf(u, external[u.Ref()])}
-		content, found, pending, err := c.content(ctx, meta.Namespace, u.Kind, u.Name)
+		content, found, pending, at, err := c.content(ctx, meta.Namespace, u.Kind, u.Name)
 		switch {
 		case apierrors.IsForbidden(err):
 			cfg.Unreadable = true
@@ -358,7 +359,7 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 		}
 		cfg.Found = found
 		if found {
-			contents[u.Ref()] = content
+			contents[u.Ref()], created[u.Ref()] = content, at
 		}
 		in.Missing = append(in.Missing, v.Missing(u, content, found, pending)...)
 		w.Configs = append(w.Configs, cfg)
@@ -382,6 +383,7 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 		in.LiveInUnnamespaced = hashing.Compute("", inStream, lookup, hopts)
 	}
 	in.LiveAll = hashing.Compute(meta.Namespace, v.Uses, lookup, hopts)
+	in.Landed = controller.Landed(meta.Namespace, v, meta.CreationTimestamp.Time, created, c.key)
 	d := controller.Decide(in)
 	w.Reason, w.Changed, w.Missing = string(d.Reason), d.Changed, d.Missing
 	switch {
@@ -417,27 +419,27 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 // content reads one config's content; found is false when it does not
 // exist; pending is the key the cluster has yet to write into a config it
 // fills in (controller.FillPending: blocked, as the controller holds it).
-func (c collector) content(ctx context.Context, ns string, kind hashing.Kind, name string) (content hashing.Content, found bool, pending string, err error) {
+func (c collector) content(ctx context.Context, ns string, kind hashing.Kind, name string) (content hashing.Content, found bool, pending string, created time.Time, err error) {
 	if kind == hashing.KindSecret {
 		var s *corev1.Secret
 		if s, err = c.cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
 			content, err = controller.ContentOf(s)
-			pending = controller.FillPending(s)
+			pending, created = controller.FillPending(s), s.CreationTimestamp.Time
 		}
 	} else {
 		var cm *corev1.ConfigMap
 		if cm, err = c.cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
 			content, err = controller.ContentOf(cm)
-			pending = controller.FillPending(cm)
+			pending, created = controller.FillPending(cm), cm.CreationTimestamp.Time
 		}
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		return content, false, "", nil
+		return content, false, "", time.Time{}, nil
 	case err != nil:
-		return content, false, "", fmt.Errorf("reading %s %s: %w", kind, hashing.ObjectName(ns, name), err)
+		return content, false, "", time.Time{}, fmt.Errorf("reading %s %s: %w", kind, hashing.ObjectName(ns, name), err)
 	}
-	return content, true, pending, nil
+	return content, true, pending, created, nil
 }
 
 // lastEvent returns the newest ConfigChanged Event about the workload.
