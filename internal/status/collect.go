@@ -416,8 +416,8 @@ func (c collector) workload(ctx context.Context, kind string, meta metav1.Object
 	return w, true, nil
 }
 
-// content reads one config's content; found is false when it does not
-// exist; pending is the key the cluster has yet to write into a config it
+// content reads one config's content and creation time; found is false
+// when it does not exist; pending is the key the cluster has yet to write into a config it
 // fills in (controller.FillPending: blocked, as the controller holds it).
 func (c collector) content(ctx context.Context, ns string, kind hashing.Kind, name string) (content hashing.Content, found bool, pending string, created time.Time, err error) {
 	if kind == hashing.KindSecret {
