@@ -1131,6 +1131,14 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 						saw[k] = v
 					}
 				}
+				if !h.lenient[w.name] {
+					// Created while they could not start: no pod of the
+					// workload ever ran, so every config is read for the
+					// first time now, the ones edited meanwhile too
+					// (docs/controller.md, start-up: nothing is remembered
+					// while a config the pods require is missing).
+					saw = maps.Clone(now)
+				}
 				switch {
 				case h.lenient[w.name]:
 					ex.allowed = "the pod template changed while they could not start: the baseline of the pods before stands"
