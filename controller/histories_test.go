@@ -1133,11 +1133,23 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 				}
 				if !h.lenient[w.name] {
 					// Created while they could not start: no pod of the
-					// workload ever ran, so every config is read for the
-					// first time now, the ones edited meanwhile too
-					// (docs/controller.md, start-up: nothing is remembered
-					// while a config the pods require is missing).
-					saw = maps.Clone(now)
+					// workload ever ran, so every external config is read
+					// for the first time now, the ones edited meanwhile
+					// too (docs/controller.md, start-up: nothing is
+					// remembered while a config the pods require is
+					// missing). The render's configs are still compared
+					// with the render-time hash: one edited meanwhile
+					// rolls (rule 3).
+					for k := range saw {
+						if !h.inRender[configOfKey(k)] {
+							delete(saw, k)
+						}
+					}
+					for k, v := range now {
+						if !h.inRender[configOfKey(k)] {
+							saw[k] = v
+						}
+					}
 				}
 				switch {
 				case h.lenient[w.name]:
