@@ -288,7 +288,10 @@ func TestOptionalConfig(t *testing.T) {
 		EnvFrom:     []string{"{configMapRef: {name: overrides, optional: true}}"}}.YAML(), "kubectl"))
 	s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
 	assert.Equal(t, 0, s.rollouts())
-	time.Sleep(2 * time.Second) // past the second the workload was created in
+	// The case is about time passing, with nothing to poll for: wait until
+	// the second of a creation now is two past the workload's (the API
+	// server's creation times count whole seconds), out of the landed rule.
+	time.Sleep(time.Until(e.deployment(workloadName).CreationTimestamp.Add(2 * time.Second)))
 
 	mark := s.ctrl.obs.mark()
 	_, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "overrides"},

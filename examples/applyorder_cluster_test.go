@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/confighash/confighash/internal/testing/cptest"
 	"github.com/confighash/confighash/internal/testing/testtools"
@@ -128,8 +129,12 @@ func TestConfigsLandingWithTheWorkload(t *testing.T) {
 		c.createConfig(t, "Secret", "podinfo-token", data["podinfo-token"])
 		c.apply(t, render(t, c.namespace))
 		ctrl.settled(t, c.release, "podinfo", 0)
-		// Past the second the workload and its token were created in.
-		time.Sleep(2 * time.Second)
+		// The case is about time passing, with nothing to poll for: wait
+		// until the second of a creation now is two past the workload's (its
+		// token was created before it; creation times count whole seconds).
+		d, err := c.client.AppsV1().Deployments(c.namespace).Get(t.Context(), "podinfo", metav1.GetOptions{})
+		require.NoError(t, err)
+		time.Sleep(time.Until(d.CreationTimestamp.Add(2 * time.Second)))
 		before := c.deployment(t, "podinfo")
 		c.createConfig(t, "Secret", "podinfo-registry", data["podinfo-registry"])
 		ctrl.rolledOnce(t, c.release, "podinfo", "the pull Secret created", 1, before)
