@@ -123,8 +123,9 @@ type Input struct {
 	// RenderStarted reports that this process saw the pod template take
 	// its render-time hash (a new one, or the same one with a pod spec
 	// that consumes other configs or keys) after it last saw a consumed
-	// config change: the pods that template started read the live content,
-	// render or not.
+	// config change (one seen while a config the pods require was missing
+	// does not count: no pod of the template had started): the pods that
+	// template started read the live content, render or not.
 	RenderStarted bool
 }
 

@@ -238,6 +238,16 @@ func (e *env) launch(r *running, start func(context.Context) error) *running {
 	return r
 }
 
+// watching waits until the controller's caches have synced and its
+// workers run: objects created from then on come as events, not in the
+// initial lists of its start-up.
+func (r *running) watching(t testing.TB) {
+	t.Helper()
+	eventually(t, "the controller watching", func(context.Context) (bool, error) {
+		return strings.Contains(r.logs.String(), "Starting workers"), nil
+	})
+}
+
 // stop stops the controller and waits for it (idempotent).
 func (r *running) stop(t testing.TB) {
 	t.Helper()

@@ -114,7 +114,7 @@ func TestNoteFirstSeen(t *testing.T) {
 			if tc.written != "" {
 				r.memory.with(req, func(e *entry) { e.written = map[string]string{tc.ref: tc.written} })
 			}
-			r.noteFirstSeen(t.Context(), req, deployment, obj(tc.meta, tc.tmpl), tc.ref, tc.tr)
+			r.noteEvent(t.Context(), req, deployment, obj(tc.meta, tc.tmpl), tc.ref, Change{}, tc.tr)
 			assert.Equal(t, tc.want, r.memory.firstSeen(req))
 			assert.Empty(t, r.memory.takeWritten(req, tc.ref), "the written version is used once")
 		})
@@ -123,8 +123,8 @@ func TestNoteFirstSeen(t *testing.T) {
 	t.Run("the first observation wins", func(t *testing.T) {
 		r.memory, r.reader = newMemory(), cache(app, db)
 		v3 := state{content: content("three"), version: "12", found: true}
-		r.noteFirstSeen(t.Context(), req, deployment, obj(enabled, nil), "Secret/db", transition{before: v1, after: v2})
-		r.noteFirstSeen(t.Context(), req, deployment, obj(enabled, nil), "Secret/db", transition{before: v2, after: v3})
+		r.noteEvent(t.Context(), req, deployment, obj(enabled, nil), "Secret/db", Change{}, transition{before: v1, after: v2})
+		r.noteEvent(t.Context(), req, deployment, obj(enabled, nil), "Secret/db", Change{}, transition{before: v2, after: v3})
 		assert.Equal(t, map[string]string{"Secret/db": hashOf("Secret/db", v1)}, r.memory.firstSeen(req))
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -113,10 +114,47 @@ func (r *Reconciler) enqueueConsumers(ctx context.Context, kind hashing.Kind, ob
 			continue // no longer a consumer: its own event re-indexes it
 		}
 		req := Request{Kind: c.kind.Name, Namespace: ns, Name: c.name}
-		r.noteFirstSeen(ctx, req, c.kind, o, ref, tr)
-		r.memory.noteChange(req, change, tr.after.version)
+		r.noteEvent(ctx, req, c.kind, o, ref, change, tr)
 		q.Add(req)
 	}
+}
+
+// noteEvent remembers the change of config ref (the event tr) for one of
+// its consumers, o: as a change (noteChange), held back or not, and as the
+// first observed content (noteFirstSeen).
+func (r *Reconciler) noteEvent(ctx context.Context, req Request, kind *workloadKind, o client.Object, ref string, change Change, tr transition) {
+	tmpl, err := kind.template(o)
+	if err != nil || tmpl == nil {
+		r.memory.noteChange(req, change, tr.after.version, false)
+		return
+	}
+	v := r.view(req, o, tmpl)
+	heldBack := sync.OnceValue(func() bool { return r.heldBack(ctx, req.Namespace, v, ref, tr) })
+	r.noteFirstSeen(req, v, ref, tr, heldBack)
+	r.memory.noteChange(req, change, tr.after.version, v.Managed && r.memory.rendering(req) && heldBack())
+}
+
+// heldBack reports whether no pod of the workload seen as v can have run
+// when the event tr on config ref of namespace ns landed: a config its pods require did
+// not exist then, lacked a key they require, or was a ServiceAccount token
+// Secret without its token yet. For ref that is its content before the
+// event; for the others, their content in the cache, which is at or after
+// the event, so a config missing there was missing when it landed too.
+func (r *Reconciler) heldBack(ctx context.Context, ns string, v View, ref string, tr transition) bool {
+	for _, u := range v.Uses {
+		if u.Ref() == ref && len(v.Missing(u, tr.before.content, tr.before.found, tr.before.pending)) > 0 {
+			return true
+		}
+	}
+	for _, u := range v.Uses {
+		if u.Ref() == ref {
+			continue
+		}
+		if st, err := r.content(ctx, ns, u.Kind, u.Name); err == nil && len(v.Missing(u, st.content, st.found, st.pending)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // noteFirstSeen remembers, for a consumer of the external config ref, the
@@ -131,35 +169,18 @@ func (r *Reconciler) enqueueConsumers(ctx context.Context, kind hashing.Kind, ob
 // while another one the pods require is missing in the cache: no pod of
 // the template can have started then (a Deployment applied before its
 // Secrets, its pull Secret created before the token Secret it reads).
-func (r *Reconciler) noteFirstSeen(ctx context.Context, req Request, kind *workloadKind, o client.Object, ref string, tr transition) {
+func (r *Reconciler) noteFirstSeen(req Request, v View, ref string, tr transition, heldBack func() bool) {
 	absorbed := r.memory.takeWritten(req, ref) == tr.after.version && tr.after.found
-	tmpl, err := kind.template(o)
-	if err != nil || tmpl == nil {
-		return
-	}
-	v := r.view(req, o, tmpl)
 	if !v.Managed || !v.External[ref] {
 		return
-	}
-	for _, u := range v.Uses {
-		if u.Ref() == ref && len(v.Missing(u, tr.before.content, tr.before.found, tr.before.pending)) > 0 {
-			return
-		}
 	}
 	baseline, keyID, uses := ParseBaseline(v.Baseline)
 	if _, recorded := baseline[ref]; recorded && keyID == r.keyID && sameUses(uses, v.UsesPrint) && !absorbed {
 		return // recorded before the edit: the edit is compared with it
 	}
-	// Read only here, where something would be remembered: the cache is at
-	// or after this event, so a required config missing there was missing
-	// when the event landed too.
-	for _, u := range v.Uses {
-		if u.Ref() == ref {
-			continue
-		}
-		if st, err := r.content(ctx, req.Namespace, u.Kind, u.Name); err == nil && len(v.Missing(u, st.content, st.found, st.pending)) > 0 {
-			return
-		}
+	// Read only here, where something would be remembered.
+	if heldBack() {
+		return
 	}
 	lookup := func(hashing.Kind, string) (hashing.Content, bool) { return tr.before.content, tr.before.found }
 	for ref, h := range r.externalHashes(req.Namespace, v, ref, lookup) {

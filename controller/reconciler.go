@@ -299,9 +299,9 @@ func (r *Reconciler) observe(ctx context.Context, req Request, v View, created t
 	// configs as they were written then; one written since (its event may
 	// come before the workload's, when the index did not know the workload
 	// yet) may not have been read.
-	if created := r.memory.createdAt(req, v.RawRenderHash); created != 0 {
-		for _, version := range versions {
-			if n := parseRV(version); version != "" && (n == 0 || n > created) {
+	if created, held := r.memory.createdAt(req, v.RawRenderHash); created != 0 {
+		for ref, version := range versions {
+			if n := parseRV(version); version != "" && version != held[ref] && (n == 0 || n > created) {
 				in.RenderStarted = false
 			}
 		}

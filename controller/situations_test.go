@@ -271,6 +271,60 @@ func TestWorkloadBeforeItsConfigMap(t *testing.T) {
 	assert.Equal(t, 0, s.controllerRollouts())
 }
 
+// The render applied while a config its pods require is missing (db-creds,
+// outside the render), its ConfigMap edited out of band before the Secret
+// lands: no pod of the render has run, so the pods start on the edit and
+// nothing rolls; the controller records what they read (a render
+// baseline), and the next edit rolls once. Pods that ran before the Secret
+// was deleted keep the render's content while it is missing, so the same
+// edit rolls them once it is back.
+func TestRenderEditedWhileHeldBack(t *testing.T) {
+	t.Parallel()
+	creds := map[string]string{"password": "pw-1", "user": "app"}
+	for _, c := range []struct {
+		name     string
+		ranFirst bool
+		want     int
+	}{
+		{name: "held back since the render", want: 0},
+		{name: "held back once its pods ran", ranFirst: true, want: 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			s := &scenario{env: e, kind: "Deployment", rendered: render(t, e.stream(defaultApp("Deployment")))}
+			s.ctrl = e.start(e.testOptions())
+			s.ctrl.watching(t)
+			if c.ranFirst {
+				e.createSecret("db-creds", creds)
+			}
+			require.NoError(t, e.apply(s.rendered, "kubectl"))
+			if c.ranFirst {
+				s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
+				require.NoError(t, e.cs.CoreV1().Secrets(e.ns).Delete(context.Background(), "db-creds", metav1.DeleteOptions{}))
+			}
+			_, next := s.ctrl.obs.waitFor(t, 0, "missing config", is("Deployment", "missing_config"))
+			rv := e.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "debug" })
+			_, next = s.ctrl.obs.waitFor(t, next, "held back having read the edit", func(o controller.Outcome) bool {
+				return is("Deployment", "missing_config")(o) && o.ConfigVersions["ConfigMap/app-config"] == rv
+			})
+			e.createSecret("db-creds", creds)
+			s.ctrl.obs.waitFor(t, next, "in sync with the Secret back", is("Deployment", "in_sync"))
+			assert.Equal(t, c.want, s.rollouts())
+			assert.Equal(t, c.want, s.controllerRollouts())
+			if c.ranFirst {
+				return
+			}
+			assert.Contains(t, e.deployment(workloadName).Annotations, renderBaselineKey,
+				"what the pods read is recorded")
+			mark := s.ctrl.obs.mark()
+			e.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "warn" })
+			s.expectRoll(mark)
+			assert.Equal(t, 1, s.rollouts(), "an edit once the pods run")
+		})
+	}
+}
+
 // An optional ConfigMap (envFrom optional: true) that does not exist yet:
 // the workload is not held back; its creation, once the pods could have run
 // without it, changes what new pods would read, so it rolls once, and so

@@ -97,6 +97,12 @@ type entry struct {
 	// created says the render was noted when the workload was created
 	// (noteCreated), not when its template changed.
 	created bool
+	// held holds, by Kind/name, the resourceVersion of the last change of a
+	// consumed config seen while a config the pods require was missing,
+	// with a render noted: no pod of the render can have run before it, so
+	// the pods start on it, and it does not count as a change after the
+	// render (renderStarted). It goes with the render.
+	held map[string]string
 }
 
 // unknownRV stands for a resourceVersion that is not a number.
@@ -127,7 +133,7 @@ func (e *entry) empty() bool {
 	return e.firstMismatch.IsZero() && e.lastRoll.IsZero() && e.lastBaseline.IsZero() && e.wroteBaseline == "" && e.wroteRender == "" && len(e.changes) == 0 &&
 		e.missing == "" && e.missingSet == "" && e.missingSince.IsZero() && !e.warnedUnknown &&
 		len(e.firstSeen) == 0 && e.firstRender == "" && len(e.written) == 0 && len(e.overlayMeta) == 0 && len(e.overlayTemplate) == 0 &&
-		e.render == ""
+		e.render == "" && len(e.held) == 0
 }
 
 // memory holds the entries of the workloads that have something to
@@ -161,9 +167,22 @@ func (m *memory) with(req Request, f func(e *entry)) {
 
 // noteChange records a config change for a workload, keeping the latest few;
 // rv is the resourceVersion the change was written at ("" for a deletion,
-// whose version a watch may not tell).
-func (m *memory) noteChange(req Request, c Change, rv string) {
+// whose version a watch may not tell). held says a config the pods require
+// was missing when it was written: with a render noted, the change is kept
+// for the Event, but the pods of the render start on it (see entry.held).
+func (m *memory) noteChange(req Request, c Change, rv string, held bool) {
 	m.with(req, func(e *entry) {
+		e.changes = append(e.changes, c)
+		if n := len(e.changes); n > maxPendingChangesPerEntry {
+			e.changes = append([]Change(nil), e.changes[n-maxPendingChangesPerEntry:]...)
+		}
+		if held && e.render != "" && rv != "" {
+			if e.held == nil {
+				e.held = map[string]string{}
+			}
+			e.held[string(c.Kind)+"/"+c.Name] = rv
+			return
+		}
 		m.seq++
 		e.changeSeq = m.seq
 		switch v := parseRV(rv); {
@@ -171,10 +190,6 @@ func (m *memory) noteChange(req Request, c Change, rv string) {
 			e.changeRV = unknownRV
 		case v > e.changeRV && e.changeRV != unknownRV:
 			e.changeRV = v
-		}
-		e.changes = append(e.changes, c)
-		if n := len(e.changes); n > maxPendingChangesPerEntry {
-			e.changes = append([]Change(nil), e.changes[n-maxPendingChangesPerEntry:]...)
 		}
 	})
 }
@@ -197,7 +212,7 @@ func (e *entry) forgetBaselines() {
 // (made on a cache read before it) did not see, is kept.
 func (e *entry) forgetRender(decided string) {
 	if e.render == decided {
-		e.render, e.renderSeq, e.created = "", 0, false
+		e.render, e.renderSeq, e.created, e.held = "", 0, false, nil
 	}
 }
 
@@ -220,19 +235,31 @@ func (m *memory) noteTemplate(req Request, render, rv string, created bool) {
 }
 
 // createdAt returns the resourceVersion a workload was created at when the
-// render noted for it is render and was noted at its creation, else 0.
-func (m *memory) createdAt(req Request, render string) uint64 {
+// render noted for it is render and was noted at its creation, else 0, and
+// the versions of the changes seen while its pods were held back
+// (entry.held).
+func (m *memory) createdAt(req Request, render string) (uint64, map[string]string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e, ok := m.entries[req]; ok && e.created && e.render == render {
-		return e.renderRV
+		return e.renderRV, maps.Clone(e.held)
 	}
-	return 0
+	return 0, nil
+}
+
+// rendering reports whether a render is noted for the workload, one whose
+// pods may not have started yet.
+func (m *memory) rendering(req Request) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[req]
+	return ok && e.render != ""
 }
 
 // renderStarted reports whether the pod template took the render-time hash
-// render after every consumed config change this process saw: the pods it
-// started read the live content. The resourceVersions the writes were made
+// render after every consumed config change this process saw (but those
+// seen while its pods were held back, entry.held): the pods it started
+// read the live content. The resourceVersions the writes were made
 // at tell (one etcd numbers every write of the cluster in one sequence), as
 // the order in which the watches delivered them does not: a render applies
 // its ConfigMap before its Deployment, yet the two watches may deliver them

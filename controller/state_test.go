@@ -46,7 +46,7 @@ func TestMemoryKeepsOnlyWhatMatters(t *testing.T) {
 		})
 	}
 	m := newMemory()
-	m.noteChange(req, Change{Name: "app"}, "7")
+	m.noteChange(req, Change{Name: "app"}, "7", false)
 	m.with(req, func(e *entry) { e.settle() })
 	assert.Empty(t, m.entries, "a settled change leaves nothing")
 }
@@ -55,7 +55,8 @@ func TestMemoryKeepsOnlyWhatMatters(t *testing.T) {
 // template took the render's hash after the last consumed config change; the
 // resourceVersions the two were written at decide, whatever order the
 // watches delivered them in, and the delivery order where a version is not
-// a number.
+// a number. A change seen while a config the pods require was missing does
+// not count: the pods start on it.
 func TestRenderStarted(t *testing.T) {
 	req := Request{Kind: "Deployment", Namespace: "shop", Name: "web"}
 	type event struct {
@@ -65,27 +66,34 @@ func TestRenderStarted(t *testing.T) {
 		name   string
 		events []event
 		want   bool
+		// held is the index of a config change seen while a config the pods
+		// require was missing (-1 for none).
+		held int
 	}{
-		{"no render seen", []event{{"", "10"}}, false},
-		{"render seen, no config change", []event{{"r2", "10"}}, true},
-		{"config then template, in order", []event{{"", "10"}, {"r2", "11"}}, true},
-		{"config written first, delivered after the template", []event{{"r2", "11"}, {"", "10"}}, true},
-		{"config written after the template", []event{{"r2", "11"}, {"", "12"}}, false},
-		{"config written after, delivered first", []event{{"", "12"}, {"r2", "11"}}, false},
-		{"one of two configs written after", []event{{"", "10"}, {"r2", "11"}, {"", "12"}}, false},
-		{"a deletion (no version) after the template", []event{{"r2", "11"}, {"", ""}}, false},
-		{"a deletion (no version) before the template", []event{{"", ""}, {"r2", "11"}}, true},
-		{"versions that are not numbers: delivery order", []event{{"", "b"}, {"r2", "a"}}, true},
-		{"versions that are not numbers, config last", []event{{"r2", "a"}, {"", "b"}}, false},
-		{"another render since", []event{{"r2", "11"}, {"r3", "12"}}, false},
+		{"no render seen", []event{{"", "10"}}, false, -1},
+		{"render seen, no config change", []event{{"r2", "10"}}, true, -1},
+		{"config then template, in order", []event{{"", "10"}, {"r2", "11"}}, true, -1},
+		{"config written first, delivered after the template", []event{{"r2", "11"}, {"", "10"}}, true, -1},
+		{"config written after the template", []event{{"r2", "11"}, {"", "12"}}, false, -1},
+		{"config written after, delivered first", []event{{"", "12"}, {"r2", "11"}}, false, -1},
+		{"one of two configs written after", []event{{"", "10"}, {"r2", "11"}, {"", "12"}}, false, -1},
+		{"a deletion (no version) after the template", []event{{"r2", "11"}, {"", ""}}, false, -1},
+		{"a deletion (no version) before the template", []event{{"", ""}, {"r2", "11"}}, true, -1},
+		{"versions that are not numbers: delivery order", []event{{"", "b"}, {"r2", "a"}}, true, -1},
+		{"versions that are not numbers, config last", []event{{"r2", "a"}, {"", "b"}}, false, -1},
+		{"another render since", []event{{"r2", "11"}, {"r3", "12"}}, false, -1},
+		{"config written after, while held back", []event{{"r2", "11"}, {"", "12"}}, true, 1},
+		{"held back, then written after once startable", []event{{"r2", "11"}, {"", "12"}, {"", "13"}}, false, 1},
+		{"held back with no render noted: counts", []event{{"", "12"}, {"r2", "11"}}, false, 0},
+		{"a deletion (no version) while held back: counts", []event{{"r2", "11"}, {"", ""}}, false, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newMemory()
-			for _, e := range tc.events {
+			for i, e := range tc.events {
 				if e.render != "" {
 					m.noteRender(req, e.render, e.rv)
 				} else {
-					m.noteChange(req, Change{Name: "app"}, e.rv)
+					m.noteChange(req, Change{Name: "app"}, e.rv, i == tc.held)
 				}
 			}
 			assert.Equal(t, tc.want, m.renderStarted(req, "r2"))
@@ -115,15 +123,30 @@ func TestCreatedAt(t *testing.T) {
 		}, 0, false},
 		{"created, a config change delivered after", func(m *memory) {
 			m.noteCreated(req, "r2", "11")
-			m.noteChange(req, Change{Name: "app"}, "12")
+			m.noteChange(req, Change{Name: "app"}, "12", false)
 		}, 11, false},
+		{"created, a config change while held back", func(m *memory) {
+			m.noteCreated(req, "r2", "11")
+			m.noteChange(req, Change{Kind: "ConfigMap", Name: "app"}, "12", true)
+		}, 11, true},
 		{"created at a version that is no number", func(m *memory) { m.noteCreated(req, "r2", "x") }, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newMemory()
 			tc.f(m)
-			assert.Equal(t, tc.want, m.createdAt(req, "r2"))
+			created, _ := m.createdAt(req, "r2")
+			assert.Equal(t, tc.want, created)
 			assert.Equal(t, tc.started, m.renderStarted(req, "r2"))
 		})
 	}
+	t.Run("the versions written while held back go with the render", func(t *testing.T) {
+		m := newMemory()
+		m.noteCreated(req, "r2", "11")
+		m.noteChange(req, Change{Kind: "ConfigMap", Name: "app"}, "12", true)
+		m.noteChange(req, Change{Kind: "ConfigMap", Name: "app"}, "14", true)
+		_, held := m.createdAt(req, "r2")
+		assert.Equal(t, map[string]string{"ConfigMap/app": "14"}, held)
+		m.with(req, func(e *entry) { e.settle(); e.forgetRender("r2") })
+		assert.Empty(t, m.entries, "nothing left to remember")
+	})
 }
