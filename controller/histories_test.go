@@ -152,6 +152,8 @@ type liveConfig struct {
 	exists bool
 	data   map[string]string
 	rv     string // resourceVersion of its latest write
+	// created is its creation time, as the API server wrote it.
+	created time.Time
 	// content is the data as the hash reads it.
 	content hashing.Content
 	// contentRV is the resourceVersion of the latest write that changed
@@ -531,6 +533,7 @@ var workloadResources = map[string]schema.GroupVersionResource{
 // liveWorkload is a workload as the API server holds it.
 type liveWorkload struct {
 	version     string
+	created     time.Time
 	annotations map[string]string
 	template    corev1.PodTemplateSpec
 }
@@ -604,7 +607,7 @@ func (h *history) workload(w *hWorkload) liveWorkload {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(podTemplateMap(u.Object), &tmpl); err != nil {
 		h.fatalf("the pod template of %s: %v", w.name, err)
 	}
-	return liveWorkload{version: u.GetResourceVersion(), annotations: u.GetAnnotations(), template: tmpl}
+	return liveWorkload{version: u.GetResourceVersion(), created: u.GetCreationTimestamp().Time, annotations: u.GetAnnotations(), template: tmpl}
 }
 
 // readLive reads the configs of the pool, keeping the resourceVersion of
@@ -623,7 +626,7 @@ func (h *history) readLive() int {
 		if err != nil {
 			h.fatalf("ConfigMap %s: %v", cm.Name, err)
 		}
-		now["ConfigMap/"+cm.Name] = liveConfig{exists: true, data: cm.Data, rv: cm.ResourceVersion, content: content}
+		now["ConfigMap/"+cm.Name] = liveConfig{exists: true, data: cm.Data, rv: cm.ResourceVersion, created: cm.CreationTimestamp.Time, content: content}
 	}
 	secrets, err := h.cs.CoreV1().Secrets(h.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -634,7 +637,7 @@ func (h *history) readLive() int {
 		for k, v := range s.Data {
 			data[k] = string(v)
 		}
-		now["Secret/"+s.Name] = liveConfig{exists: true, data: data, rv: s.ResourceVersion, content: hashing.SecretContent(&s)}
+		now["Secret/"+s.Name] = liveConfig{exists: true, data: data, rv: s.ResourceVersion, created: s.CreationTimestamp.Time, content: hashing.SecretContent(&s)}
 	}
 	writes := 0
 	for _, c := range historyPool {
@@ -1064,10 +1067,11 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 		rolls   []int // the controller's rolls allowed
 		allowed string
 		// neverRan: the pods of the pod template could not start until
-		// now.
-		neverRan bool
-		hash     string
-		uses     string
+		// now; landed: the change is of optional configs that landed
+		// with the pods. Either allows no roll.
+		neverRan, landed bool
+		hash             string
+		uses             string
 	}
 	expect := map[string]*expectation{}
 	for _, w := range h.workloads {
@@ -1186,13 +1190,17 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 			}
 			if !maps.Equal(now, saw) {
 				ex.rolls = []int{1}
+				// docs/controller.md, start-up: an optional external
+				// config created together with the workload or with a
+				// config its pods require is what they read.
+				ex.landed = h.landed(w, lw.created, now, saw)
 			}
 			h.saw[w.name] = now
 		}
 		if ex.allowed != "" {
 			ex.rolls = append(ex.rolls, ex.rolls[0]+1)
 		}
-		if ex.neverRan && ex.rolls[0] != 0 {
+		if (ex.neverRan || ex.landed) && ex.rolls[0] != 0 {
 			ex.rolls = append([]int{0}, ex.rolls...)
 		}
 		h.hash[w.name], h.uses[w.name], h.reads[w.name] = ex.hash, ex.uses, now
@@ -1356,6 +1364,37 @@ func (h *history) contentVersions(w *hWorkload) map[string]string {
 }
 
 // configOfKey is the config of an entry of reads or missing.
+// landed reports whether every config whose reads differ between saw and
+// now is an optional external config of w that did not exist in saw and
+// was created together with the workload (created at workload) or with a
+// config its pods require: the other created after it, or at most a
+// second before it, by the API server's creation times (whole seconds).
+func (h *history) landed(w *hWorkload, workload time.Time, now, saw map[string]string) bool {
+	optional, required := map[string]bool{}, []time.Time{workload}
+	for _, r := range w.refs {
+		ref := r.config.ref()
+		if _, seen := optional[ref]; !seen {
+			optional[ref] = true
+		}
+		if !r.optional && r.way != wayPull {
+			optional[ref] = false
+			required = append(required, h.live[ref].created)
+		}
+	}
+	for k, v := range now {
+		ref := configOfKey(k)
+		if saw[k] == v {
+			continue
+		}
+		created := h.live[ref].created
+		if h.inRender[ref] || !optional[ref] || saw[ref] != "false" || created.IsZero() ||
+			!slices.ContainsFunc(required, func(other time.Time) bool { return !other.IsZero() && !other.Before(created.Add(-time.Second)) }) {
+			return false
+		}
+	}
+	return true
+}
+
 func configOfKey(k string) string {
 	ref, _, _ := strings.Cut(k, " ")
 	return ref
