@@ -1157,11 +1157,8 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 					// nothing is remembered, and no change counts against
 					// the render, while a config the pods require is
 					// missing).
-					for k, v := range now {
-						inRender := h.inRender[configOfKey(k)]
-						lastStep = lastStep || (inRender && h.reads[w.name][k] != v)
-						unseen = unseen || (inRender && h.unseen[w.name] && saw[k] != v)
-					}
+					lastStep = renderMoved(h.inRender, h.reads[w.name], now)
+					unseen = h.unseen[w.name] && renderMoved(h.inRender, saw, now)
 					saw = maps.Clone(now)
 				}
 				switch {
@@ -1381,6 +1378,11 @@ func (h *history) landed(w *hWorkload, workload time.Time, now, saw map[string]s
 			required = append(required, h.live[ref].created)
 		}
 	}
+	for k := range saw {
+		if _, ok := now[k]; !ok {
+			return false // a key no longer read: the config existed
+		}
+	}
 	for k, v := range now {
 		ref := configOfKey(k)
 		if saw[k] == v {
@@ -1393,6 +1395,20 @@ func (h *history) landed(w *hWorkload, workload time.Time, now, saw map[string]s
 		}
 	}
 	return true
+}
+
+// renderMoved reports whether a config of the render reads differently
+// in a and b (a key in one of them only counts).
+func renderMoved(inRender map[string]bool, a, b map[string]string) bool {
+	differs := func(x, y map[string]string) bool {
+		for k, v := range x {
+			if w, ok := y[k]; inRender[configOfKey(k)] && (!ok || w != v) {
+				return true
+			}
+		}
+		return false
+	}
+	return differs(a, b) || differs(b, a)
 }
 
 func configOfKey(k string) string {
