@@ -135,11 +135,12 @@ func (r *Reconciler) noteEvent(ctx context.Context, req Request, kind *workloadK
 }
 
 // heldBack reports whether no pod of the workload seen as v can have run
-// when the event tr on config ref of namespace ns landed: a config its pods require did
-// not exist then, lacked a key they require, or was a ServiceAccount token
-// Secret without its token yet. For ref that is its content before the
-// event; for the others, their content in the cache, which is at or after
-// the event, so a config missing there was missing when it landed too.
+// when the event tr on config ref of namespace ns landed: a config its
+// pods require did not exist then, lacked a key they require, or was a
+// ServiceAccount token Secret without its token yet. For ref that is its
+// content before the event; for the others, their content in the cache,
+// which is at or after the event, so a config missing there was missing
+// when it landed too.
 func (r *Reconciler) heldBack(ctx context.Context, ns string, v View, ref string, tr transition) bool {
 	for _, u := range v.Uses {
 		if u.Ref() == ref && len(v.Missing(u, tr.before.content, tr.before.found, tr.before.pending)) > 0 {
