@@ -1360,7 +1360,6 @@ func (h *history) contentVersions(w *hWorkload) map[string]string {
 	return out
 }
 
-// configOfKey is the config of an entry of reads or missing.
 // landed reports whether every config whose reads differ between saw and
 // now is an optional external config of w that did not exist in saw and
 // was created together with the workload (created at workload) or with a
@@ -1411,6 +1410,7 @@ func renderMoved(inRender map[string]bool, a, b map[string]string) bool {
 	return differs(a, b) || differs(b, a)
 }
 
+// configOfKey is the config of an entry of reads or missing.
 func configOfKey(k string) string {
 	ref, _, _ := strings.Cut(k, " ")
 	return ref
