@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -126,5 +128,87 @@ func TestNoteFirstSeen(t *testing.T) {
 		r.noteEvent(t.Context(), req, deployment, obj(enabled, nil), "Secret/db", Change{}, transition{before: v1, after: v2})
 		r.noteEvent(t.Context(), req, deployment, obj(enabled, nil), "Secret/db", Change{}, transition{before: v2, after: v3})
 		assert.Equal(t, map[string]string{"Secret/db": hashOf("Secret/db", v1)}, r.memory.firstSeen(req))
+	})
+}
+
+// TestNoteLost is the watch handler's other narrow decision: a config the
+// pods require that goes missing while nothing else they require is missing
+// leaves pods running without it, so the changes seen until it is back are
+// remembered as changes to what they run (the first-seen hashes), not taken
+// for the first content of pods that never started. podTemplate requires
+// key LOG_LEVEL of ConfigMap app and Secret db.
+func TestNoteLost(t *testing.T) {
+	m, err := newMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	app := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app"}, Data: map[string]string{"LOG_LEVEL": "info"}}
+	db := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"}, Data: map[string][]byte{"password": []byte("pw")}}
+	cache := func(objs ...client.Object) client.Reader { return fake.NewClientBuilder().WithObjects(objs...).Build() }
+	r := newReconciler(cache(), nil, nil, builtinKinds(), m, DefaultOptions(), logr.Discard())
+	deployment := r.kinds["Deployment"]
+	req := Request{Kind: "Deployment", Namespace: "ns", Name: "web"}
+	enabled := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Annotations: map[string]string{r.keys.enabled: "true"}},
+		Spec: appsv1.DeploymentSpec{Template: *podTemplate(nil)}}
+	absent := state{}
+	noKey := stateOf(&corev1.ConfigMap{ObjectMeta: app.ObjectMeta, Data: map[string]string{"OTHER": "x"}})
+	edited := stateOf(&corev1.ConfigMap{ObjectMeta: app.ObjectMeta, Data: map[string]string{"LOG_LEVEL": "debug"}})
+	type step struct {
+		ref   string
+		tr    transition
+		cache []client.Object // the cache after the event
+	}
+	tests := []struct {
+		name      string
+		steps     []step
+		wantLost  map[string]bool
+		wantFirst []string // the refs with a first-seen hash
+	}{
+		{name: "required Secret deleted under running pods, ConfigMap edited: both remembered",
+			steps: []step{
+				{ref: "Secret/db", tr: transition{before: stateOf(db), after: absent}, cache: []client.Object{app}},
+				{ref: "ConfigMap/app", tr: transition{before: stateOf(app), after: edited}, cache: []client.Object{app}},
+			},
+			wantLost: map[string]bool{"Secret/db": true}, wantFirst: []string{"ConfigMap/app", "Secret/db"}},
+		{name: "required key removed under running pods: lost as a deletion is",
+			steps: []step{
+				{ref: "ConfigMap/app", tr: transition{before: stateOf(app), after: noKey}, cache: []client.Object{db}},
+			},
+			wantLost: map[string]bool{"ConfigMap/app": true}, wantFirst: []string{"ConfigMap/app"}},
+		{name: "the Secret back: forgotten",
+			steps: []step{
+				{ref: "Secret/db", tr: transition{before: stateOf(db), after: absent}, cache: []client.Object{app}},
+				{ref: "Secret/db", tr: transition{before: absent, after: stateOf(db)}, cache: []client.Object{app, db}},
+			},
+			wantFirst: []string{"Secret/db"}},
+		{name: "deleted while another required config is missing: no pod ran, nothing lost",
+			steps: []step{
+				{ref: "Secret/db", tr: transition{before: stateOf(db), after: absent}, cache: nil},
+				{ref: "ConfigMap/app", tr: transition{before: absent, after: stateOf(app)}, cache: []client.Object{app}},
+				{ref: "ConfigMap/app", tr: transition{before: stateOf(app), after: edited}, cache: []client.Object{app}},
+			}},
+		{name: "both deleted under running pods, one after the other: both lost",
+			steps: []step{
+				{ref: "Secret/db", tr: transition{before: stateOf(db), after: absent}, cache: []client.Object{app}},
+				{ref: "ConfigMap/app", tr: transition{before: stateOf(app), after: absent}, cache: nil},
+			},
+			wantLost: map[string]bool{"ConfigMap/app": true, "Secret/db": true}, wantFirst: []string{"ConfigMap/app", "Secret/db"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r.memory = newMemory()
+			for _, s := range tc.steps {
+				r.reader = cache(s.cache...)
+				r.noteEvent(t.Context(), req, deployment, enabled, s.ref, Change{}, s.tr)
+			}
+			assert.Equal(t, tc.wantLost, r.memory.lost(req))
+			assert.ElementsMatch(t, tc.wantFirst, slices.Collect(maps.Keys(r.memory.firstSeen(req))))
+		})
+	}
+
+	t.Run("a new render: its pods have not run, nothing is lost", func(t *testing.T) {
+		r.memory, r.reader = newMemory(), cache(app)
+		r.noteEvent(t.Context(), req, deployment, enabled, "Secret/db", Change{}, transition{before: stateOf(db), after: absent})
+		require.Equal(t, map[string]bool{"Secret/db": true}, r.memory.lost(req))
+		r.memory.noteRender(req, plain, "30")
+		assert.Nil(t, r.memory.lost(req))
 	})
 }

@@ -120,8 +120,9 @@ func (r *Reconciler) enqueueConsumers(ctx context.Context, kind hashing.Kind, ob
 }
 
 // noteEvent remembers the change of config ref (the event tr) for one of
-// its consumers, o: as a change (noteChange), held back or not, and as the
-// first observed content (noteFirstSeen).
+// its consumers, o: as a change (noteChange), held back or not, as the
+// first observed content (noteFirstSeen), and as a required config going
+// missing under running pods or coming back (noteLost).
 func (r *Reconciler) noteEvent(ctx context.Context, req Request, kind *workloadKind, o client.Object, ref string, change Change, tr transition) {
 	tmpl, err := kind.template(o)
 	if err != nil || tmpl == nil {
@@ -129,9 +130,37 @@ func (r *Reconciler) noteEvent(ctx context.Context, req Request, kind *workloadK
 		return
 	}
 	v := r.view(req, o, tmpl)
-	heldBack := sync.OnceValue(func() bool { return r.heldBack(ctx, req.Namespace, v, ref, tr) })
+	lost := r.memory.lost(req)
+	heldBack := sync.OnceValue(func() bool { return r.heldBack(ctx, req.Namespace, v, ref, tr, lost) })
 	r.noteFirstSeen(req, v, ref, tr, heldBack)
 	r.memory.noteChange(req, change, tr.after.version, v.Managed && r.memory.rendering(req) && heldBack())
+	r.noteLost(req, v, ref, tr, lost, heldBack)
+}
+
+// noteLost remembers a config the pods of the workload seen as v require,
+// ref, that the event tr made missing while nothing else they require was:
+// pods that ran before keep running without it, on the content they read,
+// so a change seen until it is back is one they have not read (heldBack
+// passes over it). It forgets ref once the config is back. A config that
+// goes missing while another one already is changes nothing: no pod can
+// have run then.
+func (r *Reconciler) noteLost(req Request, v View, ref string, tr transition, lost map[string]bool, heldBack func() bool) {
+	if !v.Managed {
+		return
+	}
+	var was, is bool
+	for _, u := range v.Uses {
+		if u.Ref() == ref {
+			was = was || len(v.Missing(u, tr.before.content, tr.before.found, tr.before.pending)) > 0
+			is = is || len(v.Missing(u, tr.after.content, tr.after.found, tr.after.pending)) > 0
+		}
+	}
+	switch {
+	case is && !was && !lost[ref] && !heldBack():
+		r.memory.noteLost(req, ref, true)
+	case !is && lost[ref]:
+		r.memory.noteLost(req, ref, false)
+	}
 }
 
 // heldBack reports whether no pod of the workload seen as v can have run
@@ -140,15 +169,16 @@ func (r *Reconciler) noteEvent(ctx context.Context, req Request, kind *workloadK
 // ServiceAccount token Secret without its token yet. For ref that is its
 // content before the event; for the others, their content in the cache,
 // which is at or after the event, so a config missing there was missing
-// when it landed too.
-func (r *Reconciler) heldBack(ctx context.Context, ns string, v View, ref string, tr transition) bool {
+// when it landed too. A config in lost does not count: this process saw
+// it go missing under pods that may be running (noteLost).
+func (r *Reconciler) heldBack(ctx context.Context, ns string, v View, ref string, tr transition, lost map[string]bool) bool {
 	for _, u := range v.Uses {
-		if u.Ref() == ref && len(v.Missing(u, tr.before.content, tr.before.found, tr.before.pending)) > 0 {
+		if u.Ref() == ref && !lost[ref] && len(v.Missing(u, tr.before.content, tr.before.found, tr.before.pending)) > 0 {
 			return true
 		}
 	}
 	for _, u := range v.Uses {
-		if u.Ref() == ref {
+		if u.Ref() == ref || lost[u.Ref()] {
 			continue
 		}
 		if st, err := r.content(ctx, ns, u.Kind, u.Name); err == nil && len(v.Missing(u, st.content, st.found, st.pending)) > 0 {

@@ -30,7 +30,11 @@ const (
 // consumes all of ConfigMap c-i through envFrom. It waits until the
 // Deployment controller has observed every one (its first ReplicaSet is
 // made).
-func (e *env) createFleet(n int) {
+func (e *env) createFleet(n int) { e.createFleetReading(n, false) }
+
+// createFleetReading is createFleet; with secrets, w-i also requires key
+// token of Secret s-i (fleetSecret) in its environment.
+func (e *env) createFleetReading(n int, secrets bool) {
 	e.t.Helper()
 	ctx := context.Background()
 	err := kubetest.Parallel(n, 16, func(i int) error {
@@ -38,7 +42,17 @@ func (e *env) createFleet(n int) {
 		if _, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			return err
 		}
-		d := kubetest.Deployment(fmt.Sprintf("w-%d", i), 0, nil, []corev1.EnvFromSource{kubetest.FromConfigMap(cm.Name)})
+		var env []corev1.EnvVar
+		if secrets {
+			s := fleetSecret(i)
+			if _, err := e.cs.CoreV1().Secrets(e.ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			env = []corev1.EnvVar{{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{
+				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: s.Name}, Key: "token"},
+			}}}
+		}
+		d := kubetest.Deployment(fmt.Sprintf("w-%d", i), 0, env, []corev1.EnvFromSource{kubetest.FromConfigMap(cm.Name)})
 		d.Annotations = map[string]string{"confighash.dev/enabled": "true"}
 		_, err := e.cs.AppsV1().Deployments(e.ns).Create(ctx, d, metav1.CreateOptions{})
 		return err
@@ -60,6 +74,11 @@ func (e *env) createFleet(n int) {
 		}
 		return len(list.Items) == n && len(rs.Items) == n, nil
 	})
+}
+
+// fleetSecret is Secret s-i of a fleet made with secrets.
+func fleetSecret(i int) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%d", i)}, StringData: map[string]string{"token": "t"}}
 }
 
 // fleetState lists the fleet's Deployments by name.
@@ -119,6 +138,67 @@ func TestStartupEditsRoll(t *testing.T) {
 		cm := "c-" + name[len("w-"):]
 		e.editConfigMap(cm, func(c *corev1.ConfigMap) { c.Data["v"] = "2" })
 	}
+	e.edited(ctrl, n, edited, before, "during start-up")
+}
+
+// TestRequiredConfigDeletedDuringStartup: as TestStartupEditsRoll, but each
+// workload also requires a key of a Secret, and the controller watches
+// that Secret being deleted before the ConfigMap edit and created again
+// after it (an operator replacing it). The pods that were running keep
+// running without it, on the old ConfigMap: the edit must roll them once
+// the Secret is back, not be taken for content no pod has run yet.
+func TestRequiredConfigDeletedDuringStartup(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const n = 40
+	e.createFleetReading(n, true)
+	edited := map[string]bool{}
+	for i := 0; i < n; i += 4 {
+		edited[fmt.Sprintf("w-%d", i)] = true
+	}
+
+	opts := e.testOptions()
+	opts.KubeAPIQPS, opts.KubeAPIBurst = 4, 1 // about 10 s of baseline writes
+	ctrl := e.start(opts)
+	eventually(t, "the first reconcile", func(context.Context) (bool, error) { return ctrl.obs.mark() > 0, nil })
+	ctx := context.Background()
+	before, err := e.fleetState(ctx)
+	require.NoError(t, err)
+	// Each step waits until the controller has seen the last one's events,
+	// so the edit is handled while the Secret is missing from its cache.
+	seen := func(what, kind, change string) {
+		t.Helper()
+		eventually(t, what, func(context.Context) (bool, error) {
+			return ctrl.metric("confighash_config_events_total", map[string]string{"kind": kind, "change": change}) >= float64(len(edited)), nil
+		})
+	}
+	for name := range edited {
+		s := "s-" + name[len("w-"):]
+		require.NoError(t, e.cs.CoreV1().Secrets(e.ns).Delete(ctx, s, metav1.DeleteOptions{}))
+	}
+	seen("the Secrets' deletions", "Secret", "deleted")
+	for name := range edited {
+		e.editConfigMap("c-"+name[len("w-"):], func(c *corev1.ConfigMap) { c.Data["v"] = "2" })
+	}
+	seen("the ConfigMaps' edits", "ConfigMap", "content")
+	for name := range edited {
+		var i int
+		_, err := fmt.Sscanf(name, "w-%d", &i)
+		require.NoError(t, err)
+		_, err = e.cs.CoreV1().Secrets(e.ns).Create(ctx, fleetSecret(i), metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	e.edited(ctrl, n, edited, before, "while a required Secret was deleted")
+}
+
+// edited checks the outcome of configs edited before their workloads'
+// first baselines (when, for the messages): most of the edited workloads
+// had none when their configs were edited (before is the fleet then), every
+// workload gets one, every edited workload rolls exactly once and the
+// others never.
+func (e *env) edited(ctrl *running, n int, edited map[string]bool, before map[string]appsv1.Deployment, when string) {
+	t := e.t
+	t.Helper()
 	baselined := 0
 	for name := range edited {
 		if before[name].Annotations[baselineKey] != "" {
@@ -155,7 +235,7 @@ func TestStartupEditsRoll(t *testing.T) {
 		}
 		sort.Strings(notRolled)
 		if len(notRolled) > 0 {
-			return false, fmt.Errorf("edits made during start-up were absorbed into the baseline and never rolled: %v", notRolled)
+			return false, fmt.Errorf("edits made %s were absorbed into the baseline and never rolled: %v", when, notRolled)
 		}
 		return true, nil
 	})

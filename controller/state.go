@@ -103,6 +103,13 @@ type entry struct {
 	// the pods start on it, and it does not count as a change after the
 	// render (renderStarted). It goes with the render.
 	held map[string]string
+	// lost holds, by Kind/name, the configs the pods require that this
+	// process saw go missing (deleted, a required key removed) while no
+	// other was: pods that ran before keep running without them, so their
+	// absence does not hold the workload back (see Reconciler.heldBack).
+	// A config goes from it when it is back, all of them when the pod
+	// template takes a new render.
+	lost map[string]bool
 }
 
 // unknownRV stands for a resourceVersion that is not a number.
@@ -133,7 +140,7 @@ func (e *entry) empty() bool {
 	return e.firstMismatch.IsZero() && e.lastRoll.IsZero() && e.lastBaseline.IsZero() && e.wroteBaseline == "" && e.wroteRender == "" && len(e.changes) == 0 &&
 		e.missing == "" && e.missingSet == "" && e.missingSince.IsZero() && !e.warnedUnknown &&
 		len(e.firstSeen) == 0 && e.firstRender == "" && len(e.written) == 0 && len(e.overlayMeta) == 0 && len(e.overlayTemplate) == 0 &&
-		e.render == "" && len(e.held) == 0
+		e.render == "" && len(e.held) == 0 && len(e.lost) == 0
 }
 
 // memory holds the entries of the workloads that have something to
@@ -231,6 +238,36 @@ func (m *memory) noteTemplate(req Request, render, rv string, created bool) {
 	m.with(req, func(e *entry) {
 		m.seq++
 		e.render, e.renderSeq, e.renderRV, e.created = render, m.seq, parseRV(rv), created
+		e.lost = nil
+	})
+}
+
+// lost returns the required configs the workload's pods may run without
+// (entry.lost), nil when there are none.
+func (m *memory) lost(req Request) map[string]bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.entries[req]; ok && len(e.lost) > 0 {
+		return maps.Clone(e.lost)
+	}
+	return nil
+}
+
+// noteLost remembers that a required config, ref, went missing while the
+// workload's pods may have been running (lost), or forgets it (back).
+func (m *memory) noteLost(req Request, ref string, lost bool) {
+	m.with(req, func(e *entry) {
+		switch {
+		case lost && e.lost == nil:
+			e.lost = map[string]bool{ref: true}
+		case lost:
+			e.lost[ref] = true
+		default:
+			delete(e.lost, ref)
+			if len(e.lost) == 0 {
+				e.lost = nil
+			}
+		}
 	})
 }
 
