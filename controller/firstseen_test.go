@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -161,6 +162,7 @@ func TestNoteLost(t *testing.T) {
 		steps     []step
 		wantLost  map[string]bool
 		wantFirst []string // the refs with a first-seen hash
+		wantBack  []string // the refs created again under running pods
 	}{
 		{name: "required Secret deleted under running pods, ConfigMap edited: both remembered",
 			steps: []step{
@@ -178,7 +180,7 @@ func TestNoteLost(t *testing.T) {
 				{ref: "Secret/db", tr: transition{before: stateOf(db), after: absent}, cache: []client.Object{app}},
 				{ref: "Secret/db", tr: transition{before: absent, after: stateOf(db)}, cache: []client.Object{app, db}},
 			},
-			wantFirst: []string{"Secret/db"}},
+			wantFirst: []string{"Secret/db"}, wantBack: []string{"Secret/db"}},
 		{name: "deleted while another required config is missing: no pod ran, nothing lost",
 			steps: []step{
 				{ref: "Secret/db", tr: transition{before: stateOf(db), after: absent}, cache: nil},
@@ -200,6 +202,7 @@ func TestNoteLost(t *testing.T) {
 				r.noteEvent(t.Context(), req, deployment, enabled, s.ref, Change{}, s.tr)
 			}
 			assert.Equal(t, tc.wantLost, r.memory.lost(req))
+			assert.Equal(t, tc.wantBack, slices.Sorted(maps.Keys(r.memory.back(req))), "created again under running pods")
 			assert.ElementsMatch(t, tc.wantFirst, slices.Collect(maps.Keys(r.memory.firstSeen(req))))
 		})
 	}
@@ -211,4 +214,24 @@ func TestNoteLost(t *testing.T) {
 		r.memory.noteRender(req, plain, "30")
 		assert.Nil(t, r.memory.lost(req))
 	})
+}
+
+// TestExpireBack: a creation remembered as back under running pods goes
+// once its time is up and no mismatch is pending, and the entry with it.
+func TestExpireBack(t *testing.T) {
+	req := Request{Kind: "Deployment", Namespace: "ns", Name: "web"}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	until := now.Add(15 * time.Second)
+	m := newMemory()
+	assert.True(t, m.expireBack(req, now).IsZero(), "nothing remembered")
+	m.noteLost(req, "Secret/db")
+	m.noteBack(req, "Secret/db", now, until)
+	assert.Equal(t, until, m.expireBack(req, now), "before its time")
+	m.with(req, func(e *entry) { e.firstMismatch = now })
+	assert.True(t, m.expireBack(req, until).IsZero(), "a mismatch pending: its reconcile comes back")
+	assert.NotNil(t, m.back(req), "kept while a mismatch is pending")
+	m.with(req, func(e *entry) { e.settle() })
+	assert.True(t, m.expireBack(req, until).IsZero(), "its time up")
+	assert.Nil(t, m.back(req))
+	assert.Empty(t, m.entries, "the entry goes with it")
 }

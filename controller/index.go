@@ -141,7 +141,9 @@ func (r *Reconciler) noteEvent(ctx context.Context, req Request, kind *workloadK
 // ref, that the event tr made missing while nothing else they require was:
 // pods that ran before keep running without it, on the content they read,
 // so a change seen until it is back is one they have not read (heldBack
-// passes over it). It forgets ref once the config is back. A config that
+// passes over it). It forgets ref once the config is back, and remembers
+// that creation for a while: the pods did not start then, so an optional
+// config created with it did not land with them (Landed). A config that
 // goes missing while another one already is changes nothing: no pod can
 // have run then.
 func (r *Reconciler) noteLost(req Request, v View, ref string, tr transition, lost map[string]bool, heldBack func() bool) {
@@ -157,11 +159,17 @@ func (r *Reconciler) noteLost(req Request, v View, ref string, tr transition, lo
 	}
 	switch {
 	case is && !was && !lost[ref] && !heldBack():
-		r.memory.noteLost(req, ref, true)
+		r.memory.noteLost(req, ref)
 	case !is && lost[ref]:
-		r.memory.noteLost(req, ref, false)
+		r.memory.noteBack(req, ref, tr.after.created, r.now().Add(r.opts.CoalesceWindow+backHold))
 	}
 }
+
+// backHold is how long, beyond the coalescing window, the creation of a
+// required config that comes back under running pods is remembered
+// (entry.back): long enough for the events of the configs created with it
+// to be handled.
+const backHold = 5 * time.Second
 
 // heldBack reports whether no pod of the workload seen as v can have run
 // when the event tr on config ref of namespace ns landed: a config its

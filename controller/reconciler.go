@@ -106,6 +106,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 	if err != nil {
 		out.Result, out.Err = "error", err
 	}
+	// A creation remembered in entry.back goes once its time is up: come
+	// back then to forget it.
+	if now := r.now(); err == nil {
+		if until := r.memory.expireBack(req, now); !until.IsZero() && (res.RequeueAfter == 0 || until.Sub(now) < res.RequeueAfter) {
+			res.RequeueAfter = max(until.Sub(now), time.Millisecond)
+		}
+	}
 	out.RequeueAfter = res.RequeueAfter
 	r.metrics.duration.WithLabelValues(req.Kind).Observe(time.Since(start).Seconds())
 	r.metrics.reconciles.WithLabelValues(req.Kind, out.Result).Inc()
@@ -325,6 +332,13 @@ func (r *Reconciler) observe(ctx context.Context, req Request, v View, created t
 	in.LiveAll = hashing.Compute(ns, v.Uses, lookup, hopts)
 	in.FirstSeen = r.memory.firstSeen(req)
 	in.FirstSeenRender = ParseRenderBaseline(r.memory.firstRender(req), v.RawRenderHash)
+	// A required config created again under running pods does not say
+	// that they just started.
+	for ref, t := range r.memory.back(req) {
+		if createdAt[ref].Equal(t) {
+			delete(createdAt, ref)
+		}
+	}
 	in.Landed = Landed(ns, v, created, createdAt, r.opts.Key)
 	return in, versions, nil
 }

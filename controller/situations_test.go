@@ -375,6 +375,39 @@ func TestOptionalConfig(t *testing.T) {
 	assert.Zero(t, s.ctrl.obs.count(0, is("Deployment", "missing_config")), "an optional config is never missing")
 }
 
+// TestOptionalConfigLandingWithARequiredOneBack: the landed rule's
+// boundary. Pods run without an optional ConfigMap; the Secret they
+// require is deleted under them (they keep running) and created again, and
+// the ConfigMap is created in the same second. The Secret's creation does
+// not say the pods just started: they ran without the ConfigMap all along,
+// so its creation rolls them once.
+func TestOptionalConfigLandingWithARequiredOneBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	s := &scenario{env: e, kind: "Deployment"}
+	s.ctrl = e.start(e.testOptions())
+	e.createSecret("creds", map[string]string{"password": "pw"})
+	require.NoError(t, e.apply(kubetest.Workload{Name: workloadName, Namespace: e.ns, Replicas: 1,
+		Annotations: map[string]string{"confighash.dev/enabled": "true"},
+		EnvFrom:     []string{"{secretRef: {name: creds}}", "{configMapRef: {name: overrides, optional: true}}"}}.YAML(), "kubectl"))
+	s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
+	// As in TestOptionalConfig: out of the landed rule for the workload's
+	// own creation, which only time passing ends.
+	time.Sleep(time.Until(e.deployment(workloadName).CreationTimestamp.Add(2 * time.Second)))
+
+	mark := s.ctrl.obs.mark()
+	require.NoError(t, e.cs.CoreV1().Secrets(e.ns).Delete(ctx, "creds", metav1.DeleteOptions{}))
+	s.ctrl.obs.waitFor(t, mark, "held back for the deleted Secret", is("Deployment", "missing_config"))
+	mark = s.ctrl.obs.mark()
+	e.createSecret("creds", map[string]string{"password": "pw"})
+	_, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "overrides"},
+		Data: map[string]string{"LOG_LEVEL": "debug"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	s.expectRoll(mark)
+	assert.Equal(t, 1, s.rollouts(), "the optional ConfigMap created with the required Secret back")
+}
+
 // Two namespaces holding the same app under the same names, one
 // controller watching both: an edit in one rolls that one only.
 func TestSameNamesInTwoNamespaces(t *testing.T) {

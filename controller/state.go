@@ -110,6 +110,11 @@ type entry struct {
 	// A config goes from it when it is back, all of them when the pod
 	// template takes a new render.
 	lost map[string]bool
+	// back holds, by Kind/name, the creation time of a config of lost
+	// created again: its creation does not say that the pods just started
+	// (see Landed), until backUntil has passed with no mismatch pending.
+	back      map[string]time.Time
+	backUntil time.Time
 }
 
 // unknownRV stands for a resourceVersion that is not a number.
@@ -140,7 +145,8 @@ func (e *entry) empty() bool {
 	return e.firstMismatch.IsZero() && e.lastRoll.IsZero() && e.lastBaseline.IsZero() && e.wroteBaseline == "" && e.wroteRender == "" && len(e.changes) == 0 &&
 		e.missing == "" && e.missingSet == "" && e.missingSince.IsZero() && !e.warnedUnknown &&
 		len(e.firstSeen) == 0 && e.firstRender == "" && len(e.written) == 0 && len(e.overlayMeta) == 0 && len(e.overlayTemplate) == 0 &&
-		e.render == "" && len(e.held) == 0 && len(e.lost) == 0
+		e.render == "" && len(e.held) == 0 && len(e.lost) == 0 &&
+		len(e.back) == 0 && e.backUntil.IsZero()
 }
 
 // memory holds the entries of the workloads that have something to
@@ -238,7 +244,7 @@ func (m *memory) noteTemplate(req Request, render, rv string, created bool) {
 	m.with(req, func(e *entry) {
 		m.seq++
 		e.render, e.renderSeq, e.renderRV, e.created = render, m.seq, parseRV(rv), created
-		e.lost = nil
+		e.lost, e.back, e.backUntil = nil, nil, time.Time{}
 	})
 }
 
@@ -254,21 +260,64 @@ func (m *memory) lost(req Request) map[string]bool {
 }
 
 // noteLost remembers that a required config, ref, went missing while the
-// workload's pods may have been running (lost), or forgets it (back).
-func (m *memory) noteLost(req Request, ref string, lost bool) {
+// workload's pods may have been running.
+func (m *memory) noteLost(req Request, ref string) {
 	m.with(req, func(e *entry) {
-		switch {
-		case lost && e.lost == nil:
-			e.lost = map[string]bool{ref: true}
-		case lost:
-			e.lost[ref] = true
-		default:
-			delete(e.lost, ref)
-			if len(e.lost) == 0 {
-				e.lost = nil
-			}
+		if e.lost == nil {
+			e.lost = map[string]bool{}
 		}
+		e.lost[ref] = true
 	})
+}
+
+// noteBack forgets ref as lost, now that it exists again, created at
+// created (the API server's time), and remembers that creation until
+// until (see entry.back).
+func (m *memory) noteBack(req Request, ref string, created, until time.Time) {
+	m.with(req, func(e *entry) {
+		delete(e.lost, ref)
+		if len(e.lost) == 0 {
+			e.lost = nil
+		}
+		if e.back == nil {
+			e.back = map[string]time.Time{}
+		}
+		e.back[ref], e.backUntil = created, until
+	})
+}
+
+// back returns a copy of entry.back (nil when it is empty).
+func (m *memory) back(req Request) map[string]time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.entries[req]; ok && len(e.back) > 0 {
+		return maps.Clone(e.back)
+	}
+	return nil
+}
+
+// expireBack forgets entry.back once backUntil has passed at now with no
+// mismatch pending (a roll the creation of an optional config calls for
+// waits out the coalescing window, and the reconcile that ends the wait
+// expires it then). It returns backUntil when that is still to come, the
+// time to come back, else the zero time.
+func (m *memory) expireBack(req Request, now time.Time) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[req]
+	switch {
+	case !ok || e.backUntil.IsZero():
+		return time.Time{}
+	case now.Before(e.backUntil):
+		return e.backUntil
+	case !e.firstMismatch.IsZero():
+		return time.Time{}
+	}
+	e.back, e.backUntil = nil, time.Time{}
+	if e.empty() {
+		delete(m.entries, req)
+	}
+	return time.Time{}
 }
 
 // createdAt returns the resourceVersion a workload was created at when the
