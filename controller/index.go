@@ -53,6 +53,7 @@ func (r *Reconciler) configHandler(kind hashing.Kind) handler.TypedEventHandler[
 			changed := changedKeys(tr.before.content, tr.after.content)
 			if tr.before.found && tr.after.found && len(changed) == 0 {
 				r.metrics.configEvents.WithLabelValues(string(kind), "metadata").Inc()
+				r.noteUnchanged(ctx, kind, e.ObjectNew, tr)
 				return
 			}
 			r.metrics.configEvents.WithLabelValues(string(kind), "content").Inc()
@@ -116,6 +117,17 @@ func (r *Reconciler) enqueueConsumers(ctx context.Context, kind hashing.Kind, ob
 		req := Request{Kind: c.kind.Name, Namespace: ns, Name: c.name}
 		r.noteEvent(ctx, req, c.kind, o, ref, change, tr)
 		q.Add(req)
+	}
+}
+
+// noteUnchanged tells the consumers of obj, whose content the event tr
+// left as it was (its metadata written), that its new resourceVersion is
+// no change for a render noted at their creation (memory.noteUnchanged).
+// Nothing is queued: no hash moved.
+func (r *Reconciler) noteUnchanged(ctx context.Context, kind hashing.Kind, obj client.Object, tr transition) {
+	ns, ref := obj.GetNamespace(), string(kind)+"/"+obj.GetName()
+	for _, c := range r.consumers.consumers(ctx, configRef{namespace: ns, name: obj.GetName(), secret: kind == hashing.KindSecret}) {
+		r.memory.noteUnchanged(Request{Kind: c.kind.Name, Namespace: ns, Name: c.name}, ref, tr.before.version, tr.after.version)
 	}
 }
 

@@ -279,7 +279,8 @@ func TestWorkloadBeforeItsConfigMap(t *testing.T) {
 // was deleted keep the render's content while it is missing, so the same
 // edit rolls them once it is back. A new render applied while the Secret
 // is missing is held back as a new workload is: its pods start on the
-// edit, and the only rollout is the render's own.
+// edit, and the only rollout is the render's own. A write of the edited
+// ConfigMap's metadata alone changes nothing of that.
 func TestRenderEditedWhileHeldBack(t *testing.T) {
 	t.Parallel()
 	creds := map[string]string{"password": "pw-1", "user": "app"}
@@ -287,10 +288,14 @@ func TestRenderEditedWhileHeldBack(t *testing.T) {
 		name      string
 		ranFirst  bool
 		newRender bool
+		// relabel: the ConfigMap's labels change after the edit, a write
+		// of its metadata only.
+		relabel bool
 		// want counts the rollouts, own those the controller made.
 		want, own int
 	}{
 		{name: "held back since the render"},
+		{name: "held back since the render, the edited ConfigMap relabelled", relabel: true},
 		{name: "held back once its pods ran", ranFirst: true, want: 1, own: 1},
 		{name: "a new render applied while held back", ranFirst: true, newRender: true, want: 1},
 	} {
@@ -319,6 +324,9 @@ func TestRenderEditedWhileHeldBack(t *testing.T) {
 				})
 			}
 			rv := e.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Data["LOG_LEVEL"] = "debug" })
+			if c.relabel {
+				rv = e.editConfigMap("app-config", func(cm *corev1.ConfigMap) { cm.Labels = map[string]string{"team": "web"} })
+			}
 			_, next = s.ctrl.obs.waitFor(t, next, "held back having read the edit", func(o controller.Outcome) bool {
 				return is("Deployment", "missing_config")(o) && o.ConfigVersions["ConfigMap/app-config"] == rv
 			})

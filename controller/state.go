@@ -101,7 +101,9 @@ type entry struct {
 	// consumed config seen while a config the pods require was missing,
 	// with a render noted: no pod of the render can have run before it, so
 	// the pods start on it, and it does not count as a change after the
-	// render (renderStarted). It goes with the render.
+	// render (renderStarted). A write of the config's metadata alone after
+	// such a version, or after the workload's creation, takes its place
+	// (noteUnchanged). It goes with the render.
 	held map[string]string
 	// lost holds, by Kind/name, the configs the pods require that this
 	// process saw go missing (deleted, a required key removed) while no
@@ -331,6 +333,27 @@ func (m *memory) createdAt(req Request, render string) (uint64, map[string]strin
 		return e.renderRV, maps.Clone(e.held)
 	}
 	return 0, nil
+}
+
+// noteUnchanged records that config ref, consumed by a workload whose
+// render was noted at its creation, was written again at resourceVersion
+// after with its content as at before (its metadata only): if before did
+// not count against the render (written before the creation, or a change
+// held back), after does not either (see createdAt). A workload without
+// such a render is left as it is, and costs no entry.
+func (m *memory) noteUnchanged(req Request, ref, before, after string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[req]
+	if !ok || !e.created || e.render == "" {
+		return
+	}
+	if b := parseRV(before); (b != 0 && b <= e.renderRV) || (before != "" && before == e.held[ref]) {
+		if e.held == nil {
+			e.held = map[string]string{}
+		}
+		e.held[ref] = after
+	}
 }
 
 // rendering reports whether a render is noted for the workload, one whose

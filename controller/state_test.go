@@ -150,3 +150,52 @@ func TestCreatedAt(t *testing.T) {
 		assert.Empty(t, m.entries, "nothing left to remember")
 	})
 }
+
+// TestNoteUnchanged: a write of a config's metadata alone takes the place
+// of a version that did not count against a render noted at the
+// workload's creation, and of no other.
+func TestNoteUnchanged(t *testing.T) {
+	req := Request{Kind: "Deployment", Namespace: "shop", Name: "web"}
+	const ref = "ConfigMap/app"
+	for _, tc := range []struct {
+		name string
+		f    func(m *memory)
+		want map[string]string // the versions that do not count
+	}{
+		{"written before the creation", func(m *memory) {
+			m.noteCreated(req, "r2", "11")
+			m.noteUnchanged(req, ref, "9", "15")
+		}, map[string]string{ref: "15"}},
+		{"a change held back", func(m *memory) {
+			m.noteCreated(req, "r2", "11")
+			m.noteChange(req, Change{Kind: "ConfigMap", Name: "app"}, "12", true)
+			m.noteUnchanged(req, ref, "12", "15")
+		}, map[string]string{ref: "15"}},
+		{"a change after the creation that was not seen", func(m *memory) {
+			m.noteCreated(req, "r2", "11")
+			m.noteUnchanged(req, ref, "13", "15")
+		}, nil},
+		{"a change that counts", func(m *memory) {
+			m.noteCreated(req, "r2", "11")
+			m.noteChange(req, Change{Kind: "ConfigMap", Name: "app"}, "12", false)
+			m.noteUnchanged(req, ref, "12", "15")
+		}, nil},
+		{"a template change, not a creation", func(m *memory) {
+			m.noteRender(req, "r2", "11")
+			m.noteUnchanged(req, ref, "9", "15")
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMemory()
+			tc.f(m)
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			assert.Equal(t, tc.want, m.entries[req].held)
+		})
+	}
+	t.Run("no entry: none made", func(t *testing.T) {
+		m := newMemory()
+		m.noteUnchanged(req, ref, "9", "15")
+		assert.Empty(t, m.entries)
+	})
+}
