@@ -355,24 +355,12 @@ func TestRenderEditedWhileHeldBack(t *testing.T) {
 // examples.)
 func TestOptionalConfig(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	ctx := context.Background()
-	s := &scenario{env: e, kind: "Deployment"}
-	s.ctrl = e.start(e.testOptions())
-	require.NoError(t, e.apply(kubetest.Workload{Name: workloadName, Namespace: e.ns, Replicas: 1,
-		Annotations: map[string]string{"confighash.dev/enabled": "true"},
-		EnvFrom:     []string{"{configMapRef: {name: overrides, optional: true}}"}}.YAML(), "kubectl"))
-	s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
+	s := startOptional(t, "{configMapRef: {name: overrides, optional: true}}")
+	e, ctx := s.env, context.Background()
 	assert.Equal(t, 0, s.rollouts())
-	// The case is about time passing, with nothing to poll for: wait until
-	// the second of a creation now is two past the workload's (the API
-	// server's creation times count whole seconds), out of the landed rule.
-	time.Sleep(time.Until(e.deployment(workloadName).CreationTimestamp.Add(2 * time.Second)))
 
 	mark := s.ctrl.obs.mark()
-	_, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "overrides"},
-		Data: map[string]string{"LOG_LEVEL": "debug"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	e.createOverrides()
 	s.expectRoll(mark)
 	assert.Equal(t, 1, s.rollouts(), "created")
 
@@ -391,29 +379,43 @@ func TestOptionalConfig(t *testing.T) {
 // so its creation rolls them once.
 func TestOptionalConfigLandingWithARequiredOneBack(t *testing.T) {
 	t.Parallel()
+	s := startOptional(t, "{secretRef: {name: creds}}", "{configMapRef: {name: overrides, optional: true}}")
+	e := s.env
+	mark := s.ctrl.obs.mark()
+	require.NoError(t, e.cs.CoreV1().Secrets(e.ns).Delete(context.Background(), "creds", metav1.DeleteOptions{}))
+	s.ctrl.obs.waitFor(t, mark, "held back for the deleted Secret", is("Deployment", "missing_config"))
+	mark = s.ctrl.obs.mark()
+	e.createSecret("creds", map[string]string{"password": "pw"})
+	e.createOverrides()
+	s.expectRoll(mark)
+	assert.Equal(t, 1, s.rollouts(), "the optional ConfigMap created with the required Secret back")
+}
+
+// startOptional starts a controller on a fresh namespace holding Secret
+// creds, applies the opted-in Deployment reading envFrom, and waits until
+// the controller finds it in sync and a config created from then on is
+// out of the landed rule for the workload's creation: the second of a
+// creation is two past the workload's (the API server's creation times
+// count whole seconds). That is time passing, with nothing to poll for.
+func startOptional(t *testing.T, envFrom ...string) *scenario {
+	t.Helper()
 	e := newEnv(t)
-	ctx := context.Background()
 	s := &scenario{env: e, kind: "Deployment"}
 	s.ctrl = e.start(e.testOptions())
 	e.createSecret("creds", map[string]string{"password": "pw"})
 	require.NoError(t, e.apply(kubetest.Workload{Name: workloadName, Namespace: e.ns, Replicas: 1,
-		Annotations: map[string]string{"confighash.dev/enabled": "true"},
-		EnvFrom:     []string{"{secretRef: {name: creds}}", "{configMapRef: {name: overrides, optional: true}}"}}.YAML(), "kubectl"))
+		Annotations: map[string]string{"confighash.dev/enabled": "true"}, EnvFrom: envFrom}.YAML(), "kubectl"))
 	s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
-	// As in TestOptionalConfig: out of the landed rule for the workload's
-	// own creation, which only time passing ends.
 	time.Sleep(time.Until(e.deployment(workloadName).CreationTimestamp.Add(2 * time.Second)))
+	return s
+}
 
-	mark := s.ctrl.obs.mark()
-	require.NoError(t, e.cs.CoreV1().Secrets(e.ns).Delete(ctx, "creds", metav1.DeleteOptions{}))
-	s.ctrl.obs.waitFor(t, mark, "held back for the deleted Secret", is("Deployment", "missing_config"))
-	mark = s.ctrl.obs.mark()
-	e.createSecret("creds", map[string]string{"password": "pw"})
-	_, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "overrides"},
+// createOverrides creates the optional ConfigMap overrides.
+func (e *env) createOverrides() {
+	e.t.Helper()
+	_, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "overrides"},
 		Data: map[string]string{"LOG_LEVEL": "debug"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	s.expectRoll(mark)
-	assert.Equal(t, 1, s.rollouts(), "the optional ConfigMap created with the required Secret back")
+	require.NoError(e.t, err)
 }
 
 // Two namespaces holding the same app under the same names, one

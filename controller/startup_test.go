@@ -120,20 +120,7 @@ func TestStartupEditsRoll(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	const n = 40
-	e.createFleet(n)
-	edited := map[string]bool{}
-	for i := 0; i < n; i += 4 {
-		edited[fmt.Sprintf("w-%d", i)] = true
-	}
-
-	opts := e.testOptions()
-	opts.KubeAPIQPS, opts.KubeAPIBurst = 4, 1 // about 10 s of baseline writes
-	ctrl := e.start(opts)
-	// The first outcome comes from a worker: the caches have synced.
-	eventually(t, "the first reconcile", func(context.Context) (bool, error) { return ctrl.obs.mark() > 0, nil })
-	ctx := context.Background()
-	before, err := e.fleetState(ctx)
-	require.NoError(t, err)
+	ctrl, edited, before := e.startOnSlowFleet(n, false)
 	for name := range edited {
 		cm := "c-" + name[len("w-"):]
 		e.editConfigMap(cm, func(c *corev1.ConfigMap) { c.Data["v"] = "2" })
@@ -151,19 +138,8 @@ func TestRequiredConfigDeletedDuringStartup(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	const n = 40
-	e.createFleetReading(n, true)
-	edited := map[string]bool{}
-	for i := 0; i < n; i += 4 {
-		edited[fmt.Sprintf("w-%d", i)] = true
-	}
-
-	opts := e.testOptions()
-	opts.KubeAPIQPS, opts.KubeAPIBurst = 4, 1 // about 10 s of baseline writes
-	ctrl := e.start(opts)
-	eventually(t, "the first reconcile", func(context.Context) (bool, error) { return ctrl.obs.mark() > 0, nil })
+	ctrl, edited, before := e.startOnSlowFleet(n, true)
 	ctx := context.Background()
-	before, err := e.fleetState(ctx)
-	require.NoError(t, err)
 	// Each step waits until the controller has seen the last one's events,
 	// so the edit is handled while the Secret is missing from its cache.
 	seen := func(what, kind, change string) {
@@ -189,6 +165,28 @@ func TestRequiredConfigDeletedDuringStartup(t *testing.T) {
 		require.NoError(t, err)
 	}
 	e.edited(ctrl, n, edited, before, "while a required Secret was deleted")
+}
+
+// startOnSlowFleet creates a fleet of n (createFleetReading, with
+// secrets), marks every fourth workload as one whose config the test
+// edits, and starts a controller whose first baselines are slow to write
+// (a client-side limit of 4 requests per second, as a large fleet would
+// make them). It returns once the caches have synced (the first outcome
+// comes from a worker), with the fleet as it was then.
+func (e *env) startOnSlowFleet(n int, secrets bool) (*running, map[string]bool, map[string]appsv1.Deployment) {
+	e.t.Helper()
+	e.createFleetReading(n, secrets)
+	edited := map[string]bool{}
+	for i := 0; i < n; i += 4 {
+		edited[fmt.Sprintf("w-%d", i)] = true
+	}
+	opts := e.testOptions()
+	opts.KubeAPIQPS, opts.KubeAPIBurst = 4, 1 // about 10 s of baseline writes
+	ctrl := e.start(opts)
+	eventually(e.t, "the first reconcile", func(context.Context) (bool, error) { return ctrl.obs.mark() > 0, nil })
+	before, err := e.fleetState(context.Background())
+	require.NoError(e.t, err)
+	return ctrl, edited, before
 }
 
 // edited checks the outcome of configs edited before their workloads'

@@ -253,10 +253,16 @@ func (m *memory) noteTemplate(req Request, render, rv string, created bool) {
 // lost returns the required configs the workload's pods may run without
 // (entry.lost), nil when there are none.
 func (m *memory) lost(req Request) map[string]bool {
+	return copyOf(m, req, func(e *entry) map[string]bool { return e.lost })
+}
+
+// copyOf returns a copy of the map that get picks from a workload's
+// entry, nil when it is empty.
+func copyOf[V any](m *memory, req Request, get func(*entry) map[string]V) map[string]V {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if e, ok := m.entries[req]; ok && len(e.lost) > 0 {
-		return maps.Clone(e.lost)
+	if e, ok := m.entries[req]; ok && len(get(e)) > 0 {
+		return maps.Clone(get(e))
 	}
 	return nil
 }
@@ -290,12 +296,7 @@ func (m *memory) noteBack(req Request, ref string, created, until time.Time) {
 
 // back returns a copy of entry.back (nil when it is empty).
 func (m *memory) back(req Request) map[string]time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if e, ok := m.entries[req]; ok && len(e.back) > 0 {
-		return maps.Clone(e.back)
-	}
-	return nil
+	return copyOf(m, req, func(e *entry) map[string]time.Time { return e.back })
 }
 
 // expireBack forgets entry.back once backUntil has passed at now with no
@@ -447,12 +448,7 @@ func (m *memory) takeWritten(req Request, ref string) string {
 // firstSeen returns a copy of the first observed hashes of a workload's
 // unrecorded external configs (nil when there are none).
 func (m *memory) firstSeen(req Request) map[string]string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if e, ok := m.entries[req]; ok && len(e.firstSeen) > 0 {
-		return maps.Clone(e.firstSeen)
-	}
-	return nil
+	return copyOf(m, req, func(e *entry) map[string]string { return e.firstSeen })
 }
 
 // forget drops a workload that is gone or no longer managed.
