@@ -108,7 +108,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 	}
 	// A creation remembered in entry.back goes once its time is up: come
 	// back then to forget it.
-	if now := r.now(); err == nil {
+	if err == nil {
+		now := r.now()
 		if until := r.memory.expireBack(req, now); !until.IsZero() && (res.RequeueAfter == 0 || until.Sub(now) < res.RequeueAfter) {
 			res.RequeueAfter = max(until.Sub(now), time.Millisecond)
 		}
