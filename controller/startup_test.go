@@ -125,7 +125,7 @@ func TestStartupEditsRoll(t *testing.T) {
 		cm := "c-" + name[len("w-"):]
 		e.editConfigMap(cm, func(c *corev1.ConfigMap) { c.Data["v"] = "2" })
 	}
-	e.edited(ctrl, n, edited, before, "during start-up")
+	e.expectEditsRolledOnce(ctrl, n, edited, before, "during start-up")
 }
 
 // TestRequiredConfigDeletedDuringStartup: as TestStartupEditsRoll, but each
@@ -164,7 +164,7 @@ func TestRequiredConfigDeletedDuringStartup(t *testing.T) {
 		_, err = e.cs.CoreV1().Secrets(e.ns).Create(ctx, fleetSecret(i), metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	e.edited(ctrl, n, edited, before, "while a required Secret was deleted")
+	e.expectEditsRolledOnce(ctrl, n, edited, before, "while a required Secret was deleted")
 }
 
 // startOnSlowFleet creates a fleet of n (createFleetReading, with
@@ -189,12 +189,12 @@ func (e *env) startOnSlowFleet(n int, secrets bool) (*running, map[string]bool, 
 	return ctrl, edited, before
 }
 
-// edited checks the outcome of configs edited before their workloads'
+// expectEditsRolledOnce checks the outcome of configs edited before their workloads'
 // first baselines (when, for the messages): most of the edited workloads
 // had none when their configs were edited (before is the fleet then), every
 // workload gets one, every edited workload rolls exactly once and the
 // others never.
-func (e *env) edited(ctrl *running, n int, edited map[string]bool, before map[string]appsv1.Deployment, when string) {
+func (e *env) expectEditsRolledOnce(ctrl *running, n int, edited map[string]bool, before map[string]appsv1.Deployment, when string) {
 	t := e.t
 	t.Helper()
 	baselined := 0
