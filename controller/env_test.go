@@ -195,6 +195,23 @@ func (e *env) start(opts controller.Options) *running {
 func (e *env) startLogging(opts controller.Options, level string) *running {
 	e.t.Helper()
 	r, opts := e.prepare(opts, level)
+	return e.startManager(r, opts)
+}
+
+// startSharing is start for a controller that follows prev (stopped): it
+// reports its outcomes to prev's observer, so that marks taken before the
+// restart still count.
+func (e *env) startSharing(prev *running, opts controller.Options) *running {
+	e.t.Helper()
+	r, opts := e.prepare(opts, controllercmd.LogLevelDebug)
+	r.obs = prev.obs
+	opts.Observer = r.obs.add
+	return e.startManager(r, opts)
+}
+
+// startManager launches a manager made from opts as r.
+func (e *env) startManager(r *running, opts controller.Options) *running {
+	e.t.Helper()
 	mgr, _, err := controller.NewManager(opts)
 	if err != nil {
 		e.t.Fatalf("new manager: %v", err)

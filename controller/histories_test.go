@@ -38,7 +38,9 @@ import (
 // GitOps re-applies and new renders, bursts, and other writers of the
 // workloads: the controller's baselines removed, at rest or inside a
 // coalescing window, the pod template written back without the
-// controller's record, replicas moved). After each step, once the
+// controller's record, replicas moved), some of them taken while the
+// controller is down or ending with it stopped inside its coalescing
+// window, a new controller started after them. After each step, once the
 // controller has handled it, every workload must have rolled as many times
 // as docs/controller.md says, judged by the test's own model of what the
 // pods read: a pod template change (a render, another writer) starts the
@@ -49,7 +51,8 @@ import (
 // nothing. Where the controller cannot tell that a template change started
 // the pods on the live content, and the docs or TestDecide say it rolls
 // anyway, one more roll is allowed and counted by its reason (logged per
-// seed). The controller writes its baselines at most maxBaselineWrites
+// seed); where the docs say a restart misses a roll, none is allowed too,
+// and counted. The controller writes its baselines at most maxBaselineWrites
 // times per workload and step.
 //
 // CONFIGHASH_RANDOM_HISTORIES=a-b runs seeds a to b (one seed: a); the
@@ -65,6 +68,10 @@ const (
 	// maxBaselineWrites bounds the controller's baseline writes per
 	// workload and step.
 	maxBaselineWrites = 2
+	// restartBefore is the share of steps taken while the controller is
+	// down, restartAfter of those that end with it stopped right after the
+	// action.
+	restartBefore, restartAfter = 0.12, 0.08
 )
 
 // historySeeds reads CONFIGHASH_RANDOM_HISTORIES.
@@ -268,6 +275,23 @@ type history struct {
 	// another writer's write of this step.
 	replaced map[string]bool
 	awaits   map[string]func(controller.Outcome) bool
+
+	// opts are the controllers' options; down draws the steps around
+	// which the controller is stopped (a stream of its own, so that a
+	// seed's actions stay what they were without restarts), restarts
+	// counts them, fresh is the observer's mark at the last restart in
+	// this step (-1: none).
+	opts     controller.Options
+	down     *rand.Rand
+	restarts int
+	fresh    int
+	// restarted says the controller was stopped in this step; erased
+	// marks the workloads another writer took the controller's baseline
+	// from in this step; missed counts by reason the rolls the docs say a
+	// restart may miss, that the controller did miss.
+	restarted bool
+	erased    map[string]bool
+	missed    map[string]int
 
 	steps   []string
 	counter int
@@ -726,7 +750,7 @@ func runHistory(t *testing.T, seed uint64) {
 		saw: map[string]map[string]string{}, lenient: map[string]bool{}, live: map[string]liveConfig{}, previous: map[string]map[string]string{},
 		first: map[string]map[string]bool{}, hash: map[string]string{}, uses: map[string]string{}, rolledUnder: map[string]string{}, extra: map[string]int{},
 		reads: map[string]map[string]string{}, firstEdited: map[string]bool{}, unseen: map[string]bool{}, baseline: map[string]map[string]string{},
-		replaced: map[string]bool{}, awaits: map[string]func(controller.Outcome) bool{}, baselineWrites: map[int]int{}, others: map[string]int{}, rolledReads: map[string]map[string]string{}}
+		replaced: map[string]bool{}, erased: map[string]bool{}, missed: map[string]int{}, awaits: map[string]func(controller.Outcome) bool{}, baselineWrites: map[int]int{}, others: map[string]int{}, rolledReads: map[string]map[string]string{}}
 	h.generate()
 	for _, c := range historyPool {
 		if !h.inRender[c.ref()] && h.chance(0.7) {
@@ -746,9 +770,10 @@ func runHistory(t *testing.T, seed uint64) {
 	}
 	h.step("start: %s", strings.Join(desc, "; "))
 	h.readLive()
-	opts := h.testOptions()
-	opts.MinRollInterval = historyInterval
-	h.ctrl = h.start(opts)
+	h.opts = h.testOptions()
+	h.opts.MinRollInterval = historyInterval
+	h.down, h.fresh = rand.New(rand.NewPCG(seed^0xd0a1, seed)), -1
+	h.ctrl = h.start(h.opts)
 	h.watch = h.watchTemplates()
 	h.templates = map[string]map[string]any{}
 	// The first apply: on odd seeds the configs and workloads may come in
@@ -764,8 +789,8 @@ func runHistory(t *testing.T, seed uint64) {
 	for range historySteps {
 		h.randomStep()
 	}
-	t.Logf("seed %d: %d steps, %d rolls by the controller; rolls the docs allow beyond the model: %v; other writers: %v; baseline writes per workload and step: %v",
-		seed, len(h.steps)-1, h.rolls, h.extra, h.others, h.baselineWrites)
+	t.Logf("seed %d: %d steps, %d with the controller restarted, %d rolls by the controller; rolls the docs allow beyond the model: %v; rolls they allow a restart to miss: %v; other writers: %v; baseline writes per workload and step: %v",
+		seed, len(h.steps)-1, h.restarts, h.rolls, h.extra, h.missed, h.others, h.baselineWrites)
 }
 
 // randomStep takes one random action, then checks its outcome.
@@ -775,6 +800,16 @@ func (h *history) randomStep() {
 	changes := map[string]int{}
 	for _, w := range h.workloads {
 		changes[w.name] = h.watch.changesAt(h.t, w.name, h.workload(w).version)
+	}
+	// A step taken while the controller is down (an upgrade, a crash, its
+	// node drained), or that ends with it stopped inside its coalescing
+	// window: a new controller, started after the action, must reach the
+	// same outcome from what it lists.
+	down := h.down.Float64()
+	before, after := down < restartBefore, down >= restartBefore && down < restartBefore+restartAfter
+	if before {
+		h.step("the controller stopped")
+		h.ctrl.stop(h.t)
 	}
 	var applied time.Duration
 	switch n := h.r.IntN(120); {
@@ -813,6 +848,19 @@ func (h *history) randomStep() {
 		applied = h.applyRender()
 	default:
 		h.burst()
+	}
+	if after {
+		h.step("the controller stopped right after it")
+		h.ctrl.stop(h.t)
+	}
+	if before || after {
+		// The new controller's initial lists count no config event; its
+		// outcomes join the stopped one's.
+		h.step("a new controller started")
+		h.ctrl = h.startSharing(h.ctrl, h.opts)
+		h.fresh, events = h.ctrl.obs.mark(), -1
+		h.restarts++
+		h.restarted = true
 	}
 	h.check(mark, events, changes, applied, h.readLive())
 }
@@ -1068,8 +1116,11 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 		allowed string
 		// neverRan: the pods of the pod template could not start until
 		// now; landed: the change is of optional configs that landed
-		// with the pods. Either allows no roll.
+		// with the pods; unrecorded: an edit of external configs whose
+		// baseline another writer removed while the controller was
+		// down. Each allows no roll.
 		neverRan, landed bool
+		unrecorded       string
 		hash             string
 		uses             string
 	}
@@ -1117,6 +1168,11 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 				// after the config's (TestDecide's "the same, not seen ...:
 				// roll"), or the workload has no render-time hash.
 				ex.allowed = "an external config changed since its baseline, before the template change"
+			case h.restarted && h.inStreamDiffers(w, now):
+				// docs/controller.md, Known limits: a template change the
+				// controller did not see, over in-stream content edited out
+				// of band; it cannot tell that the pods read the edit.
+				ex.allowed = "a template change made while the controller was down, the in-stream content edited out of band"
 			}
 			if h.replaced[w.name] && ex.allowed != "" {
 				ex.allowed = "another writer's template: " + ex.allowed
@@ -1187,6 +1243,13 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 			}
 			if !maps.Equal(now, saw) {
 				ex.rolls = []int{1}
+				if h.restarted && h.erased[w.name] && !renderMoved(h.inRender, saw, now) {
+					// docs/controller.md, Known limits: an edit of an
+					// external config, then its baseline removed by another
+					// writer, while the controller was down: nothing
+					// records what the pods read.
+					ex.unrecorded = "an external config edited, then its baseline removed by another writer, while the controller was down"
+				}
 				// docs/controller.md, start-up: an optional external
 				// config created together with the workload or with a
 				// config its pods require is what they read.
@@ -1197,7 +1260,7 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 		if ex.allowed != "" {
 			ex.rolls = append(ex.rolls, ex.rolls[0]+1)
 		}
-		if (ex.neverRan || ex.landed) && ex.rolls[0] != 0 {
+		if (ex.neverRan || ex.landed || ex.unrecorded != "") && ex.rolls[0] != 0 {
 			ex.rolls = append([]int{0}, ex.rolls...)
 		}
 		h.hash[w.name], h.uses[w.name], h.reads[w.name] = ex.hash, ex.uses, now
@@ -1219,6 +1282,8 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 	}
 	h.templates = templates
 	clear(h.replaced)
+	clear(h.erased)
+	h.restarted = false
 	var pending string
 	settled := func() bool {
 		for _, w := range h.workloads {
@@ -1227,6 +1292,10 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 			want := "in_sync"
 			if len(ex.missing) > 0 {
 				want = "missing_config"
+			}
+			if h.fresh >= 0 && len(h.ctrl.obs.since(h.fresh, w.name)) == 0 {
+				pending = w.name + ": no outcome of the new controller yet"
+				return false
 			}
 			if seen := h.awaits[w.name]; seen != nil {
 				if !slices.ContainsFunc(h.ctrl.obs.since(mark, w.name), seen) {
@@ -1250,6 +1319,7 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 			h.fatalf("the controller did not decide from the live state in %s: %s", waitTimeout, pending)
 		}
 	}
+	h.fresh = -1
 	for _, w := range h.workloads {
 		ex := expect[w.name]
 		rolled := h.ctrl.obs.count(mark, func(o controller.Outcome) bool { return o.Request.Name == w.name && o.Result == "rolled" })
@@ -1281,8 +1351,11 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 		} else {
 			h.baselineWrites[n]++
 		}
-		if rolled > ex.rolls[0] {
+		if rolled > ex.rolls[0] && ex.allowed != "" {
 			h.extra[fmt.Sprintf("%s: %v", ex.allowed, why)]++
+		}
+		if ex.unrecorded != "" && rolled == 0 {
+			h.missed[ex.unrecorded]++
 		}
 		want := changes[w.name] + rolled
 		if ex.changed {
@@ -1580,6 +1653,7 @@ func (h *history) removeBaselines(w *hWorkload) {
 	if len(removed) == 0 {
 		h.others["of which nothing to remove"]++
 	} else {
+		h.erased[w.name] = slices.Contains(removed, externalBaselineKey)
 		h.await(w, func(o controller.Outcome) bool {
 			return len(o.Input.Baseline) == 0 && (!slices.Contains(removed, renderBaselineKey) || o.Input.RenderBaseline == "")
 		})
@@ -1631,6 +1705,7 @@ func (h *history) replaceTemplate(w *hWorkload) {
 	}
 	_, hadRecord, _ := unstructured.NestedString(podTemplateMap(before.Object), "metadata", "annotations", "confighash.dev/controller-hash")
 	_, hadBaseline := before.GetAnnotations()[externalBaselineKey]
+	h.erased[w.name] = h.erased[w.name] || (whole && hadBaseline)
 	if hadRecord || (whole && hadBaseline) {
 		h.await(w, func(o controller.Outcome) bool {
 			return (!hadRecord || o.Input.ControllerHash == "") && (!whole || !hadBaseline || len(o.Input.Baseline) == 0)
