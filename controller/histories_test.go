@@ -287,7 +287,7 @@ type history struct {
 	fresh    int
 	// restarted says the controller was stopped in this step; erased
 	// marks the workloads another writer took the controller's baseline
-	// from in this step; missed counts by reason the rolls the docs say a
+	// from in this step, or since, while they were held back; missed counts by reason the rolls the docs say a
 	// restart may miss, that the controller did miss.
 	restarted bool
 	erased    map[string]bool
@@ -861,6 +861,14 @@ func (h *history) randomStep() {
 		h.fresh, events = h.ctrl.obs.mark(), -1
 		h.restarts++
 		h.restarted = true
+		for _, w := range h.workloads {
+			if h.first[w.name] != nil {
+				// Held back: the new controller did not see the render
+				// taken, as one started while a workload of the first
+				// apply could not start (docs/controller.md, Known limits).
+				h.unseen[w.name] = true
+			}
+		}
 	}
 	h.check(mark, events, changes, applied, h.readLive())
 }
@@ -1220,11 +1228,12 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 				switch {
 				case unseen:
 					// docs/controller.md, Known limits: created in the
-					// first apply, it may have come in the controller's
+					// first apply, or held back when a new controller
+					// started, it may have come in the controller's
 					// initial list, which notes no render; the render's
 					// configs edited meanwhile are then compared with the
 					// render-time hash (rule 3).
-					ex.allowed = "created before the controller may have watched, a config of the render edited while they could not start"
+					ex.allowed = "the controller may not have seen the render taken (it started while they could not start), a config of the render edited meanwhile"
 				case lastStep:
 					// An edit in the step that let them start: its handler
 					// may find the config they lacked in the cache already,
@@ -1245,10 +1254,11 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 				ex.rolls = []int{1}
 				if h.restarted && h.erased[w.name] && !renderMoved(h.inRender, saw, now) {
 					// docs/controller.md, Known limits: an edit of an
-					// external config, then its baseline removed by another
-					// writer, while the controller was down: nothing
-					// records what the pods read.
-					ex.unrecorded = "an external config edited, then its baseline removed by another writer, while the controller was down"
+					// external config and its baseline removed by another
+					// writer, the controller restarted before it wrote the
+					// baseline again (down, or holding it back while the
+					// pods cannot start): nothing records what they read.
+					ex.unrecorded = "an external config edited and its baseline removed by another writer, the controller restarted before it wrote the baseline again"
 				}
 				// docs/controller.md, start-up: an optional external
 				// config created together with the workload or with a
@@ -1282,7 +1292,13 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 	}
 	h.templates = templates
 	clear(h.replaced)
-	clear(h.erased)
+	for name := range h.erased {
+		// A workload held back by a missing config keeps what the removed
+		// baseline said in memory only, until it can write it again.
+		if len(expect[name].missing) == 0 {
+			delete(h.erased, name)
+		}
+	}
 	h.restarted = false
 	var pending string
 	settled := func() bool {
