@@ -279,19 +279,18 @@ type history struct {
 	// opts are the controllers' options; down draws the steps around
 	// which the controller is stopped (a stream of its own, so that a
 	// seed's actions stay what they were without restarts), restarts
-	// counts them, fresh is the observer's mark at the last restart in
-	// this step (-1: none).
+	// counts them, fresh is the observer's mark at the restart in this
+	// step (-1: none; see restarted).
 	opts     controller.Options
 	down     *rand.Rand
 	restarts int
 	fresh    int
-	// restarted says the controller was stopped in this step; erased
-	// holds, per workload, the baselines (annotation keys) another writer
-	// took from it in this step, or since, while it was held back; missed counts by reason the rolls the docs say a
-	// restart may miss, that the controller did miss.
-	restarted bool
-	erased    map[string]map[string]bool
-	missed    map[string]int
+	// erased holds, per workload, the baselines (annotation keys) another
+	// writer took from it in this step, or since, while it was held back;
+	// missed counts by reason the rolls the docs say a restart may miss,
+	// that the controller did miss.
+	erased map[string]map[string]bool
+	missed map[string]int
 
 	steps   []string
 	counter int
@@ -860,7 +859,6 @@ func (h *history) randomStep() {
 		h.ctrl = h.startSharing(h.ctrl, h.opts)
 		h.fresh, events = h.ctrl.obs.mark(), -1
 		h.restarts++
-		h.restarted = true
 		for _, w := range h.workloads {
 			if h.first[w.name] != nil {
 				// Held back: the new controller did not see the render
@@ -1125,8 +1123,8 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 		// neverRan: the pods of the pod template could not start until
 		// now; landed: the change is of optional configs that landed
 		// with the pods; unrecorded: an edit of external configs whose
-		// baseline another writer removed while the controller was
-		// down. Each allows no roll.
+		// baseline another writer removed, the controller restarted
+		// before it wrote it again. Each allows no roll.
 		neverRan, landed bool
 		unrecorded       string
 		hash             string
@@ -1176,7 +1174,7 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 				// after the config's (TestDecide's "the same, not seen ...:
 				// roll"), or the workload has no render-time hash.
 				ex.allowed = "an external config changed since its baseline, before the template change"
-			case h.restarted && h.inStreamDiffers(w, now):
+			case h.restarted() && h.inStreamDiffers(w, now):
 				// docs/controller.md, Known limits: a template change the
 				// controller did not see, over in-stream content edited out
 				// of band; it cannot tell that the pods read the edit.
@@ -1252,7 +1250,7 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 			}
 			if !maps.Equal(now, saw) {
 				ex.rolls = []int{1}
-				if h.restarted && h.erased[w.name][externalBaselineKey] && !renderMoved(h.inRender, saw, now) {
+				if h.restarted() && h.erased[w.name][externalBaselineKey] && !renderMoved(h.inRender, saw, now) {
 					// docs/controller.md, Known limits: an edit of an
 					// external config and its baseline removed by another
 					// writer, the controller restarted before it wrote the
@@ -1265,7 +1263,7 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 				// config its pods require is what they read.
 				ex.landed = h.landed(w, lw.created, now, saw)
 			}
-			if ex.allowed == "" && h.restarted && h.erased[w.name][renderBaselineKey] && h.inStreamDiffers(w, now) {
+			if ex.allowed == "" && h.restarted() && h.erased[w.name][renderBaselineKey] && h.inStreamDiffers(w, now) {
 				// docs/controller.md (TestRestartWhileABaselineIsHeld): a
 				// render baseline another writer removed, the controller
 				// restarted before it wrote it again; the in-stream
@@ -1306,7 +1304,6 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 			delete(h.erased, name)
 		}
 	}
-	h.restarted = false
 	var pending string
 	settled := func() bool {
 		for _, w := range h.workloads {
@@ -1684,6 +1681,10 @@ func (h *history) removeBaselines(w *hWorkload) {
 		})
 	}
 }
+
+// restarted says a new controller was started in this step (until its
+// check has seen it decide).
+func (h *history) restarted() bool { return h.fresh >= 0 }
 
 // erase notes that another writer removed the workload's baseline key.
 func (h *history) erase(w *hWorkload, key string) {

@@ -189,11 +189,11 @@ func (e *env) startOnSlowFleet(n int, secrets bool) (*running, map[string]bool, 
 	return ctrl, edited, before
 }
 
-// expectEditsRolledOnce checks the outcome of configs edited before their workloads'
-// first baselines (when, for the messages): most of the edited workloads
-// had none when their configs were edited (before is the fleet then), every
-// workload gets one, every edited workload rolls exactly once and the
-// others never.
+// expectEditsRolledOnce checks the outcome of configs edited before their
+// workloads' first baselines (when, for the messages): most of the edited
+// workloads had none when their configs were edited (before is the fleet
+// then), every workload gets one, every edited workload rolls exactly once
+// and the others never.
 func (e *env) expectEditsRolledOnce(ctrl *running, n int, edited map[string]bool, before map[string]appsv1.Deployment, when string) {
 	t := e.t
 	t.Helper()
