@@ -287,9 +287,12 @@ type history struct {
 	fresh    int
 	// erased holds, per workload, the baselines (annotation keys) another
 	// writer took from it in this step, or since, while it was held back;
-	// missed counts by reason the rolls the docs say a restart may miss,
-	// that the controller did miss.
+	// forgot those of them a restart made the controller lose (what they
+	// said lived in the stopped controller's memory), until the pods can
+	// start; missed counts by reason the rolls the docs say a restart may
+	// miss, that the controller did miss.
 	erased map[string]map[string]bool
+	forgot map[string]map[string]bool
 	missed map[string]int
 
 	steps   []string
@@ -749,7 +752,7 @@ func runHistory(t *testing.T, seed uint64) {
 		saw: map[string]map[string]string{}, lenient: map[string]bool{}, live: map[string]liveConfig{}, previous: map[string]map[string]string{},
 		first: map[string]map[string]bool{}, hash: map[string]string{}, uses: map[string]string{}, rolledUnder: map[string]string{}, extra: map[string]int{},
 		reads: map[string]map[string]string{}, firstEdited: map[string]bool{}, unseen: map[string]bool{}, baseline: map[string]map[string]string{},
-		replaced: map[string]bool{}, erased: map[string]map[string]bool{}, missed: map[string]int{}, awaits: map[string]func(controller.Outcome) bool{}, baselineWrites: map[int]int{}, others: map[string]int{}, rolledReads: map[string]map[string]string{}}
+		replaced: map[string]bool{}, erased: map[string]map[string]bool{}, forgot: map[string]map[string]bool{}, missed: map[string]int{}, awaits: map[string]func(controller.Outcome) bool{}, baselineWrites: map[int]int{}, others: map[string]int{}, rolledReads: map[string]map[string]string{}}
 	h.generate()
 	for _, c := range historyPool {
 		if !h.inRender[c.ref()] && h.chance(0.7) {
@@ -860,6 +863,14 @@ func (h *history) randomStep() {
 		h.fresh, events = h.ctrl.obs.mark(), -1
 		h.restarts++
 		for _, w := range h.workloads {
+			for key := range h.erased[w.name] {
+				// Removed in this step, or while held back since: the new
+				// controller never learns what it said.
+				if h.forgot[w.name] == nil {
+					h.forgot[w.name] = map[string]bool{}
+				}
+				h.forgot[w.name][key] = true
+			}
 			if h.first[w.name] != nil {
 				// Held back: the new controller did not see the render
 				// taken, as one started while a workload of the first
@@ -1250,7 +1261,7 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 			}
 			if !maps.Equal(now, saw) {
 				ex.rolls = []int{1}
-				if h.restarted() && h.erased[w.name][externalBaselineKey] && !renderMoved(h.inRender, saw, now) {
+				if h.forgot[w.name][externalBaselineKey] && !renderMoved(h.inRender, saw, now) {
 					// docs/controller.md, Known limits: an edit of an
 					// external config and its baseline removed by another
 					// writer, the controller restarted before it wrote the
@@ -1263,7 +1274,7 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 				// config its pods require is what they read.
 				ex.landed = h.landed(w, lw.created, now, saw)
 			}
-			if ex.allowed == "" && h.restarted() && h.erased[w.name][renderBaselineKey] && h.inStreamDiffers(w, now) {
+			if ex.allowed == "" && h.forgot[w.name][renderBaselineKey] && h.inStreamDiffers(w, now) {
 				// docs/controller.md (TestRestartWhileABaselineIsHeld): a
 				// render baseline another writer removed, the controller
 				// restarted before it wrote it again; the in-stream
@@ -1302,6 +1313,7 @@ func (h *history) check(mark int, events float64, changes map[string]int, applie
 		// baseline said in memory only, until it can write it again.
 		if len(expect[name].missing) == 0 {
 			delete(h.erased, name)
+			delete(h.forgot, name)
 		}
 	}
 	var pending string
