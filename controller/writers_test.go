@@ -672,6 +672,58 @@ func TestEditedWhileDownThenBaselineRemoved(t *testing.T) {
 	}
 }
 
+// A workload held back by a missing required ConfigMap, its external Secret
+// edited, then the controller's baseline removed by another writer: the
+// controller writes no baseline while the pods cannot start, so what the
+// removed one said lives in its memory (docs/controller.md, Known limits;
+// met by the random histories, seed 701). Running on, it rolls the edit once
+// the ConfigMap is back; restarted before that, the new process takes the
+// edited Secret for what the pods read and rolls nothing.
+func TestHeldBackBaselineRemovedThenRestart(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		restart bool
+		rolls   int
+	}{
+		{name: "running on", rolls: 1},
+		{name: "restarted while held back", restart: true, rolls: 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			s := e.startRendered(e.testOptions(), "pw-1")
+			ctx := context.Background()
+			cms := s.cs.CoreV1().ConfigMaps(s.ns)
+			cm, err := cms.Get(ctx, "app-config", metav1.GetOptions{})
+			require.NoError(t, err)
+			rollouts := s.rollouts()
+			mark := s.ctrl.obs.mark()
+			require.NoError(t, cms.Delete(ctx, "app-config", metav1.DeleteOptions{}))
+			s.ctrl.obs.waitFor(t, mark, "held back", is("Deployment", "missing_config"))
+			rv := s.editSecret("db-creds", func(sec *corev1.Secret) { sec.Data["password"] = []byte("pw-2") })
+			s.removeAnnotation(baselineKey)
+			s.ctrl.obs.waitFor(t, mark, "the edit and the removal seen while held back", func(o controller.Outcome) bool {
+				return is("Deployment", "missing_config")(o) && o.ConfigVersions["Secret/db-creds"] == rv && len(o.Input.Baseline) == 0
+			})
+			mark = 0
+			if c.restart {
+				s.ctrl.stop(t)
+				s.ctrl = s.start(s.testOptions())
+				s.ctrl.obs.waitFor(t, 0, "held back after the restart", is("Deployment", "missing_config"))
+			} else {
+				mark = s.ctrl.obs.mark()
+			}
+
+			back := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm.Name, Namespace: cm.Namespace, Labels: cm.Labels, Annotations: cm.Annotations}, Data: cm.Data}
+			created, err := cms.Create(ctx, back, metav1.CreateOptions{})
+			require.NoError(t, err)
+			s.inSyncAt(mark, "ConfigMap/app-config", created.ResourceVersion)
+			assert.Equal(t, c.rolls, s.rollouts()-rollouts, "rollouts")
+			assert.Contains(t, s.workloadAnnotations().meta, baselineKey, "the baseline, written again")
+		})
+	}
+}
+
 // An operator that owns a StatefulSet and writes its desired pod template
 // wholesale with an Update at every reconcile (200 ms), dropping the
 // controller's record each time it rolls: the edit of the external Secret
