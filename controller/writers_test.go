@@ -714,10 +714,8 @@ func TestHeldBackBaselineRemovedThenRestart(t *testing.T) {
 				mark = s.ctrl.obs.mark()
 			}
 
-			back := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm.Name, Namespace: cm.Namespace, Labels: cm.Labels, Annotations: cm.Annotations}, Data: cm.Data}
-			created, err := cms.Create(ctx, back, metav1.CreateOptions{})
-			require.NoError(t, err)
-			s.inSyncAt(mark, "ConfigMap/app-config", created.ResourceVersion)
+			s.createConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm.Name, Labels: cm.Labels, Annotations: cm.Annotations}, Data: cm.Data})
+			s.inSyncAt(mark, "ConfigMap/app-config", s.configMapVersion(cm.Name))
 			assert.Equal(t, c.rolls, s.rollouts()-rollouts, "rollouts")
 			assert.Contains(t, s.workloadAnnotations().meta, baselineKey, "the baseline, written again")
 		})
