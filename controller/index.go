@@ -92,6 +92,16 @@ type transition struct {
 	before, after state
 }
 
+// version is the resourceVersion the event was written at: the object's
+// after it, or for a deletion the deleted object's (a watch delivers it
+// with the version of the deletion).
+func (tr transition) version() string {
+	if tr.after.version == "" && !tr.after.found {
+		return tr.before.version
+	}
+	return tr.after.version
+}
+
 // enqueueConsumers queues every managed workload in the object's namespace
 // that consumes it, found through the consumer index and read from the
 // cache (no API call; the index waits for the workload kinds' initial
@@ -145,7 +155,7 @@ func (r *Reconciler) noteEvent(ctx context.Context, req Request, kind *workloadK
 	lost := r.memory.lost(req)
 	heldBack := sync.OnceValue(func() bool { return r.heldBack(ctx, req.Namespace, v, ref, tr, lost) })
 	r.noteFirstSeen(req, v, ref, tr, heldBack)
-	r.memory.noteChange(req, change, tr.after.version, v.Managed && r.memory.rendering(req) && heldBack())
+	r.memory.noteChange(req, change, tr.version(), v.Managed && r.memory.rendering(req) && heldBack())
 	r.noteLost(req, v, ref, tr, lost, heldBack)
 }
 
