@@ -356,6 +356,7 @@ func TestOptionalRenderConfigDeletedWhileHeldBack(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	stream := strings.Replace(e.stream(defaultApp("Deployment")), "secretRef: {name: api-token}", "secretRef: {name: api-token, optional: true}", 1)
+	require.Contains(t, stream, "{name: api-token, optional: true}", "the render's Secret is optional")
 	s := &scenario{env: e, kind: "Deployment", rendered: render(t, stream)}
 	s.ctrl = e.start(e.testOptions())
 	s.ctrl.watching(t)
