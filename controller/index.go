@@ -148,7 +148,7 @@ func (r *Reconciler) noteUnchanged(ctx context.Context, kind hashing.Kind, obj c
 func (r *Reconciler) noteEvent(ctx context.Context, req Request, kind *workloadKind, o client.Object, ref string, change Change, tr transition) {
 	tmpl, err := kind.template(o)
 	if err != nil || tmpl == nil {
-		r.memory.noteChange(req, change, tr.after.version, false)
+		r.memory.noteChange(req, change, tr.version(), false)
 		return
 	}
 	v := r.view(req, o, tmpl)
