@@ -454,6 +454,29 @@ func (e *env) revisions(kind, name string) int {
 	return len(owned)
 }
 
+// describeRevisions lists the Deployment name and the ReplicaSets it owns,
+// each with its template's annotations, for the message of a failed count
+// of rollouts.
+func (e *env) describeRevisions(name string) string {
+	e.t.Helper()
+	ctx := context.Background()
+	d, err := e.cs.AppsV1().Deployments(e.ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	owned, err := kubetest.OwnedReplicaSets(ctx, e.cs, e.ns, d.UID)
+	if err != nil {
+		return err.Error()
+	}
+	out := fmt.Sprintf("Deployment %s generation %d, observed %d, template annotations %v",
+		name, d.Generation, d.Status.ObservedGeneration, d.Spec.Template.Annotations)
+	for _, rs := range owned {
+		out += fmt.Sprintf("; ReplicaSet %s created %s, revision %s, template annotations %v", rs.Name,
+			rs.CreationTimestamp.Format(time.RFC3339), rs.Annotations["deployment.kubernetes.io/revision"], rs.Spec.Template.Annotations)
+	}
+	return out
+}
+
 // waitRevisions waits until the workload has n revisions (used where a
 // rollout is expected and no in-process observer exists).
 func (e *env) waitRevisions(kind, name string, n int) {
