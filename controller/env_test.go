@@ -478,7 +478,10 @@ func (e *env) describeRevisions(name string) string {
 }
 
 // waitRevisions waits until the workload has n revisions (used where a
-// rollout is expected and no in-process observer exists).
+// rollout is expected and no in-process observer exists, and after a first
+// apply: kube-controller-manager, slow under load, may otherwise see the
+// first template only once a later one replaced it, and make one revision
+// for both).
 func (e *env) waitRevisions(kind, name string, n int) {
 	e.t.Helper()
 	eventually(e.t, fmt.Sprintf("%d revisions of %s %s", n, kind, name), func(context.Context) (bool, error) {

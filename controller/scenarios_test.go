@@ -134,6 +134,7 @@ func setup(t *testing.T, kind string, tune ...func(*controller.Options)) *scenar
 	s.ctrl = e.start(opts)
 	require.NoError(t, e.apply(s.rendered, "kubectl"))
 	s.ctrl.obs.waitFor(t, 0, kind+" in sync after the first apply", is(kind, "in_sync"))
+	e.waitRevisions(kind, workloadName, 1)
 	return s
 }
 
@@ -148,6 +149,7 @@ func (e *env) startRendered(opts controller.Options, password string) *scenario 
 	s.ctrl = e.start(opts)
 	require.NoError(e.t, e.apply(s.rendered, "kubectl"))
 	s.ctrl.obs.waitFor(e.t, 0, "in sync", is("Deployment", "in_sync"))
+	e.waitRevisions("Deployment", workloadName, 1)
 	return s
 }
 
