@@ -454,9 +454,9 @@ func (e *env) revisions(kind, name string) int {
 	return len(owned)
 }
 
-// describeRevisions lists the Deployment name and the ReplicaSets it owns,
-// each with its template's annotations, for the message of a failed count
-// of rollouts.
+// describeRevisions describes the Deployment name and the ReplicaSets it
+// owns, each with its template's annotations, for the message of a failed
+// count of rollouts.
 func (e *env) describeRevisions(name string) string {
 	e.t.Helper()
 	ctx := context.Background()

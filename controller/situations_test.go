@@ -333,7 +333,7 @@ func TestRenderEditedWhileHeldBack(t *testing.T) {
 			})
 			e.createSecret("db-creds", creds)
 			s.ctrl.obs.waitFor(t, next, "in sync with the Secret back", is("Deployment", "in_sync"))
-			assert.Equal(t, c.want, s.rollouts(), e.describeRevisions(workloadName))
+			assert.Equal(t, c.want, s.rollouts(), "%s", e.describeRevisions(workloadName))
 			assert.Equal(t, c.own, s.controllerRollouts())
 			if c.own > 0 {
 				return
