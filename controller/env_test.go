@@ -459,14 +459,10 @@ func (e *env) revisions(kind, name string) int {
 // count of rollouts.
 func (e *env) describeRevisions(name string) string {
 	e.t.Helper()
-	ctx := context.Background()
-	d, err := e.cs.AppsV1().Deployments(e.ns).Get(ctx, name, metav1.GetOptions{})
+	d := e.deployment(name)
+	owned, err := kubetest.OwnedReplicaSets(context.Background(), e.cs, e.ns, d.UID)
 	if err != nil {
-		return err.Error()
-	}
-	owned, err := kubetest.OwnedReplicaSets(ctx, e.cs, e.ns, d.UID)
-	if err != nil {
-		return err.Error()
+		e.t.Fatal(err)
 	}
 	out := fmt.Sprintf("Deployment %s generation %d, observed %d, template annotations %v",
 		name, d.Generation, d.Status.ObservedGeneration, d.Spec.Template.Annotations)
