@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -351,10 +352,39 @@ func render(t testing.TB, stream string, args ...string) string {
 }
 
 // apply server-side applies every document of a stream, in order, as
-// fieldManager with force (the way Argo CD and Flux apply).
+// fieldManager with force (the way Argo CD and Flux apply), then waits until
+// kube-controller-manager has observed each Deployment, StatefulSet and
+// DaemonSet it applied. Without that wait a loaded kube-controller-manager
+// may see an applied template only once a later change (the next render,
+// the controller's roll) replaced it, and make one revision for both: a
+// test counting rollouts would then count one too few.
 func (e *env) apply(stream, fieldManager string) error {
-	return kubetest.Apply(context.Background(), e.dyn, e.mapper, strings.NewReader(stream),
-		kubetest.ApplyOptions{Namespace: e.ns, FieldManager: fieldManager})
+	_, err := e.applyTimed(stream, fieldManager)
+	return err
+}
+
+// applyTimed is apply, and returns how long the writes took (the wait for
+// kube-controller-manager not counted).
+func (e *env) applyTimed(stream, fieldManager string) (time.Duration, error) {
+	var applied [][2]string // kind, name
+	start := time.Now()
+	err := kubetest.Apply(context.Background(), e.dyn, e.mapper, strings.NewReader(stream),
+		kubetest.ApplyOptions{Namespace: e.ns, FieldManager: fieldManager, Applied: func(u *unstructured.Unstructured) {
+			if u.GetAPIVersion() == "apps/v1" && u.GetNamespace() == e.ns {
+				switch u.GetKind() {
+				case "Deployment", "StatefulSet", "DaemonSet":
+					applied = append(applied, [2]string{u.GetKind(), u.GetName()})
+				}
+			}
+		}})
+	took := time.Since(start)
+	if err != nil {
+		return took, err
+	}
+	for _, w := range applied {
+		e.observed(w[0], w[1])
+	}
+	return took, nil
 }
 
 // docs returns the documents of a stream whose kind is one of kinds.
@@ -414,6 +444,27 @@ func (e *env) createSecret(name string, data map[string]string) {
 // initial one; every rollout adds one.
 func (e *env) revisions(kind, name string) int {
 	e.t.Helper()
+	uid := e.observed(kind, name)
+	ctx := context.Background()
+	if kind == "Deployment" {
+		owned, err := kubetest.OwnedReplicaSets(ctx, e.cs, e.ns, uid)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return len(owned)
+	}
+	owned, err := kubetest.OwnedControllerRevisions(ctx, e.cs, e.ns, uid)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return len(owned)
+}
+
+// observed waits until the workload's controller in kube-controller-manager
+// has observed its latest spec (status.observedGeneration), and returns its
+// UID.
+func (e *env) observed(kind, name string) types.UID {
+	e.t.Helper()
 	var uid types.UID
 	eventually(e.t, fmt.Sprintf("%s %s to be observed by its controller", kind, name), func(ctx context.Context) (bool, error) {
 		var gen, observed int64
@@ -439,19 +490,7 @@ func (e *env) revisions(kind, name string) int {
 		}
 		return observed >= gen && gen > 0, nil
 	})
-	ctx := context.Background()
-	if kind == "Deployment" {
-		owned, err := kubetest.OwnedReplicaSets(ctx, e.cs, e.ns, uid)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		return len(owned)
-	}
-	owned, err := kubetest.OwnedControllerRevisions(ctx, e.cs, e.ns, uid)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return len(owned)
+	return uid
 }
 
 // describeRevisions describes the Deployment name and the ReplicaSets it
@@ -474,10 +513,7 @@ func (e *env) describeRevisions(name string) string {
 }
 
 // waitRevisions waits until the workload has n revisions (used where a
-// rollout is expected and no in-process observer exists, and after a first
-// apply: kube-controller-manager, slow under load, may otherwise see the
-// first template only once a later one replaced it, and make one revision
-// for both).
+// rollout is expected and no in-process observer exists).
 func (e *env) waitRevisions(kind, name string, n int) {
 	e.t.Helper()
 	eventually(e.t, fmt.Sprintf("%d revisions of %s %s", n, kind, name), func(context.Context) (bool, error) {

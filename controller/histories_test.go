@@ -734,15 +734,15 @@ func (h *history) delete(c hConfig) {
 }
 
 // applyRender renders the stream with bin/confighash and applies it
-// server-side as Argo CD would; it returns how long the apply took.
+// server-side as Argo CD would; it returns how long the writes took.
 func (h *history) applyRender() time.Duration {
 	h.t.Helper()
 	h.rendered = render(h.t, h.stream())
-	start := time.Now()
-	if err := h.apply(h.rendered, "argocd-controller"); err != nil {
+	took, err := h.applyTimed(h.rendered, "argocd-controller")
+	if err != nil {
 		h.fatalf("apply the render: %v", err)
 	}
-	return time.Since(start)
+	return took
 }
 
 // ---- running ------------------------------------------------------------

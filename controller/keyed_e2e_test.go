@@ -141,7 +141,6 @@ func TestKeyedRendersAgree(t *testing.T) {
 	e.createSecret("db-creds", map[string]string{"password": pinSecret})
 	require.NoError(t, e.apply(renders["kustomize, key file"].Stdout, "kubectl"))
 	s := &scenario{env: e, kind: "Deployment"}
-	e.waitRevisions("Deployment", workloadName, 1)
 	for i, c := range []struct {
 		name string
 		env  map[string]string

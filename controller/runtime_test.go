@@ -663,7 +663,6 @@ func TestOptInToggled(t *testing.T) {
 		outStream := strings.Replace(s.rendered, "  annotations:\n    confighash.dev/external:", "  annotations:\n    confighash.dev/enabled: \"false\"\n    confighash.dev/external:", 1)
 		require.NotEqual(t, s.rendered, outStream, "the render's Deployment opted out")
 		require.NoError(t, e.apply(outStream, "kubectl"))
-		s.waitRevisions("Deployment", workloadName, 1)
 
 		mark := s.ctrl.obs.mark()
 		s.patchDeployment(workloadName, `{"metadata":{"annotations":{"confighash.dev/enabled":"true"}}}`)

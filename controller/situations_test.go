@@ -311,7 +311,6 @@ func TestRenderEditedWhileHeldBack(t *testing.T) {
 			require.NoError(t, e.apply(s.rendered, "kubectl"))
 			if c.ranFirst {
 				s.ctrl.obs.waitFor(t, 0, "in sync", is("Deployment", "in_sync"))
-				e.waitRevisions("Deployment", workloadName, 1)
 				require.NoError(t, e.cs.CoreV1().Secrets(e.ns).Delete(context.Background(), "db-creds", metav1.DeleteOptions{}))
 			}
 			_, next := s.ctrl.obs.waitFor(t, 0, "missing config", is("Deployment", "missing_config"))
