@@ -354,7 +354,7 @@ func render(t testing.TB, stream string, args ...string) string {
 // apply server-side applies every document of a stream, in order, as
 // fieldManager with force (the way Argo CD and Flux apply), then waits until
 // kube-controller-manager has observed each Deployment, StatefulSet and
-// DaemonSet it applied. Without that wait a loaded kube-controller-manager
+// DaemonSet it applied in the test's namespace. Without that wait a loaded kube-controller-manager
 // may see an applied template only once a later change (the next render,
 // the controller's roll) replaced it, and make one revision for both: a
 // test counting rollouts would then count one too few.
