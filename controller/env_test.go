@@ -354,10 +354,10 @@ func render(t testing.TB, stream string, args ...string) string {
 // apply server-side applies every document of a stream, in order, as
 // fieldManager with force (the way Argo CD and Flux apply), then waits until
 // kube-controller-manager has observed each Deployment, StatefulSet and
-// DaemonSet it applied in the test's namespace. Without that wait a loaded kube-controller-manager
-// may see an applied template only once a later change (the next render,
-// the controller's roll) replaced it, and make one revision for both: a
-// test counting rollouts would then count one too few.
+// DaemonSet it applied in the test's namespace. Without that wait a loaded
+// kube-controller-manager may see an applied template only once a later
+// change (the next render, the controller's roll) replaced it, and make one
+// revision for both: a test counting rollouts would then count one too few.
 func (e *env) apply(stream, fieldManager string) error {
 	_, err := e.applyTimed(stream, fieldManager)
 	return err
@@ -494,8 +494,8 @@ func (e *env) observed(kind, name string) types.UID {
 }
 
 // describeRevisions describes the Deployment name and the ReplicaSets it
-// owns, each with its template's annotations, for the message of a failed
-// count of rollouts.
+// owns, each with its template's annotations, for the log of a failed count
+// of rollouts (called only once the count failed).
 func (e *env) describeRevisions(name string) string {
 	e.t.Helper()
 	d := e.deployment(name)
