@@ -19,9 +19,9 @@ import (
 // instead (see rewrite for what is left to that).
 //
 // It edits block and flow mappings alike: in block style new entries are
-// lines at the indentation of their siblings; in flow style (JSON) they are
-// entries written with double quotes, on lines of their own when the mapping
-// has one entry a line. An empty metadata or annotations ({} or null) is
+// lines at the indentation of their siblings; in flow style they are
+// entries with double-quoted values and keys quoted as the mapping's are, on
+// lines of their own when the mapping has one entry a line. An empty metadata or annotations ({} or null) is
 // filled in place.
 type editor struct {
 	text    []byte
@@ -117,7 +117,7 @@ func (e *editor) change(m *yaml.Node, set []kv, del []string) bool {
 	case metaKey == nil:
 		return len(set) == 0 || e.insertEntries(m, nest(set, "metadata", "annotations"))
 	case isEmpty(meta):
-		return len(set) == 0 || e.fill(metaKey, meta, isFlow(m), nest(set, "annotations"))
+		return len(set) == 0 || e.fill(metaKey, meta, m, nest(set, "annotations"))
 	case meta.Kind != yaml.MappingNode:
 		return false
 	}
@@ -126,7 +126,7 @@ func (e *editor) change(m *yaml.Node, set []kv, del []string) bool {
 	case annKey == nil:
 		return len(set) == 0 || e.insertEntries(meta, nest(set, "annotations"))
 	case isEmpty(ann):
-		return len(set) == 0 || e.fill(annKey, ann, isFlow(meta), nest(set))
+		return len(set) == 0 || e.fill(annKey, ann, meta, nest(set))
 	case ann.Kind != yaml.MappingNode:
 		return false
 	}
@@ -149,7 +149,7 @@ func (e *editor) change(m *yaml.Node, set []kv, del []string) bool {
 	if len(drop) == len(ann.Content)/2 {
 		switch {
 		case len(add) > 0 && isFlow(ann):
-			return e.replaceValue(annKey, ann, isFlow(meta), "{"+e.flowText(nest(add), 0, 0)+"}")
+			return e.replaceValue(annKey, ann, isFlow(meta), "{"+e.flowText(nest(add), plainKeys(ann), 0, 0)+"}")
 		case len(add) > 0:
 			// Insertions go ahead of the lines deleted at the same place.
 		case len(meta.Content) > 2:
@@ -221,16 +221,34 @@ func (e *editor) writeBlock(b *strings.Builder, es []entry, indent int) {
 	}
 }
 
-// flowText writes es as the entries of a flow mapping, double-quoted: on
-// one line when step is 0, else one entry a line, the first one not
-// indented (the caller is at indent already).
-func (e *editor) flowText(es []entry, indent, step int) string {
+// flowText writes es as the entries of a flow mapping: on one line when
+// step is 0, else one entry a line, the first one not indented (the caller
+// is at indent already). Values are double-quoted; keys too, unless plain
+// is set and the key is safe to write plain in a flow mapping.
+func (e *editor) flowText(es []entry, plain bool, indent, step int) string {
 	var b strings.Builder
-	e.writeFlow(&b, es, indent, step)
+	e.writeFlow(&b, es, plain, indent, step)
 	return b.String()
 }
 
-func (e *editor) writeFlow(b *strings.Builder, es []entry, indent, step int) {
+// plainKeys tells whether keys written into the flow mapping m, or into an
+// empty mapping that is a value of m, may be plain: when m's first key is,
+// as in {labels: {app: web}}. A JSON document's keys stay double-quoted.
+func plainKeys(m *yaml.Node) bool {
+	return len(m.Content) > 0 && m.Content[0].Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0
+}
+
+// flowKey writes key for a flow mapping: plain when plain is set and that
+// is safe (no comma or colon, which end or split a plain key in flow
+// style), else double-quoted.
+func flowKey(key string, plain bool) string {
+	if plain && annotations.PlainSafe(key) && !strings.ContainsAny(key, ",:") {
+		return key
+	}
+	return doubleQuoted(key)
+}
+
+func (e *editor) writeFlow(b *strings.Builder, es []entry, plain bool, indent, step int) {
 	for i, en := range es {
 		if i > 0 {
 			b.WriteByte(',')
@@ -241,7 +259,7 @@ func (e *editor) writeFlow(b *strings.Builder, es []entry, indent, step int) {
 				writeIndent(b, indent)
 			}
 		}
-		b.WriteString(doubleQuoted(en.key))
+		b.WriteString(flowKey(en.key, plain))
 		b.WriteString(": ")
 		if en.children == nil {
 			b.WriteString(doubleQuoted(en.value))
@@ -252,7 +270,7 @@ func (e *editor) writeFlow(b *strings.Builder, es []entry, indent, step int) {
 			b.WriteString(e.newline)
 			writeIndent(b, indent+step)
 		}
-		e.writeFlow(b, en.children, indent+step, step)
+		e.writeFlow(b, en.children, plain, indent+step, step)
 		if step > 0 {
 			b.WriteString(e.newline)
 			writeIndent(b, indent)
@@ -332,17 +350,18 @@ func (e *editor) insertFlow(m *yaml.Node, es []entry) bool {
 		if step <= 0 {
 			step = 2
 		}
-		e.add(at, at, e.flowText(es, k.Column-1, step)+","+e.newline+string(e.text[lineStart:at]))
+		e.add(at, at, e.flowText(es, plainKeys(m), k.Column-1, step)+","+e.newline+string(e.text[lineStart:at]))
 		return true
 	}
-	e.add(at, at, e.flowText(es, 0, 0)+", ")
+	e.add(at, at, e.flowText(es, plainKeys(m), 0, 0)+", ")
 	return true
 }
 
 // fill writes es as the value of key k, whose value v is empty ({}, or null
 // written as nothing, ~ or null): a block under the key, or a flow mapping
-// when the parent mapping is flow style.
-func (e *editor) fill(k, v *yaml.Node, parentFlow bool, es []entry) bool {
+// when k's mapping, parent, is flow style.
+func (e *editor) fill(k, v, parent *yaml.Node, es []entry) bool {
+	parentFlow := isFlow(parent)
 	if v.Anchor != "" || k.Anchor != "" {
 		return false
 	}
@@ -365,7 +384,7 @@ func (e *editor) fill(k, v *yaml.Node, parentFlow bool, es []entry) bool {
 		return false // a null written as nothing
 	}
 	if parentFlow {
-		e.add(colon, end, " {"+e.flowText(es, 0, 0)+"}")
+		e.add(colon, end, " {"+e.flowText(es, plainKeys(parent), 0, 0)+"}")
 		return true
 	}
 	if !e.restIsBlank(end) {

@@ -70,6 +70,42 @@ func TestEmptyMetadataLayouts(t *testing.T) {
 	}
 }
 
+// TestFlowKeysFollowTheMapping: entries written into a flow mapping take
+// its keys' style: plain where its first key is plain, as people write
+// {labels: {app: web}}, double-quoted where it is quoted (JSON). Values
+// are always double-quoted.
+func TestFlowKeysFollowTheMapping(t *testing.T) {
+	for _, c := range []struct{ meta, want string }{
+		{"metadata: {labels: {a: b}}",
+			`metadata: {annotations: {confighash.dev/hash: "%s"}, labels: {a: b}}`},
+		{`metadata: {"labels": {"a": "b"}}`,
+			`metadata: {"annotations": {"confighash.dev/hash": "%s"}, "labels": {"a": "b"}}`},
+		{"metadata: {labels: {a: b}, annotations: {note: kept}}",
+			`metadata: {labels: {a: b}, annotations: {confighash.dev/hash: "%s", note: kept}}`},
+		{`metadata: {labels: {a: b}, annotations: {"x": "y"}}`,
+			`metadata: {labels: {a: b}, annotations: {"confighash.dev/hash": "%s", "x": "y"}}`},
+		{"metadata: {labels: {a: b}, annotations: {}}",
+			`metadata: {labels: {a: b}, annotations: {confighash.dev/hash: "%s"}}`},
+		{`metadata: {"labels": {"a": "b"}, "annotations": {}}`,
+			`metadata: {"labels": {"a": "b"}, "annotations": {"confighash.dev/hash": "%s"}}`},
+		{"metadata: {labels: {a: b}, annotations: {confighash.dev/key-id: old}}",
+			`metadata: {labels: {a: b}, annotations: {confighash.dev/hash: "%s"}}`},
+		{"metadata: {\n      labels: {a: b}\n    }",
+			"metadata: {\n      annotations: {\n        confighash.dev/hash: \"%s\"\n      },\n      labels: {a: b}\n    }"},
+	} {
+		t.Run(c.meta, func(t *testing.T) {
+			in := layoutConfig + strings.Replace(vaultLike, "%s", c.meta, 1)
+			out, r, err := postrenderer.Process([]byte(in), inject.Options{})
+			require.NoError(t, err)
+			require.Len(t, r.Workloads, 1)
+			want := layoutConfig + strings.Replace(vaultLike, "%s", fmt.Sprintf(c.want, r.Workloads[0].Hash), 1)
+			assert.Equal(t, want, string(out))
+			assert.Equal(t, r.Workloads[0].Hash, hashAnnotations(t, out)["confighash.dev/hash"])
+			assertSecondRunSame(t, out, inject.Options{})
+		})
+	}
+}
+
 // assertOnlyMetadataChanged checks that out holds every line of in but the
 // template's metadata lines, in order.
 func assertOnlyMetadataChanged(t *testing.T, in, out, meta string) {
