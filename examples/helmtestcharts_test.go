@@ -220,9 +220,10 @@ func checkPostRender(t *testing.T, h testtools.Helm, chart string, filtered bool
 }
 
 // flowAnnotations match confighash's annotations written into a flow
-// mapping (a JSON template, "metadata: {labels: ...}"), and the
-// annotations mapping that holds only them.
-var flowAnnotations = regexp.MustCompile(`"annotations": \{("confighash\.dev/(hash|external)": "[^"]*"(, )?)+\}, |"confighash\.dev/(hash|external)": "[^"]*", `)
+// mapping (a JSON template, "metadata: {labels: ...}"; keys double-quoted
+// or plain, as the mapping's are), and the annotations mapping that holds
+// only them.
+var flowAnnotations = regexp.MustCompile(`"?annotations"?: \{("?confighash\.dev/(hash|external)"?: "[^"]*"(, )?)+\}, |"?confighash\.dev/(hash|external)"?: "[^"]*", `)
 
 // withoutFlowAnnotations removes what flowAnnotations match.
 func withoutFlowAnnotations(stream string) string {
