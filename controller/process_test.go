@@ -39,13 +39,14 @@ func (e *env) startProcessBin(bin, name string, args ...string) *proc {
 	if bin == "" {
 		bin = filepath.Join(buildBinaries(e.t), "confighash-controller")
 	}
-	metrics := kubetest.FreeAddr(e.t)
-	all := append([]string{
-		"--kubeconfig", e.cp.KubeconfigPath(), "--namespaces", e.ns,
-		"--metrics-bind-address", metrics, "--health-probe-bind-address", "0",
-		"--coalesce-window", testWindow.String(), "--min-roll-interval", "0s", "--log-format", "text",
-	}, args...)
-	return &proc{Process: kubetest.StartProcess(e.t, name, bin, all...), metrics: metrics}
+	p, metrics := kubetest.StartServer(e.t, name, bin, func(metrics string) []string {
+		return append([]string{
+			"--kubeconfig", e.cp.KubeconfigPath(), "--namespaces", e.ns,
+			"--metrics-bind-address", metrics, "--health-probe-bind-address", "0",
+			"--coalesce-window", testWindow.String(), "--min-roll-interval", "0s", "--log-format", "text",
+		}, args...)
+	})
+	return &proc{Process: p, metrics: metrics}
 }
 
 // signal sends sig and waits for the process to exit.

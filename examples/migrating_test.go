@@ -33,11 +33,12 @@ type controllerProc struct {
 func startController(t *testing.T, name, ns string, args ...string) *controllerProc {
 	t.Helper()
 	cp := cptest.Shared(t)
-	metrics := kubetest.FreeAddr(t)
-	all := append([]string{"--kubeconfig", cp.KubeconfigPath(), "--namespaces", ns,
-		"--metrics-bind-address", metrics, "--health-probe-bind-address", "0",
-		"--coalesce-window", "1s", "--min-roll-interval", "0s", "--log-format", "text"}, args...)
-	p := &controllerProc{Process: kubetest.StartProcess(t, name, testtools.Tool(t, "confighash-controller"), all...), metrics: metrics}
+	proc, metrics := kubetest.StartServer(t, name, testtools.Tool(t, "confighash-controller"), func(metrics string) []string {
+		return append([]string{"--kubeconfig", cp.KubeconfigPath(), "--namespaces", ns,
+			"--metrics-bind-address", metrics, "--health-probe-bind-address", "0",
+			"--coalesce-window", "1s", "--min-roll-interval", "0s", "--log-format", "text"}, args...)
+	})
+	p := &controllerProc{Process: proc, metrics: metrics}
 	p.waitFor(t, "metrics served", func(v float64) bool { return v >= 0 }, "confighash_reconciles_total")
 	return p
 }

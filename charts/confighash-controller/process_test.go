@@ -129,10 +129,11 @@ func installRBAC(t *testing.T, cp *controlplane.ControlPlane, h testtools.Helm, 
 // ServiceAccount, on free local ports, logging text.
 func (c *chartInstall) start(t *testing.T, name string) *chartProc {
 	t.Helper()
-	metrics := kubetest.FreeAddr(t)
-	args := append(slices.Clone(c.args), "--kubeconfig", c.config, "--metrics-bind-address", metrics,
-		"--health-probe-bind-address", kubetest.FreeAddr(t), "--log-format", "text")
-	return &chartProc{Process: kubetest.StartProcess(t, name, buildController(t), args...), metrics: metrics}
+	p, metrics := kubetest.StartServer(t, name, buildController(t), func(metrics string) []string {
+		return append(slices.Clone(c.args), "--kubeconfig", c.config, "--metrics-bind-address", metrics,
+			"--health-probe-bind-address", kubetest.FreeAddr(t), "--log-format", "text")
+	})
+	return &chartProc{Process: p, metrics: metrics}
 }
 
 // workloads creates n ConfigMaps app-i and Deployments app-i (zero

@@ -162,6 +162,21 @@ func startController(t *testing.T, img *images, kubeconfig, ns string) *controll
 		t.Fatal(err)
 	}
 
+	// The engine shares the host's network: a port found free may be taken
+	// before the controller binds it (kubetest.StartServer); then it runs
+	// again on another.
+	for attempt := 1; ; attempt++ {
+		c := runController(t, img, kc, ns)
+		if c.serves(t) || attempt == 5 || !strings.Contains(c.logs(t), "address already in use") {
+			return c
+		}
+		t.Logf("the controller's metrics address was taken before it bound it; running it again on another")
+	}
+}
+
+// runController runs one controller container on a free metrics address.
+func runController(t *testing.T, img *images, kc, ns string) *controllerContainer {
+	t.Helper()
 	c := &controllerContainer{img: img, name: fmt.Sprintf("confighash-imagetest-%04x", rand.IntN(1<<16)), metrics: kubetest.FreeAddr(t)}
 	img.must(t, "run", "-d", "--name", c.name,
 		"--network", "host",
@@ -181,13 +196,27 @@ func startController(t *testing.T, img *images, kubeconfig, ns string) *controll
 	)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("controller container logs:\n%s", c.logs(t))
+			t.Logf("controller container %s logs:\n%s", c.name, c.logs(t))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		_, _, _ = img.run(ctx, nil, "rm", "-f", c.name)
 	})
 	return c
+}
+
+// serves polls the metrics address until the controller answers there
+// (true) or its container stops (false), for at most waitTimeout.
+func (c *controllerContainer) serves(t *testing.T) bool {
+	t.Helper()
+	serving := false
+	eventually(t, "the controller container serving or stopped", func() bool {
+		if serving = c.metric("confighash_reconciles_total", "") >= 0; serving {
+			return true
+		}
+		return strings.TrimSpace(c.img.must(t, "inspect", "--format", "{{.State.Running}}", c.name)) == "false"
+	})
+	return serving
 }
 
 // logs returns what the container wrote to stdout and stderr.

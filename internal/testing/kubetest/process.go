@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"net/http"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -34,6 +36,64 @@ func FreeAddr(t testing.TB) string {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().String()
+}
+
+// pickAddr picks StartServer's addresses (a test's may differ).
+var pickAddr = FreeAddr
+
+// serverAttempts is how many addresses StartServer tries.
+const serverAttempts = 5
+
+// serveTimeout is how long StartServer waits for a process to answer.
+const serveTimeout = 2 * time.Minute
+
+// StartServer starts path as StartProcess does, with the arguments args
+// gives for a loopback address picked for it (args may pick more with
+// FreeAddr), and returns the process and that address once the process
+// answers HTTP there, or has exited. A port FreeAddr found free may be
+// taken before the process binds it, by another process or as the local
+// port of any outgoing connection; while the process exits saying so
+// ("address already in use"), StartServer starts it again on a new
+// address, up to five times.
+func StartServer(t testing.TB, name, path string, args func(addr string) []string) (*Process, string) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		addr := pickAddr(t)
+		p := StartProcess(t, name, path, args(addr)...)
+		if p.serves(t, addr) || !strings.Contains(p.Logs(), "address already in use") || attempt == serverAttempts {
+			return p, addr
+		}
+		t.Logf("%s: an address it was given was taken before it bound it; starting it again on others", name)
+	}
+}
+
+// serves polls http://addr/ until the process answers there (true) or
+// exits (false); it fails the test after serveTimeout.
+func (p *Process) serves(t testing.TB, addr string) bool {
+	t.Helper()
+	client := http.Client{Timeout: time.Second}
+	deadline := time.NewTimer(serveTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.exited:
+			return false
+		default:
+		}
+		if resp, err := client.Get("http://" + addr + "/"); err == nil {
+			_ = resp.Body.Close()
+			return true
+		}
+		select {
+		case <-p.exited:
+			return false
+		case <-deadline.C:
+			t.Fatalf("%s: not serving on %s after %s", p.Name, addr, serveTimeout)
+		case <-tick.C:
+		}
+	}
 }
 
 // Process is a command started by StartProcess.
