@@ -28,6 +28,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/confighash/confighash/controller"
@@ -45,6 +46,11 @@ import (
 const waitTimeout = 90 * time.Second
 
 func TestMain(m *testing.M) {
+	// The controllers run in-process here log to their own buffers;
+	// controller-runtime's clients log through its global logger, which a
+	// program sets (cmd/confighash-controller does): without one it prints
+	// a warning and a stack trace.
+	ctrllog.SetLogger(controllercmd.NewLogger(os.Stderr, "text", "info"))
 	code := cptest.Run(m)
 	if controllerBin.path != "" {
 		_ = os.RemoveAll(filepath.Dir(controllerBin.path))
