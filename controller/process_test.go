@@ -39,7 +39,7 @@ func (e *env) startProcessBin(bin, name string, args ...string) *proc {
 	if bin == "" {
 		bin = filepath.Join(buildBinaries(e.t), "confighash-controller")
 	}
-	p, metrics := kubetest.StartServer(e.t, name, bin, func(metrics string) []string {
+	p, metrics := kubetest.StartServer(e.t, name, bin, kubetest.MetricsServing, func(metrics string) []string {
 		return append([]string{
 			"--kubeconfig", e.cp.KubeconfigPath(), "--namespaces", e.ns,
 			"--metrics-bind-address", metrics, "--health-probe-bind-address", "0",

@@ -33,7 +33,7 @@ type controllerProc struct {
 func startController(t *testing.T, name, ns string, args ...string) *controllerProc {
 	t.Helper()
 	cp := cptest.Shared(t)
-	proc, metrics := kubetest.StartServer(t, name, testtools.Tool(t, "confighash-controller"), func(metrics string) []string {
+	proc, metrics := kubetest.StartServer(t, name, testtools.Tool(t, "confighash-controller"), kubetest.MetricsServing, func(metrics string) []string {
 		return append([]string{"--kubeconfig", cp.KubeconfigPath(), "--namespaces", ns,
 			"--metrics-bind-address", metrics, "--health-probe-bind-address", "0",
 			"--coalesce-window", "1s", "--min-roll-interval", "0s", "--log-format", "text"}, args...)

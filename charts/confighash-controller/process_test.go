@@ -129,7 +129,7 @@ func installRBAC(t *testing.T, cp *controlplane.ControlPlane, h testtools.Helm, 
 // ServiceAccount, on free local ports, logging text.
 func (c *chartInstall) start(t *testing.T, name string) *chartProc {
 	t.Helper()
-	p, metrics := kubetest.StartServer(t, name, buildController(t), func(metrics string) []string {
+	p, metrics := kubetest.StartServer(t, name, buildController(t), kubetest.MetricsServing, func(metrics string) []string {
 		return append(slices.Clone(c.args), "--kubeconfig", c.config, "--metrics-bind-address", metrics,
 			"--health-probe-bind-address", kubetest.FreeAddr(t), "--log-format", "text")
 	})

@@ -205,16 +205,16 @@ func runController(t *testing.T, img *images, kc, ns string) *controllerContaine
 	return c
 }
 
-// serves polls the metrics address until the controller answers there
-// (true) or its container stops (false), for at most waitTimeout.
+// serves polls the container's logs until the controller says it serves
+// metrics (true; not the address answering, which whoever took the port
+// may do) or the container stops (false), for at most waitTimeout.
 func (c *controllerContainer) serves(t *testing.T) bool {
 	t.Helper()
 	serving := false
 	eventually(t, "the controller container serving or stopped", func() bool {
-		if serving = c.metric("confighash_reconciles_total", "") >= 0; serving {
-			return true
-		}
-		return strings.TrimSpace(c.img.must(t, "inspect", "--format", "{{.State.Running}}", c.name)) == "false"
+		running := strings.TrimSpace(c.img.must(t, "inspect", "--format", "{{.State.Running}}", c.name)) == "true"
+		serving = strings.Contains(c.logs(t), kubetest.MetricsServing)
+		return serving || !running
 	})
 	return serving
 }

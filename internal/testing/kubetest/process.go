@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -38,59 +37,59 @@ func FreeAddr(t testing.TB) string {
 	return l.Addr().String()
 }
 
+// MetricsServing is what controller-runtime's manager logs once its
+// metrics server listens: a confighash-controller process's ready text for
+// StartServer (its health-probe address, if any, is bound before).
+const MetricsServing = "Serving metrics server"
+
 // pickAddr picks StartServer's addresses (a test's may differ).
 var pickAddr = FreeAddr
 
 // serverAttempts is how many addresses StartServer tries.
 const serverAttempts = 5
 
-// serveTimeout is how long StartServer waits for a process to answer.
+// serveTimeout is how long StartServer waits for a process to be ready.
 const serveTimeout = 2 * time.Minute
 
 // StartServer starts path as StartProcess does, with the arguments args
 // gives for a loopback address picked for it (args may pick more with
-// FreeAddr), and returns the process and that address once the process
-// answers HTTP there, or has exited. A port FreeAddr found free may be
-// taken before the process binds it, by another process or as the local
-// port of any outgoing connection; while the process exits saying so
-// ("address already in use"), StartServer starts it again on a new
-// address, up to five times.
-func StartServer(t testing.TB, name, path string, args func(addr string) []string) (*Process, string) {
+// FreeAddr), and returns the process and that address once the process's
+// output holds ready (what it prints when it has bound its addresses), or
+// it has exited. A port FreeAddr found free may be taken before the process
+// binds it, by another process or as the local port of any outgoing
+// connection; while the process exits saying so ("address already in
+// use"), StartServer starts it again on a new address, up to five times.
+// It reads the output, not the address: whoever took the port may answer
+// there.
+func StartServer(t testing.TB, name, path, ready string, args func(addr string) []string) (*Process, string) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		addr := pickAddr(t)
 		p := StartProcess(t, name, path, args(addr)...)
-		if p.serves(t, addr) || !strings.Contains(p.Logs(), "address already in use") || attempt == serverAttempts {
+		if p.await(t, ready) || !strings.Contains(p.Logs(), "address already in use") || attempt == serverAttempts {
 			return p, addr
 		}
 		t.Logf("%s: an address it was given was taken before it bound it; starting it again on others", name)
 	}
 }
 
-// serves polls http://addr/ until the process answers there (true) or
-// exits (false); it fails the test after serveTimeout.
-func (p *Process) serves(t testing.TB, addr string) bool {
+// await polls the process's output until it holds ready (true) or the
+// process exits (false); it fails the test after serveTimeout.
+func (p *Process) await(t testing.TB, ready string) bool {
 	t.Helper()
-	client := http.Client{Timeout: time.Second}
 	deadline := time.NewTimer(serveTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		select {
-		case <-p.exited:
-			return false
-		default:
-		}
-		if resp, err := client.Get("http://" + addr + "/"); err == nil {
-			_ = resp.Body.Close()
+		if strings.Contains(p.Logs(), ready) {
 			return true
 		}
 		select {
 		case <-p.exited:
-			return false
+			return strings.Contains(p.Logs(), ready)
 		case <-deadline.C:
-			t.Fatalf("%s: not serving on %s after %s", p.Name, addr, serveTimeout)
+			t.Fatalf("%s: did not print %q within %s", p.Name, ready, serveTimeout)
 		case <-tick.C:
 		}
 	}

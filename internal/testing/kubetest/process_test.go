@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 			fmt.Println(err) // "…: bind: address already in use"
 			os.Exit(1)
 		}
+		fmt.Println("serving on", addr)
 		_ = http.Serve(l, http.NotFoundHandler())
 		os.Exit(1)
 	}
@@ -35,10 +36,12 @@ func TestMain(m *testing.M) {
 
 // TestStartServerAddressTaken: a process given an address taken before it
 // binds it is started again on another, and StartServer returns once it
-// answers there.
+// says it serves there, not when the address answers (whoever holds it may
+// answer: here the taker serves HTTP too).
 func TestStartServerAddressTaken(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
+	go func() { _ = http.Serve(busy, http.NotFoundHandler()) }()
 	defer func() { _ = busy.Close() }()
 	picks := []string{busy.Addr().String(), busy.Addr().String()}
 	pickAddr = func(t testing.TB) string {
@@ -52,7 +55,7 @@ func TestStartServerAddressTaken(t *testing.T) {
 	t.Cleanup(func() { pickAddr = FreeAddr })
 
 	var given []string
-	p, addr := StartServer(t, "server", os.Args[0], func(addr string) []string {
+	p, addr := StartServer(t, "server", os.Args[0], "serving on", func(addr string) []string {
 		given = append(given, addr)
 		t.Setenv(serveEnv, addr)
 		return nil
@@ -70,7 +73,7 @@ func TestStartServerAddressTaken(t *testing.T) {
 // returned at once, not started again.
 func TestStartServerOtherExit(t *testing.T) {
 	starts := 0
-	p, _ := StartServer(t, "failing", os.Args[0], func(string) []string {
+	p, _ := StartServer(t, "failing", os.Args[0], "serving on", func(string) []string {
 		starts++
 		t.Setenv(serveEnv, "fail")
 		return nil
@@ -89,7 +92,7 @@ func TestStartServerRetriesBounded(t *testing.T) {
 	pickAddr = func(testing.TB) string { return busy.Addr().String() }
 	t.Cleanup(func() { pickAddr = FreeAddr })
 	starts := 0
-	p, _ := StartServer(t, "always-taken", os.Args[0], func(addr string) []string {
+	p, _ := StartServer(t, "always-taken", os.Args[0], "serving on", func(addr string) []string {
 		starts++
 		t.Setenv(serveEnv, addr)
 		return nil
