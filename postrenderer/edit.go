@@ -20,9 +20,9 @@ import (
 //
 // It edits block and flow mappings alike: in block style new entries are
 // lines at the indentation of their siblings; in flow style they are
-// entries with double-quoted values and keys quoted as the mapping's are, on
-// lines of their own when the mapping has one entry a line. An empty metadata or annotations ({} or null) is
-// filled in place.
+// entries with double-quoted values and keys quoted as the mapping's are,
+// on lines of their own when the mapping has one entry a line. An empty
+// metadata or annotations ({} or null) is filled in place.
 type editor struct {
 	text    []byte
 	lines   []int // byte offset of each line's start; lines[0] is line 1
