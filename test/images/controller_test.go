@@ -165,13 +165,10 @@ func startController(t *testing.T, img *images, kubeconfig, ns string) *controll
 	// The engine shares the host's network: a port found free may be taken
 	// before the controller binds it (kubetest.StartServer); then it runs
 	// again on another.
-	for attempt := 1; ; attempt++ {
+	return kubetest.WhileAddressTaken(t, "the controller container", func() (*controllerContainer, bool, string) {
 		c := runController(t, img, kc, ns)
-		if c.serves(t) || attempt == 5 || !strings.Contains(c.logs(t), "address already in use") {
-			return c
-		}
-		t.Logf("the controller's metrics address was taken before it bound it; running it again on another")
-	}
+		return c, c.serves(t), c.logs(t)
+	})
 }
 
 // runController runs one controller container on a free metrics address.

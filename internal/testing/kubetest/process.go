@@ -63,11 +63,25 @@ const serveTimeout = 2 * time.Minute
 // there.
 func StartServer(t testing.TB, name, path, ready string, args func(addr string) []string) (*Process, string) {
 	t.Helper()
-	for attempt := 1; ; attempt++ {
-		addr := pickAddr(t)
+	var addr string
+	p := WhileAddressTaken(t, name, func() (*Process, bool, string) {
+		addr = pickAddr(t)
 		p := StartProcess(t, name, path, args(addr)...)
-		if p.await(t, ready) || !strings.Contains(p.Logs(), "address already in use") || attempt == serverAttempts {
-			return p, addr
+		return p, p.await(t, ready), p.Logs()
+	})
+	return p, addr
+}
+
+// WhileAddressTaken calls start, which starts a server on newly picked
+// addresses and says whether it became ready and what it printed, again
+// while it was not ready and its output says an address was taken, up to
+// five times in all; it returns the last server started.
+func WhileAddressTaken[S any](t testing.TB, name string, start func() (server S, ready bool, logs string)) S {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		s, ready, logs := start()
+		if ready || !strings.Contains(logs, "address already in use") || attempt == serverAttempts {
+			return s
 		}
 		t.Logf("%s: an address it was given was taken before it bound it; starting it again on others", name)
 	}
