@@ -36,6 +36,14 @@ func (e *env) startProcess(name string, args ...string) *proc {
 // built from this tree).
 func (e *env) startProcessBin(bin, name string, args ...string) *proc {
 	e.t.Helper()
+	return e.startProcessArgs(bin, name, func() []string { return args })
+}
+
+// startProcessArgs is startProcessBin with the extra flags made for each
+// start, so that an address among them is picked again when the process
+// is started again on new addresses (kubetest.StartServer).
+func (e *env) startProcessArgs(bin, name string, args func() []string) *proc {
+	e.t.Helper()
 	if bin == "" {
 		bin = filepath.Join(buildBinaries(e.t), "confighash-controller")
 	}
@@ -44,7 +52,7 @@ func (e *env) startProcessBin(bin, name string, args ...string) *proc {
 			"--kubeconfig", e.cp.KubeconfigPath(), "--namespaces", e.ns,
 			"--metrics-bind-address", metrics, "--health-probe-bind-address", "0",
 			"--coalesce-window", testWindow.String(), "--min-roll-interval", "0s", "--log-format", "text",
-		}, args...)
+		}, args()...)
 	})
 	return &proc{Process: p, metrics: metrics}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -209,11 +210,15 @@ func runScale(b *testing.B, w, changes int) ScaleResult {
 	args := []string{"--coalesce-window", scaleWindow.String(), "--max-rollouts-per-second", "1000", "--rollout-burst", "1000", "--log-level", "info"}
 	profile := os.Getenv("CONFIGHASH_SCALE_PROFILE")
 	pprofAddr := ""
-	if profile != "" {
-		pprofAddr = kubetest.FreeAddr(b)
-		args = append(args, "--pprof-bind-address", pprofAddr)
-	}
-	p := e.startProcessBin(os.Getenv("CONFIGHASH_SCALE_BIN"), "scale", append(args, extra...)...)
+	p := e.startProcessArgs(os.Getenv("CONFIGHASH_SCALE_BIN"), "scale", func() []string {
+		all := slices.Concat(args, extra)
+		if profile != "" {
+			// Picked again for each start, as the metrics address is.
+			pprofAddr = kubetest.FreeAddr(b)
+			all = append(all, "--pprof-bind-address", pprofAddr)
+		}
+		return all
+	})
 	start := time.Now()
 	eventuallyWithin(b, 20*time.Minute, scalePoll, "every workload in sync", func(context.Context) (bool, error) {
 		if external && p.metric("confighash_baseline_writes_total") < float64(w) {
