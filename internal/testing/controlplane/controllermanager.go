@@ -88,9 +88,9 @@ func (m *controllerManager) configure(user *rest.Config, certDir, dir string) er
 	return nil
 }
 
-// portAttempts is how many free ports start tries: a port found free can
-// be taken by another process (a parallel test's) before the controller
-// manager binds it.
+// portAttempts is how many times a component is started on ports picked
+// anew: a port found free can be taken by another process (a parallel
+// test's) before the component binds it.
 const portAttempts = 3
 
 // start launches the process and waits until /healthz answers 200, the

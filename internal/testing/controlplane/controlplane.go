@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -83,6 +84,11 @@ type Options struct {
 	// StopTimeout is how long each component gets between SIGTERM and
 	// SIGKILL. Default: DefaultStopTimeout.
 	StopTimeout time.Duration
+
+	// firstPorts are ports a test holds, given to the first start of etcd
+	// and kube-apiserver in place of picked ones, to see Start pick again
+	// (export_test.go).
+	firstPorts struct{ etcd, apiServer int }
 }
 
 // Timings records how long each component took to become ready during
@@ -106,6 +112,7 @@ type ControlPlane struct {
 	plane             envtest.ControlPlane
 	controllerManager *controllerManager
 	apiServerUp       bool
+	etcdStarted       bool // etcd started once: its port is kept from then on
 
 	admin           *rest.Config
 	users           map[string]*rest.Config
@@ -183,15 +190,15 @@ func (cp *ControlPlane) prepare(bins binaries) error {
 	}
 
 	etcd := &envtest.Etcd{Path: bins.etcd, DataDir: cp.path("etcd"), Out: etcdLog, Err: etcdLog, StopTimeout: cp.opts.StopTimeout}
-	if cp.opts.EtcdPort != 0 {
-		etcd.URL = &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(cp.opts.EtcdPort)}
+	if port := cmp.Or(cp.opts.EtcdPort, cp.opts.firstPorts.etcd); port != 0 {
+		etcd.URL = &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(port)}
 	}
 	etcd.Configure().Set("log-level", "warn")
 	setArgs(etcd.Configure(), cp.opts.EtcdArgs)
 
 	api := &envtest.APIServer{Path: bins.apiServer, CertDir: cp.path("pki"), Out: apiLog, Err: apiLog, StopTimeout: cp.opts.StopTimeout}
-	if cp.opts.APIServerPort != 0 {
-		api.SecureServing = envtest.SecureServing{ListenAddr: envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(cp.opts.APIServerPort)}}
+	if port := cmp.Or(cp.opts.APIServerPort, cp.opts.firstPorts.apiServer); port != 0 {
+		api.SecureServing = envtest.SecureServing{ListenAddr: envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(port)}}
 	}
 	api.Configure().
 		Set("advertise-address", "127.0.0.1").
@@ -264,10 +271,19 @@ func (cp *ControlPlane) startAll(ctx context.Context) error {
 // directory and port) and waits until it is healthy and, if the apiserver
 // is running, until the apiserver is ready.
 func (cp *ControlPlane) StartEtcd(ctx context.Context) error {
-	cp.plane.Etcd.StartTimeout = untilDeadline(ctx, cp.opts.StartTimeout)
-	if err := cp.plane.Etcd.Start(); err != nil {
+	etcd := cp.plane.Etcd
+	var repick func()
+	if !cp.etcdStarted && cp.opts.EtcdPort == 0 {
+		repick = func() { etcd.URL = nil } // envtest picks the peer port at every start
+	}
+	err := cp.startPicking(EtcdBinary, func() error {
+		etcd.StartTimeout = untilDeadline(ctx, cp.opts.StartTimeout)
+		return etcd.Start()
+	}, repick)
+	if err != nil {
 		return cp.componentError(EtcdBinary, err)
 	}
+	cp.etcdStarted = true
 	if cp.apiServerUp {
 		return cp.WaitAPIServerReady(ctx)
 	}
@@ -285,8 +301,15 @@ func (cp *ControlPlane) StopEtcd() error {
 func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 	api := cp.plane.APIServer
 	api.EtcdURL = cp.plane.Etcd.URL
-	api.StartTimeout = untilDeadline(ctx, cp.opts.StartTimeout)
-	if err := api.Start(); err != nil {
+	var repick func()
+	if cp.admin == nil && cp.opts.APIServerPort == 0 {
+		repick = func() { api.SecurePort, api.SecureServing.ListenAddr = 0, envtest.ListenAddr{} }
+	}
+	err := cp.startPicking(APIServerBinary, func() error {
+		api.StartTimeout = untilDeadline(ctx, cp.opts.StartTimeout)
+		return api.Start()
+	}, repick)
+	if err != nil {
 		return cp.componentError(APIServerBinary, err)
 	}
 	cp.apiServerUp = true
@@ -420,6 +443,43 @@ func (cp *ControlPlane) provisionUsers() error {
 	}
 	cp.admin = admin
 	return nil
+}
+
+// startPicking starts a component whose ports envtest picks. A port found
+// free can be taken before the process binds it (by another process, or as
+// the local port of a connection); while the component exits saying so in
+// its log, repick lets envtest pick its ports anew and it is started again,
+// at most portAttempts times. A nil repick (ports fixed by Options, or kept
+// by a restart that clients already point at) starts it once.
+func (cp *ControlPlane) startPicking(name string, start func() error, repick func()) error {
+	logPath := filepath.Join(cp.logDir, name+".log")
+	for attempt := 1; ; attempt++ {
+		before := fileSize(logPath)
+		err := start()
+		if err == nil || repick == nil || attempt == portAttempts || !portTakenSince(logPath, before) {
+			return err
+		}
+		repick()
+	}
+}
+
+// fileSize is the size of the file at path, 0 when it cannot be read.
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// portTakenSince reports whether the log at path says, after its first
+// offset bytes, that a process could not bind an address.
+func portTakenSince(path string, offset int64) bool {
+	data, err := os.ReadFile(path)
+	if err != nil || int64(len(data)) < offset {
+		return false
+	}
+	return strings.Contains(string(data[offset:]), "address already in use")
 }
 
 // path is a path in the temporary directory.

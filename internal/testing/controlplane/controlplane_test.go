@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -343,4 +345,54 @@ func TestStartFailureIncludesLogTail(t *testing.T) {
 		t.Fatalf("error does not name the component or include its log tail: %v", err)
 	}
 	t.Logf("start failure reported as expected (%d bytes of error): %s", len(msg), msg)
+}
+
+// TestStartPicksAgainWhenAPortIsTaken: a port envtest found free for etcd
+// or kube-apiserver can be taken before the process binds it. The first
+// start of each is given a port this test holds; Start starts each again
+// on ports picked anew and the control plane comes up on them.
+func TestStartPicksAgainWhenAPortIsTaken(t *testing.T) {
+	cptest.Require(t)
+	var held []int
+	for range 2 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = l.Close() }()
+		held = append(held, l.Addr().(*net.TCPAddr).Port)
+	}
+	logDir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cp, err := controlplane.Start(ctx, controlplane.WithFirstPorts(controlplane.Options{LogDir: logDir}, held[0], held[1]))
+	if err != nil {
+		t.Fatalf("Start with the first ports taken: %v", err)
+	}
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	for _, c := range []struct{ name, endpoint string }{
+		{controlplane.EtcdBinary, cp.EtcdEndpoint()},
+		{controlplane.APIServerBinary, cp.Endpoint()},
+	} {
+		for _, port := range held {
+			if strings.HasSuffix(c.endpoint, ":"+strconv.Itoa(port)) {
+				t.Errorf("%s serves on the held port %d", c.name, port)
+			}
+		}
+		logs, err := os.ReadFile(filepath.Join(logDir, c.name+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(logs), "address already in use") {
+			t.Errorf("%s's log does not show the first start failing on the held port", c.name)
+		}
+	}
+	cs := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the control plane does not answer: %v", err)
+	}
 }

@@ -13,7 +13,9 @@
 // service-account signing key and the controllers of Options.Controllers),
 // provisions an admin and writes its kubeconfig, restarts single
 // components with the same data directory and port (StopAPIServer,
-// StartEtcd, …) for fault tests, keeps one log file per component and puts
+// StartEtcd, …) for fault tests, starts a component again on new ports when
+// a port picked for it was taken before it bound it (on its first start,
+// unless Options fixes the port), keeps one log file per component and puts
 // its tail in start errors, and removes what a killed test process left
 // behind (sweepStale).
 //
