@@ -303,7 +303,12 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 	api.EtcdURL = cp.plane.Etcd.URL
 	var repick func()
 	if cp.admin == nil && cp.opts.APIServerPort == 0 {
-		repick = func() { api.SecurePort, api.SecureServing.ListenAddr = 0, envtest.ListenAddr{} }
+		repick = func() {
+			// envtest copies the port it picked into the deprecated
+			// SecurePort too, and prefers that field when it is set.
+			api.SecurePort = 0 //nolint:staticcheck // see above
+			api.SecureServing.ListenAddr = envtest.ListenAddr{}
+		}
 	}
 	err := cp.startPicking(APIServerBinary, func() error {
 		api.StartTimeout = untilDeadline(ctx, cp.opts.StartTimeout)
