@@ -307,7 +307,7 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 			// envtest copies the port it picked into the deprecated
 			// SecurePort too, and prefers that field when it is set.
 			api.SecurePort = 0 //nolint:staticcheck // see above
-			api.SecureServing.ListenAddr = envtest.ListenAddr{}
+			api.ListenAddr = envtest.ListenAddr{} // SecureServing's
 		}
 	}
 	err := cp.startPicking(APIServerBinary, func() error {
