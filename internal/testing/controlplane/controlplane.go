@@ -306,7 +306,7 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 		repick = func() {
 			// envtest copies the port it picked into the deprecated
 			// SecurePort too, and prefers that field when it is set.
-			api.SecurePort = 0 //nolint:staticcheck // see above
+			api.SecurePort = 0                    //nolint:staticcheck // see above
 			api.ListenAddr = envtest.ListenAddr{} // SecureServing's
 		}
 	}
