@@ -97,9 +97,16 @@ const portAttempts = 3
 // process exits or ctx ends. Without a fixed port it picks a free one just
 // before the launch, and another one if that was taken meanwhile.
 func (m *controllerManager) start(ctx context.Context) error {
+	return whilePortTaken(m.fixedPort == 0, func(int) error { return m.startOnce(ctx) })
+}
+
+// whilePortTaken calls start (attempt 1, 2, …) again while it fails with
+// errPortTaken and again allows it, at most portAttempts times: the one
+// retry of every component whose port was taken before it bound it.
+func whilePortTaken(again bool, start func(attempt int) error) error {
 	for attempt := 1; ; attempt++ {
-		err := m.startOnce(ctx)
-		if !errors.Is(err, errPortTaken) || m.fixedPort != 0 || attempt == portAttempts {
+		err := start(attempt)
+		if !errors.Is(err, errPortTaken) || !again || attempt == portAttempts {
 			return err
 		}
 	}

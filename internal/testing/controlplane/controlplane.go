@@ -458,14 +458,17 @@ func (cp *ControlPlane) provisionUsers() error {
 // by a restart that clients already point at) starts it once.
 func (cp *ControlPlane) startPicking(name string, start func() error, repick func()) error {
 	logPath := filepath.Join(cp.logDir, name+".log")
-	for attempt := 1; ; attempt++ {
+	return whilePortTaken(repick != nil, func(attempt int) error {
+		if attempt > 1 {
+			repick()
+		}
 		before := fileSize(logPath)
 		err := start()
-		if err == nil || repick == nil || attempt == portAttempts || !portTakenSince(logPath, before) {
-			return err
+		if err != nil && portTakenSince(logPath, before) {
+			return fmt.Errorf("%w: %w", errPortTaken, err)
 		}
-		repick()
-	}
+		return err
+	})
 }
 
 // fileSize is the size of the file at path, 0 when it cannot be read.
