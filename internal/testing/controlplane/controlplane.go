@@ -112,7 +112,6 @@ type ControlPlane struct {
 	plane             envtest.ControlPlane
 	controllerManager *controllerManager
 	apiServerUp       bool
-	etcdStarted       bool // etcd started once: its port is kept from then on
 
 	admin           *rest.Config
 	users           map[string]*rest.Config
@@ -273,7 +272,7 @@ func (cp *ControlPlane) startAll(ctx context.Context) error {
 func (cp *ControlPlane) StartEtcd(ctx context.Context) error {
 	etcd := cp.plane.Etcd
 	var repick func()
-	if !cp.etcdStarted && cp.opts.EtcdPort == 0 {
+	if cp.firstStart() && cp.opts.EtcdPort == 0 {
 		repick = func() { etcd.URL = nil } // envtest picks the peer port at every start
 	}
 	err := cp.startPicking(EtcdBinary, func() error {
@@ -283,7 +282,6 @@ func (cp *ControlPlane) StartEtcd(ctx context.Context) error {
 	if err != nil {
 		return cp.componentError(EtcdBinary, err)
 	}
-	cp.etcdStarted = true
 	if cp.apiServerUp {
 		return cp.WaitAPIServerReady(ctx)
 	}
@@ -302,7 +300,7 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 	api := cp.plane.APIServer
 	api.EtcdURL = cp.plane.Etcd.URL
 	var repick func()
-	if cp.admin == nil && cp.opts.APIServerPort == 0 {
+	if cp.firstStart() && cp.opts.APIServerPort == 0 {
 		repick = func() {
 			// envtest copies the port it picked into the deprecated
 			// SecurePort too, and prefers that field when it is set.
@@ -318,7 +316,7 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 		return cp.componentError(APIServerBinary, err)
 	}
 	cp.apiServerUp = true
-	if cp.admin == nil {
+	if cp.firstStart() {
 		if err := cp.provisionUsers(); err != nil {
 			return err
 		}
@@ -449,6 +447,11 @@ func (cp *ControlPlane) provisionUsers() error {
 	cp.admin = admin
 	return nil
 }
+
+// firstStart reports whether Start is still starting the components: the
+// admin is provisioned once the first kube-apiserver is up. Later starts
+// are restarts, whose ports clients already point at.
+func (cp *ControlPlane) firstStart() bool { return cp.admin == nil }
 
 // startPicking starts a component whose ports envtest picks. A port found
 // free can be taken before the process binds it (by another process, or as
