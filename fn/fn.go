@@ -95,13 +95,8 @@ func RunBytes(p Processor, input []byte, out io.Writer) (Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	// kio annotates every item it writes back, and fails, drops the metadata
-	// or panics where metadata is not a map: every item is checked first,
-	// whatever its kind (the filter checks only those it reads).
-	for i, it := range items {
-		if err := inject.CheckMetadata(it); err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
-		}
+	if err := checkItems(items); err != nil {
+		return nil, err
 	}
 	rl := &ResourceList{Items: items, FunctionConfig: rw.FunctionConfig}
 	if err := p.Process(rl); err != nil {
@@ -126,6 +121,18 @@ func RunBytes(p Processor, input []byte, out io.Writer) (Results, error) {
 	}
 	_, err = out.Write(buf.Bytes())
 	return rl.Results, err
+}
+
+// checkItems checks the metadata of every item, whatever its kind (the
+// filter checks only those it reads): kio annotates every item it writes
+// back, and fails, drops the metadata or panics where metadata is not a map.
+func checkItems(items []*yaml.RNode) error {
+	for i, it := range items {
+		if err := inject.CheckMetadata(it); err != nil {
+			return fmt.Errorf("document %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // readResourceList checks input (checkResourceList) and returns

@@ -14,9 +14,10 @@ import (
 )
 
 // readBoth reads input with readResourceList (one parse where it can) and
-// readResourceListTwice (check, then kio), writes both results back, and
-// reports any difference: the items, the functionConfig and results, the
-// wrapping, the written ResourceList or the error.
+// readResourceListTwice (check, then kio), checks the items as RunBytes
+// does before it writes them, writes both results back, and reports any
+// difference: the items, the functionConfig and results, the wrapping, the
+// written ResourceList or the error.
 func readBoth(input []byte) error {
 	var once, twice bytes.Buffer
 	rw1, items1, err1 := readResourceList(input, &once)
@@ -29,6 +30,14 @@ func readBoth(input []byte) error {
 	}
 	if len(items1) != len(items2) {
 		return fmt.Errorf("%d items once, %d twice", len(items1), len(items2))
+	}
+	cerr1, cerr2 := checkItems(items1), checkItems(items2)
+	if (cerr1 == nil) != (cerr2 == nil) || (cerr1 != nil && cerr1.Error() != cerr2.Error()) {
+		return fmt.Errorf("item checks differ: once %w, twice %w", cerr1, cerr2)
+	}
+	if cerr1 != nil {
+		// RunBytes stops here: nothing is written.
+		return nil
 	}
 	if rw1.WrappingKind != rw2.WrappingKind || rw1.WrappingAPIVersion != rw2.WrappingAPIVersion {
 		return fmt.Errorf("wrapping %s %s once, %s %s twice", rw1.WrappingAPIVersion, rw1.WrappingKind, rw2.WrappingAPIVersion, rw2.WrappingKind)
