@@ -130,11 +130,29 @@ func resourceListItems(input []byte) ([]byte, bool) {
 	if err != nil || len(nodes) == 0 || !bytes.Contains(input, []byte("kind: ResourceList")) {
 		return nil, false
 	}
+	if writable(nodes) != nil {
+		return nil, false
+	}
 	var b bytes.Buffer
 	if err := (kio.ByteWriter{Writer: &b}).Write(nodes); err != nil {
 		return nil, false
 	}
 	return b.Bytes(), true
+}
+
+// writable reports the first of nodes kyaml's writer cannot write: it
+// panics on an item that is not a mapping, or whose metadata is not a map
+// (fn.RunBytes refuses such items, and a KRM function is never given one).
+func writable(nodes []*kyaml.RNode) error {
+	for i, n := range nodes {
+		if n.YNode().Kind != kyaml.MappingNode {
+			return fmt.Errorf("document %d is not an object", i)
+		}
+		if err := inject.CheckMetadata(n); err != nil {
+			return fmt.Errorf("document %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // runKRM wraps the stream's documents in a ResourceList, runs the function on
@@ -148,12 +166,8 @@ func runKRM(t *testing.T, input []byte, opts inject.Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// kyaml's writer panics on an item that is not a mapping; a KRM
-	// function is never given one.
-	for i, n := range nodes {
-		if n.YNode().Kind != kyaml.MappingNode {
-			return nil, fmt.Errorf("document %d is not an object", i)
-		}
+	if err := writable(nodes); err != nil {
+		return nil, err
 	}
 	var rl bytes.Buffer
 	if err := (kio.ByteWriter{Writer: &rl, WrappingKind: kio.ResourceListKind, WrappingAPIVersion: kio.ResourceListAPIVersion}).Write(nodes); err != nil {

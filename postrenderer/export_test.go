@@ -2,24 +2,74 @@ package postrenderer
 
 import (
 	"bytes"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/confighash/confighash/internal/inject"
+	"github.com/confighash/confighash/internal/yamlnode"
 )
 
 // Unread returns input without the documents Process copies unread (by the
-// same rule), and how many there were.
+// same rule), and without such items of a List, and how many there were.
 func Unread(input []byte, opts inject.Options) ([]byte, int) {
 	var kept [][]byte
 	n := 0
 	for _, c := range split(input) {
-		if h, ok := readHeader(c.text); ok && hasContent(c.text) && !opts.Relevant(h.apiVersion, h.kind) {
+		h, ok := readHeader(c.text)
+		if ok && hasContent(c.text) && !opts.Relevant(h.apiVersion, h.kind) {
 			n++
 			kept = append(kept, []byte("---\n"))
 			continue
 		}
+		if !ok || strings.HasSuffix(h.kind, "List") {
+			if text, dropped := unreadItems(c.text, opts); dropped > 0 {
+				n += dropped
+				kept = append(kept, []byte("---\n"), text)
+				continue
+			}
+		}
 		kept = append(kept, c.text)
 	}
 	return bytes.Join(kept, nil), n
+}
+
+// unreadItems returns a List document (one whose header readHeader cannot
+// read is parsed to tell) without the items Process copies
+// unread (objects of a kind no option makes relevant, or with no kind),
+// written anew, and how many it left out; 0 when it cannot tell.
+func unreadItems(text []byte, opts inject.Options) ([]byte, int) {
+	var doc yaml.Node
+	if yaml.Unmarshal(text, &doc) != nil || len(doc.Content) == 0 {
+		return nil, 0
+	}
+	if kind := yamlnode.Child(doc.Content[0], "kind"); kind == nil || !strings.HasSuffix(kind.Value, "List") {
+		return nil, 0
+	}
+	items := yamlnode.Child(doc.Content[0], "items")
+	if items == nil || items.Kind != yaml.SequenceNode {
+		return nil, 0
+	}
+	var read []*yaml.Node
+	for _, it := range items.Content {
+		if it.Kind == yaml.MappingNode {
+			apiVersion, kind := yamlnode.Child(it, "apiVersion"), yamlnode.Child(it, "kind")
+			if kind == nil || (apiVersion != nil && !opts.Relevant(apiVersion.Value, kind.Value)) || (apiVersion == nil && !opts.Relevant("", kind.Value)) {
+				continue
+			}
+		}
+		read = append(read, it)
+	}
+	dropped := len(items.Content) - len(read)
+	if dropped == 0 {
+		return nil, 0
+	}
+	items.Content = read
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		return nil, 0
+	}
+	return out, dropped
 }
 
 // ReadAsHelm4Installs reports whether Process reads a document of input as
