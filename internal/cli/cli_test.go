@@ -128,6 +128,49 @@ func TestMetadataThatIsNotAMap(t *testing.T) {
 	}
 }
 
+// TestMetadataThatIsNotAMapInAList: the same inside a List, where the
+// error names the List and the item once, in both modes. An item of
+// another kind, or with no kind, is copied unread with its List.
+func TestMetadataThatIsNotAMapInAList(t *testing.T) {
+	for _, item := range []struct{ text, want string }{
+		{"{apiVersion: v1, kind: ConfigMap, metadata: [a]}", "List l (document 0): items[1]: metadata is not an object"},
+		{"{apiVersion: apps/v1, kind: Deployment, metadata: {annotations: 0}}", "List l (document 0): items[1]: metadata.annotations is not a map"},
+		{"{apiVersion: v1, kind: Secret, metadata: {name: [a]}}", "List l (document 0): items[1]: metadata.name is not a string"},
+		{"{apiVersion: example.com/v1, kind: Widget, metadata: [a]}", ""},
+		{"{a: b, metadata: [a]}", ""},
+		{"x", "List l (document 0): items[1]: not an object (found a string)"},
+		{"[a]", "List l (document 0): items[1]: not an object (found a list)"},
+	} {
+		doc := "apiVersion: v1\nkind: List\nmetadata: {name: l}\nitems:\n- {apiVersion: v1, kind: Service, metadata: {name: s}}\n- " + item.text + "\n"
+		t.Run(item.text, func(t *testing.T) {
+			code, out, errOut := run(t, doc)
+			if item.want != "" {
+				assert.Equal(t, 1, code)
+				assert.Empty(t, out)
+				assert.Equal(t, "confighash: error: "+item.want+"\n", errOut)
+			} else {
+				assert.Equal(t, 0, code, errOut)
+				assert.Equal(t, doc, out, "copied unread")
+			}
+			// kio annotates the List, not its items: an unread item is
+			// written back as it came.
+			code, out, errOut = run(t, testtools.ResourceList(doc, ""))
+			if item.want != "" {
+				assert.Equal(t, 1, code)
+				assert.Empty(t, out)
+				assert.Equal(t, "confighash: error: "+item.want+"\n", errOut)
+			} else {
+				assert.Equal(t, 0, code, errOut)
+				assert.Contains(t, out, "  - "+item.text+"\n", "copied unread")
+			}
+		})
+	}
+	// A List needs no name: the error names its kind and document.
+	code, _, errOut := run(t, "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: [a]}\n")
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "confighash: error: List (document 0): items[0]: metadata is not an object\n", errOut)
+}
+
 func TestSecretValuesNeverPrinted(t *testing.T) {
 	input := "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {password: s3cr3t-value}\ndata: {other: '!!!s3cr3t'}\n"
 	code, out, errOut := run(t, input)

@@ -31,6 +31,10 @@ type Object struct {
 // String names the object the way errors and warnings show it, for example
 // `Deployment shop/web (document 3, deploy.yaml)`.
 func (o Object) String() string {
+	if o.Name == "" {
+		// A List, which needs no name.
+		return fmt.Sprintf("%s (%s)", o.Kind, o.where())
+	}
 	return fmt.Sprintf("%s %s (%s)", o.Kind, hashing.ObjectName(o.Namespace, o.Name), o.where())
 }
 
@@ -78,16 +82,27 @@ func identifyIn(list Object, d Doc, opts Options) (Object, error) {
 	}
 	n := d.Node.YNode()
 	if n.Kind != yaml.MappingNode {
+		if list.Kind != "" {
+			// The caller names the item, with its List and index.
+			return o, fmt.Errorf("not an object (found %s)", yamlnorm.Describe(n))
+		}
 		return o, fmt.Errorf("%s is not an object", o.where())
 	}
 	o.APIVersion, o.Kind = scalar(n, "apiVersion"), scalar(n, "kind")
 	o.APIVersion, o.Kind = ItemType(list.APIVersion, list.Kind, o.APIVersion, o.Kind)
 	if opts.Relevant(o.APIVersion, o.Kind) {
+		// An item's errors are named by the caller, with its List and index.
+		where := func(err error) error {
+			if list.Kind != "" {
+				return err
+			}
+			return fmt.Errorf("%s: %w", o.where(), err)
+		}
 		if err := checkAliases(n); err != nil {
-			return o, fmt.Errorf("%s: %w", o.where(), err)
+			return o, where(err)
 		}
 		if err := CheckMetadata(d.Node); err != nil {
-			return o, fmt.Errorf("%s: %w", o.where(), err)
+			return o, where(err)
 		}
 	}
 	meta := yamlnode.Child(n, "metadata")
