@@ -66,7 +66,7 @@ func LoadConfig(node *yaml.RNode) (inject.Options, error) {
 	}
 	n := node.YNode()
 	if n.Kind != yaml.MappingNode {
-		return inject.Options{}, fmt.Errorf("functionConfig is not an object (found %s)", describe(n))
+		return inject.Options{}, fmt.Errorf("functionConfig is not an object (found %s)", yamlnorm.Describe(n))
 	}
 	apiVersion, kind := scalarText(yamlnode.Child(n, "apiVersion")), scalarText(yamlnode.Child(n, "kind"))
 	name := scalarText(yamlnode.Path(n, "metadata", "name"))
@@ -147,6 +147,9 @@ func goKind(t reflect.Type) string {
 // as its text, as kpt passes it.
 func fromConfigMap(n *yaml.Node) (inject.Options, error) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
+		if name, ok := yamlnode.NonScalar(n.Content[i]); ok {
+			return inject.Options{}, fmt.Errorf("a field is %s, not a string", name)
+		}
 		if f := n.Content[i].Value; !contains(configMapFields, f) {
 			return inject.Options{}, fmt.Errorf("unknown field %q: a ConfigMap functionConfig holds its settings under data (keys: %s)", f, strings.Join(configMapKeys, ", "))
 		}
@@ -156,18 +159,21 @@ func fromConfigMap(n *yaml.Node) (inject.Options, error) {
 		return inject.Options{}, nil
 	}
 	if data.Kind != yaml.MappingNode {
-		return inject.Options{}, fmt.Errorf("data: found %s, want a map", describe(data))
+		return inject.Options{}, fmt.Errorf("data: found %s, want a map", yamlnorm.Describe(data))
 	}
 	values := map[string]string{}
 	var unknown []string
 	for i := 0; i+1 < len(data.Content); i += 2 {
+		if name, ok := yamlnode.NonScalar(data.Content[i]); ok {
+			return inject.Options{}, fmt.Errorf("data: a key is %s, not a string", name)
+		}
 		k, v := data.Content[i].Value, data.Content[i+1]
 		if !contains(configMapKeys, k) {
 			unknown = append(unknown, k)
 			continue
 		}
 		if v.Kind != yaml.ScalarNode {
-			msg := fmt.Sprintf("data.%s: found %s, want a string", k, describe(v))
+			msg := fmt.Sprintf("data.%s: found %s, want a string", k, yamlnorm.Describe(v))
 			if k == "workloads" {
 				msg += " (Kind.group=path entries separated by commas or newlines)"
 			}
@@ -190,15 +196,6 @@ func fromConfigMap(n *yaml.Node) (inject.Options, error) {
 		opts.Workloads = append(opts.Workloads, w)
 	}
 	return opts, nil
-}
-
-// describe names a node's kind for a message: a scalar by what YAML reads
-// it as (a string, a number, a boolean).
-func describe(n *yaml.Node) string {
-	if n.Kind == yaml.ScalarNode && n.Tag == yaml.NodeTagString {
-		return "a string"
-	}
-	return yamlnorm.Describe(n)
 }
 
 // scalarText is the text of a scalar node, or "".

@@ -40,6 +40,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"ConfigMap: binaryData", cm + "binaryData: {workloads: eA==}\n", []string{"functionConfig fn: unknown field \"binaryData\"", "under data"}},
 		{"ConfigMap: settings beside data", cm + "namespace: shop\n", []string{"functionConfig fn: unknown field \"namespace\"", "under data"}},
 		{"ConfigMap: unknown key", cm + "data: {Namespace: shop}\n", []string{"functionConfig fn: unknown data keys Namespace"}},
+		{"ConfigMap: a list as a field", cm + "[data]: {namespace: shop}\n", []string{"functionConfig fn: a field is a list, not a string"}},
+		{"ConfigMap: a list as a key", cm + "data: {[namespace]: shop}\n", []string{"functionConfig fn: data: a key is a list, not a string"}},
+		{"ConfigMap: a map as a key", cm + "data: {? {a: b} : shop}\n", []string{"functionConfig fn: data: a key is a map, not a string"}},
 		{"ConfigMap: malformed workload", cm + "data: {workloads: Rollout}\n", []string{"functionConfig fn: data.workloads: \"Rollout\": want Kind.group=path"}},
 	}
 	for _, tc := range cases {

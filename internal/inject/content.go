@@ -30,6 +30,9 @@ func ReadContent(node *yaml.Node, kind hashing.Kind, namespace, name string) (ha
 		for i := 0; i+1 < len(m.Content); i += 2 {
 			k, v := m.Content[i], m.Content[i+1]
 			key := k.Value
+			if name, ok := yamlnode.NonScalar(k); ok {
+				return hashing.Content{}, fmt.Errorf("%s: a key is %s, not a string: kubectl and Helm (sigs.k8s.io/yaml) refuse it", f, name)
+			}
 			if kind := yaml11.Key(k); kind != yaml11.String {
 				return hashing.Content{}, fmt.Errorf("%s: key %q is %s to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)", f, key, kind)
 			}

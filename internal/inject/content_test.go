@@ -55,15 +55,18 @@ func TestReadContentNamesWhatIsNotAString(t *testing.T) {
 // server does not hold. Keys stored as written are read.
 func TestReadContentRefusesKeysKubectlRenames(t *testing.T) {
 	for key, want := range map[string]string{
-		"on":    `data: key "on" is a boolean to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`,
-		"No":    `data: key "No" is a boolean to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`,
-		"010":   `data: key "010" is a number to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`,
-		"1e3":   `data: key "1e3" is a number to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`,
-		"~":     `data: key "~" is null to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`,
-		"'on'":  "",
-		"true":  "",
-		"10":    "",
-		"app.y": "",
+		"on":  `data: key "on" is a boolean to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`,
+		"No":  `data: key "No" is a boolean to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`,
+		"010": `data: key "010" is a number to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`,
+		"1e3": `data: key "1e3" is a number to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`,
+		"~":   `data: key "~" is null to kubectl and Helm (sigs.k8s.io/yaml), which store it under another name or refuse it (quote it)`,
+		// A key that is no scalar has no text: the error says what it is.
+		"[a]":    "data: a key is a list, not a string: kubectl and Helm (sigs.k8s.io/yaml) refuse it",
+		"{a: 1}": "data: a key is a map, not a string: kubectl and Helm (sigs.k8s.io/yaml) refuse it",
+		"'on'":   "",
+		"true":   "",
+		"10":     "",
+		"app.y":  "",
 	} {
 		t.Run(key, func(t *testing.T) {
 			n, err := yaml.Parse("kind: ConfigMap\ndata:\n  " + key + ": v\n")

@@ -94,7 +94,7 @@ func check(n *yaml.Node) (bool, error) {
 				return false, &pathError{err: yamlnode.AtNodeLine(k.Line, mergeTakesMaps)}
 			}
 			name := keyName(k)
-			if line, dup := earlier(n.Content[:i], name, k.Line, &seen); dup {
+			if line, dup := earlier(n.Content[:i], k, &seen); dup {
 				return false, &pathError{err: yamlnode.AtNodeLines(fmt.Sprintf("key %q appears twice", name), line, k.Line, "; the API server would keep only one")}
 			}
 			s, err := check(n.Content[i+1])
@@ -150,12 +150,17 @@ func mergeable(v *yaml.Node) bool {
 // scanning the keys before it rather than building a map.
 const smallMapping = 16
 
-// earlier reports whether name, written at line, is among the keys of the
-// mapping entries before it, and the line where it was written first.
-func earlier(before []*yaml.Node, name string, line int, seen *map[string]int) (int, bool) {
+// earlier reports whether k, a key written after the mapping entries
+// before, is among their keys, and the line where it was written first. A
+// key without a name (named) is never.
+func earlier(before []*yaml.Node, k *yaml.Node, seen *map[string]int) (int, bool) {
+	if !named(k) {
+		return 0, false
+	}
+	name := keyName(k)
 	if len(before)/2 < smallMapping {
 		for j := 0; j < len(before); j += 2 {
-			if keyName(before[j]) == name {
+			if named(before[j]) && keyName(before[j]) == name {
 				return before[j].Line, true
 			}
 		}
@@ -164,14 +169,14 @@ func earlier(before []*yaml.Node, name string, line int, seen *map[string]int) (
 	if *seen == nil {
 		*seen = make(map[string]int, len(before))
 		for j := 0; j < len(before); j += 2 {
-			if _, ok := (*seen)[keyName(before[j])]; !ok {
+			if _, ok := (*seen)[keyName(before[j])]; !ok && named(before[j]) {
 				(*seen)[keyName(before[j])] = before[j].Line
 			}
 		}
 	}
 	first, dup := (*seen)[name]
 	if !dup {
-		(*seen)[name] = line
+		(*seen)[name] = k.Line
 	}
 	return first, dup
 }
@@ -213,6 +218,17 @@ func keyName(k *yaml.Node) string {
 		k = k.Alias
 	}
 	return k.Value
+}
+
+// named reports whether k, a mapping key, has a name to compare: a
+// scalar, a merge key, or an alias to a scalar. A list or map as a key has
+// none (kubectl and Helm refuse it; a reader of the field it stands in says
+// so): two such keys are not the same key, nor is one of them the key "".
+func named(k *yaml.Node) bool {
+	if k.Kind == yaml.AliasNode && k.Alias != nil {
+		k = k.Alias
+	}
+	return k.Kind == yaml.ScalarNode
 }
 
 // CheckAliases refuses a tree whose aliases would expand it beyond MaxNodes
@@ -388,6 +404,10 @@ func Describe(n *yaml.Node) string {
 		return "a boolean"
 	case yaml.NodeTagNull:
 		return "null"
+	case yaml.NodeTagString:
+		return "a string"
+	case "!!timestamp":
+		return "a timestamp"
 	}
-	return "a " + strings.TrimPrefix(n.Tag, "!!")
+	return "a " + n.Tag + " value"
 }

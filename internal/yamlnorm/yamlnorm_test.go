@@ -194,11 +194,45 @@ func onlyStrings(v any) bool {
 func TestDescribe(t *testing.T) {
 	for text, want := range map[string]string{
 		"{a: b}": "a map", "[a]": "a list", "*x": "an alias", "1": "a number", "1.5": "a number", "true": "a boolean",
-		"~": "null", "2001-12-14": "a timestamp", "!!binary aGk=": "a binary", "abc": "a str",
+		"~": "null", "2001-12-14": "a timestamp", "!!binary aGk=": "a !!binary value", "abc": "a string", "'1'": "a string",
+		"!foo x": "a !foo value",
 	} {
 		var doc yaml.Node
 		require.NoError(t, yaml.Unmarshal([]byte("a: &x 1\nk: "+text+"\n"), &doc))
 		assert.Equal(t, want, yamlnorm.Describe(doc.Content[0].Content[3]), "%s", text)
 	}
 	assert.Equal(t, "nothing", yamlnorm.Describe(&yaml.Node{}))
+}
+
+// TestKeysWithoutNames: a list or map as a mapping key has no name, so two
+// of them are not one key repeated, nor is one of them the key "" (kubectl
+// and Helm refuse such a key; the reader of the field says so). A repeated
+// named key beside them is still found, in small and wide mappings.
+func TestKeysWithoutNames(t *testing.T) {
+	wide := func(s string) string {
+		for i := range 20 {
+			s += fmt.Sprintf("  k%d: v\n", i)
+		}
+		return s
+	}
+	for _, tc := range []struct{ name, text, want string }{
+		{"a list and a map", "data:\n  [a]: x\n  {c: d}: y\n", ""},
+		{"two lists", "data:\n  [a]: x\n  [b]: y\n", ""},
+		{"a list and the empty key", "data:\n  [a]: x\n  \"\": y\n", ""},
+		{"the empty key and a list", "data:\n  \"\": y\n  [a]: x\n", ""},
+		{"wide, a list and the empty key", wide("data:\n  [a]: x\n") + "  \"\": y\n  [b]: z\n", ""},
+		{"wide, a name again", wide("data:\n  [a]: x\n  k: y\n") + "  [b]: z\n  k: w\n", `data: key "k" appears twice`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var doc yaml.Node
+			require.NoError(t, yaml.Unmarshal([]byte(tc.text), &doc))
+			_, err := yamlnorm.Normalise(&doc)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
 }
