@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -45,6 +46,10 @@ func FuzzProcess(f *testing.F) {
 		// one to kubectl, Helm and kustomize (refused).
 		strings.ReplaceAll(cm+fmt.Sprintf(dep, ""), "\n", "\r"),
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\nx:\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n  b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n  c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n  d: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n",
+		// Keys that are a list or a map (refused by kubectl and Helm), and
+		// List items that are no objects or have no map as metadata.
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  [a]: x\n  {b: c}: y\n---\n" + fmt.Sprintf(dep, ""),
+		"apiVersion: v1\nkind: List\nitems:\n- x\n- {apiVersion: v1, kind: ConfigMap, metadata: [a]}\n- {a: b, metadata: [a]}\n",
 	} {
 		f.Add([]byte(in))
 	}
@@ -56,9 +61,16 @@ func FuzzProcess(f *testing.F) {
 	})
 }
 
+// doubledPlace matches an error that names a document and then, inside,
+// a document again ("List l (document 0): items[1]: document 0: …").
+var doubledPlace = regexp.MustCompile(`document [0-9]+.*: document [0-9]+`)
+
 func checkProcess(t *testing.T, input []byte, opts inject.Options) {
 	t.Helper()
 	out, report, err := postrenderer.Process(input, opts)
+	if err != nil && doubledPlace.MatchString(err.Error()) {
+		t.Errorf("the error names its document twice: %v", err)
+	}
 	if err != nil || postrenderer.ReadAsHelm4Installs(input) {
 		// A ConfigMap or Secret of Helm 4's stream with a block that keeps
 		// its blank lines is hashed as Helm 4 will store it, and a hook
