@@ -32,7 +32,7 @@ type Object struct {
 // `Deployment shop/web (document 3, deploy.yaml)`.
 func (o Object) String() string {
 	if o.Name == "" {
-		// A List, which needs no name.
+		// No name to show (a List needs none).
 		return fmt.Sprintf("%s (%s)", o.Kind, o.where())
 	}
 	return fmt.Sprintf("%s %s (%s)", o.Kind, hashing.ObjectName(o.Namespace, o.Name), o.where())
