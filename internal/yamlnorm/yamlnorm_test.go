@@ -205,9 +205,13 @@ func TestDescribe(t *testing.T) {
 }
 
 // TestKeysWithoutNames: a list or map as a mapping key has no name, so two
-// of them are not one key repeated, nor is one of them the key "" (kubectl
-// and Helm refuse such a key; the reader of the field says so). A repeated
-// named key beside them is still found, in small and wide mappings.
+// of them are not one key repeated, nor is one of them the key "". kubectl
+// and Helm refuse such a key loudly: where confighash reads the mapping
+// (config content, the functionConfig) its reader says so; elsewhere it is
+// left to them, as postrenderer's TestKubernetesManifests pins with
+// Kubernetes' own salt-templated manifests ("cpu: {{ … }}"). A repeated
+// named key beside them, which the API server would drop silently, is
+// still found, in small and wide mappings.
 func TestKeysWithoutNames(t *testing.T) {
 	wide := func(s string) string {
 		for i := range 20 {
