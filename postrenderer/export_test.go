@@ -43,18 +43,21 @@ func unreadItems(text []byte, opts inject.Options) ([]byte, int) {
 	if yaml.Unmarshal(text, &doc) != nil || len(doc.Content) == 0 {
 		return nil, 0
 	}
-	if kind := yamlnode.Child(doc.Content[0], "kind"); kind == nil || !strings.HasSuffix(kind.Value, "List") {
+	root := doc.Content[0]
+	listAPIVersion, listKind := childText(root, "apiVersion"), childText(root, "kind")
+	if !strings.HasSuffix(listKind, "List") {
 		return nil, 0
 	}
-	items := yamlnode.Child(doc.Content[0], "items")
+	items := yamlnode.Child(root, "items")
 	if items == nil || items.Kind != yaml.SequenceNode {
 		return nil, 0
 	}
 	var read []*yaml.Node
 	for _, it := range items.Content {
 		if it.Kind == yaml.MappingNode {
-			apiVersion, kind := yamlnode.Child(it, "apiVersion"), yamlnode.Child(it, "kind")
-			if kind == nil || (apiVersion != nil && !opts.Relevant(apiVersion.Value, kind.Value)) || (apiVersion == nil && !opts.Relevant("", kind.Value)) {
+			// An item of a typed list (a ConfigMapList) may name no kind.
+			apiVersion, kind := inject.ItemType(listAPIVersion, listKind, childText(it, "apiVersion"), childText(it, "kind"))
+			if kind == "" || !opts.Relevant(apiVersion, kind) {
 				continue
 			}
 		}
@@ -83,4 +86,13 @@ func ReadAsHelm4Installs(input []byte) bool {
 		}
 	}
 	return false
+}
+
+// childText is the text of m's scalar child under key, or "".
+func childText(m *yaml.Node, key string) string {
+	n := yamlnode.Child(m, key)
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return n.Value
 }
