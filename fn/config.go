@@ -68,8 +68,8 @@ func LoadConfig(node *yaml.RNode) (inject.Options, error) {
 	if n.Kind != yaml.MappingNode {
 		return inject.Options{}, fmt.Errorf("functionConfig is not an object (found %s)", yamlnorm.Describe(n))
 	}
-	apiVersion, kind := scalarText(yamlnode.Child(n, "apiVersion")), scalarText(yamlnode.Child(n, "kind"))
-	name := scalarText(yamlnode.Path(n, "metadata", "name"))
+	apiVersion, kind := yamlnode.Text(n, "apiVersion"), yamlnode.Text(n, "kind")
+	name := yamlnode.Text(n, "metadata", "name")
 	var opts inject.Options
 	var err error
 	switch {
@@ -196,14 +196,6 @@ func fromConfigMap(n *yaml.Node) (inject.Options, error) {
 		opts.Workloads = append(opts.Workloads, w)
 	}
 	return opts, nil
-}
-
-// scalarText is the text of a scalar node, or "".
-func scalarText(n *yaml.Node) string {
-	if n == nil || n.Kind != yaml.ScalarNode {
-		return ""
-	}
-	return n.Value
 }
 
 func contains(list []string, s string) bool {

@@ -44,7 +44,7 @@ func unreadItems(text []byte, opts inject.Options) ([]byte, int) {
 		return nil, 0
 	}
 	root := doc.Content[0]
-	listAPIVersion, listKind := childText(root, "apiVersion"), childText(root, "kind")
+	listAPIVersion, listKind := yamlnode.Text(root, "apiVersion"), yamlnode.Text(root, "kind")
 	if !strings.HasSuffix(listKind, "List") {
 		return nil, 0
 	}
@@ -56,7 +56,7 @@ func unreadItems(text []byte, opts inject.Options) ([]byte, int) {
 	for _, it := range items.Content {
 		if it.Kind == yaml.MappingNode {
 			// An item of a typed list (a ConfigMapList) may name no kind.
-			apiVersion, kind := inject.ItemType(listAPIVersion, listKind, childText(it, "apiVersion"), childText(it, "kind"))
+			apiVersion, kind := inject.ItemType(listAPIVersion, listKind, yamlnode.Text(it, "apiVersion"), yamlnode.Text(it, "kind"))
 			if kind == "" || !opts.Relevant(apiVersion, kind) {
 				continue
 			}
@@ -86,13 +86,4 @@ func ReadAsHelm4Installs(input []byte) bool {
 		}
 	}
 	return false
-}
-
-// childText is the text of m's scalar child under key, or "".
-func childText(m *yaml.Node, key string) string {
-	n := yamlnode.Child(m, key)
-	if n == nil || n.Kind != yaml.ScalarNode {
-		return ""
-	}
-	return n.Value
 }

@@ -88,7 +88,7 @@ func identifyIn(list Object, d Doc, opts Options) (Object, error) {
 		}
 		return o, fmt.Errorf("%s is not an object", o.where())
 	}
-	o.APIVersion, o.Kind = scalar(n, "apiVersion"), scalar(n, "kind")
+	o.APIVersion, o.Kind = yamlnode.Text(n, "apiVersion"), yamlnode.Text(n, "kind")
 	o.APIVersion, o.Kind = ItemType(list.APIVersion, list.Kind, o.APIVersion, o.Kind)
 	if opts.Relevant(o.APIVersion, o.Kind) {
 		// An item's errors are named by the caller, with its List and index.
@@ -106,7 +106,7 @@ func identifyIn(list Object, d Doc, opts Options) (Object, error) {
 		}
 	}
 	meta := yamlnode.Child(n, "metadata")
-	o.Name, o.Namespace = scalar(meta, "name"), scalar(meta, "namespace")
+	o.Name, o.Namespace = yamlnode.Text(meta, "name"), yamlnode.Text(meta, "namespace")
 	o.written = o.Namespace
 	if o.Path == "" {
 		// Helm 4 sends no "# Source:" comments but this annotation.

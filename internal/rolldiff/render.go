@@ -82,7 +82,7 @@ func ReadObjects(input []byte, opts inject.Options) ([]*yaml.RNode, inject.Optio
 	if err != nil {
 		return nil, opts, fmt.Errorf("reading the render: %w", err)
 	}
-	if len(docs) == 1 && scalar(docs[0].YNode(), "kind") == kio.ResourceListKind {
+	if len(docs) == 1 && yamlnode.Text(docs[0].YNode(), "kind") == kio.ResourceListKind {
 		opts.SkipLocalConfig = true
 		items, err := resourceListItems(docs[0].YNode())
 		return items, opts, err
@@ -215,7 +215,7 @@ func (r *Render) addConfigs(n *yaml.RNode, listAPIVersion, listKind string, opts
 	if y.Kind != yaml.MappingNode || opts.LeavesOut(n) {
 		return nil
 	}
-	apiVersion, kind := inject.ItemType(listAPIVersion, listKind, scalar(y, "apiVersion"), scalar(y, "kind"))
+	apiVersion, kind := inject.ItemType(listAPIVersion, listKind, yamlnode.Text(y, "apiVersion"), yamlnode.Text(y, "kind"))
 	if apiVersion != "v1" {
 		return nil
 	}
@@ -240,7 +240,7 @@ func (r *Render) addConfigs(n *yaml.RNode, listAPIVersion, listKind string, opts
 		return nil
 	}
 	meta := yamlnode.Child(y, "metadata")
-	ref := configRef{Kind: hashing.Kind(kind), Namespace: scalar(meta, "namespace"), Name: scalar(meta, "name")}
+	ref := configRef{Kind: hashing.Kind(kind), Namespace: yamlnode.Text(meta, "namespace"), Name: yamlnode.Text(meta, "name")}
 	if ref.Namespace == "" {
 		ref.Namespace = defaultNamespace
 	}
@@ -253,11 +253,4 @@ func (r *Render) addConfigs(n *yaml.RNode, listAPIVersion, listKind string, opts
 	}
 	r.configs[ref] = c
 	return nil
-}
-
-func scalar(m *yaml.Node, key string) string {
-	if v := yamlnode.Child(m, key); v != nil && v.Kind == yaml.ScalarNode {
-		return v.Value
-	}
-	return ""
 }

@@ -29,6 +29,16 @@ func Path(n *yaml.Node, keys ...string) *yaml.Node {
 	return n
 }
 
+// Text follows keys from n and returns the text of the scalar there, or ""
+// where the path is missing or ends on a map, a list or an alias. A null is
+// its text ("null", "~" or ""), as yaml wrote it.
+func Text(n *yaml.Node, keys ...string) string {
+	if n = Path(n, keys...); n == nil || n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return n.Value
+}
+
 // NonScalar names node n for error messages when it is no scalar: "a map",
 // "a list", "an alias", or "nothing" for a document or an empty node. For a
 // scalar it returns ok false: what a scalar is depends on the reader's rule

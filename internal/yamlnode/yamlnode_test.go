@@ -43,6 +43,36 @@ func TestPath(t *testing.T) {
 	assert.Nil(t, yamlnode.Child(nil, "x"))
 }
 
+// TestText reads the text of a scalar at a path and "" for anything else:
+// what every reader of kind, name and namespace wants from a document.
+func TestText(t *testing.T) {
+	var doc yaml.Node
+	require.NoError(t, yaml.Unmarshal([]byte("kind: ConfigMap\nmetadata:\n  name: web\n  labels: [a]\n  namespace: {a: b}\nspec: null\nn: 5\n"), &doc))
+	root := doc.Content[0]
+	tests := []struct {
+		name string
+		keys []string
+		want string
+	}{
+		{"a top-level scalar", []string{"kind"}, "ConfigMap"},
+		{"a nested scalar", []string{"metadata", "name"}, "web"},
+		{"a number is its text", []string{"n"}, "5"},
+		{"null is its text", []string{"spec"}, "null"},
+		{"a list", []string{"metadata", "labels"}, ""},
+		{"a map", []string{"metadata", "namespace"}, ""},
+		{"a missing key", []string{"apiVersion"}, ""},
+		{"through a scalar", []string{"kind", "name"}, ""},
+		{"no keys and a map", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, yamlnode.Text(root, tt.keys...))
+		})
+	}
+	assert.Empty(t, yamlnode.Text(nil, "kind"))
+	assert.Equal(t, "web", yamlnode.Text(yamlnode.Path(root, "metadata", "name")), "no keys and a scalar")
+}
+
 // TestNonScalar names every kind of node but a scalar, whose name is the
 // caller's rule ("" and false).
 func TestNonScalar(t *testing.T) {
