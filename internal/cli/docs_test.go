@@ -561,3 +561,64 @@ func TestDocLinksResolve(t *testing.T) {
 	t.Logf("%d relative links", links)
 	assert.Greater(t, links, 20, "links found")
 }
+
+// TestLayoutNamesEveryFolder holds README.md's Layout table to the tree:
+// every folder it names exists, and every folder with Go code is one it
+// names or lies below one, so a new package cannot land without a row.
+func TestLayoutNamesEveryFolder(t *testing.T) {
+	root := testtools.RepoRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(readme), "\n## Layout\n")
+	require.True(t, ok, "README.md has a Layout section")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var named []string
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(line, "|"), "|")
+		for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(first, -1) {
+			folder := strings.TrimSuffix(m[1], "/")
+			named = append(named, folder)
+			info, err := os.Stat(filepath.Join(root, folder))
+			if assert.NoError(t, err, "the Layout names %s", m[1]) {
+				assert.True(t, info.IsDir(), "the Layout names %s, which is no folder", m[1])
+			}
+		}
+	}
+	require.Greater(t, len(named), 10, "folders the Layout names")
+	covered := func(rel string) bool {
+		for _, n := range named {
+			if rel == n || strings.HasPrefix(rel, n+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	folders := map[string]bool{}
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() && path != root && (strings.HasPrefix(name, ".") || name == "bin" || name == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(name, ".go") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if rel != "." && !folders[rel] {
+			folders[rel] = true
+			assert.True(t, covered(rel), "%s holds Go code and README.md's Layout names neither it nor a folder above it", rel)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Greater(t, len(folders), 20, "folders with Go code")
+}
