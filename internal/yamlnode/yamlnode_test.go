@@ -47,7 +47,7 @@ func TestPath(t *testing.T) {
 // what every reader of kind, name and namespace wants from a document.
 func TestText(t *testing.T) {
 	var doc yaml.Node
-	require.NoError(t, yaml.Unmarshal([]byte("kind: ConfigMap\nmetadata:\n  name: web\n  labels: [a]\n  namespace: {a: b}\nspec: null\nn: 5\n"), &doc))
+	require.NoError(t, yaml.Unmarshal([]byte("kind: ConfigMap\nmetadata:\n  name: web\n  labels: [a]\n  namespace: {a: b}\nspec: null\nn: 5\na: &x s\nr: *x\n"), &doc))
 	root := doc.Content[0]
 	tests := []struct {
 		name string
@@ -60,6 +60,8 @@ func TestText(t *testing.T) {
 		{"null is its text", []string{"spec"}, "null"},
 		{"a list", []string{"metadata", "labels"}, ""},
 		{"a map", []string{"metadata", "namespace"}, ""},
+		{"an alias, even of a scalar", []string{"r"}, ""},
+		{"the anchored scalar itself", []string{"a"}, "s"},
 		{"a missing key", []string{"apiVersion"}, ""},
 		{"through a scalar", []string{"kind", "name"}, ""},
 		{"no keys and a map", nil, ""},
