@@ -409,12 +409,8 @@ func clusterFilled(node *yaml.RNode, o Object) bool {
 	if kind != hashing.KindSecret && kind != hashing.KindConfigMap {
 		return false
 	}
-	var secretType string
-	if t := yamlnode.Child(node.YNode(), "type"); t != nil && t.Kind == yaml.ScalarNode {
-		secretType = t.Value
-	}
 	meta := yamlnode.Child(node.YNode(), "metadata")
-	_, filled := hashing.ClusterFilled(kind, secretType,
+	_, filled := hashing.ClusterFilled(kind, yamlnode.Text(node.YNode(), "type"),
 		marker(meta, "annotations", hashing.InjectCABundleAnnotation), marker(meta, "labels", hashing.InjectTrustedCABundleLabel))
 	return filled
 }
